@@ -1,0 +1,66 @@
+package crds
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ToUnstructured converts obj (a struct or pointer to one) for the dynamic client. For the
+// kinds of this package an empty apiVersion/kind is filled in, so callers need not set
+// TypeMeta by hand.
+func ToUnstructured(obj any) (*unstructured.Unstructured, error) {
+	if obj == nil {
+		return nil, errors.New("convert nil to unstructured")
+	}
+	ptr := obj
+	if v := reflect.ValueOf(obj); v.Kind() != reflect.Pointer {
+		// The converter wants a pointer; accept values too, as json.Marshal does.
+		p := reflect.New(v.Type())
+		p.Elem().Set(v)
+		ptr = p.Interface()
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ptr)
+	if err != nil {
+		return nil, fmt.Errorf("convert %T to unstructured: %w", obj, err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	if kind := kindOf(obj); kind != "" {
+		if u.GetAPIVersion() == "" {
+			u.SetAPIVersion(GroupVersion.String())
+		}
+		if u.GetKind() == "" {
+			u.SetKind(kind)
+		}
+	}
+	return u, nil
+}
+
+// FromUnstructured converts u into a new T. Fields T does not know are ignored.
+func FromUnstructured[T any](u *unstructured.Unstructured) (*T, error) {
+	out := new(T)
+	if u == nil {
+		return nil, fmt.Errorf("convert nil unstructured to %T", out)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+		return nil, fmt.Errorf("convert %s %s/%s to %T: %w", u.GetKind(), u.GetNamespace(), u.GetName(), out, err)
+	}
+	return out, nil
+}
+
+func kindOf(obj any) string {
+	switch obj.(type) {
+	case GitRepoConfig, *GitRepoConfig:
+		return KindGitRepoConfig
+	case GitDestination, *GitDestination:
+		return KindGitDestination
+	case WatchRule, *WatchRule:
+		return KindWatchRule
+	case ClusterWatchRule, *ClusterWatchRule:
+		return KindClusterWatchRule
+	}
+	return ""
+}

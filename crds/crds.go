@@ -1,0 +1,170 @@
+// Package crds owns the configbutler.ai/v1alpha1 API: the Go types of its kinds, their CRDs
+// (hand-written structural YAML, embedded so the binary installs exactly what it was built
+// with) and the installer that applies them and waits until the apiserver serves them.
+//
+// There is no generated code: objects travel through the dynamic client as unstructured
+// maps and are converted with ToUnstructured / FromUnstructured.
+package crds
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+)
+
+// FieldManager is the server-side apply field manager of the installer.
+const FieldManager = "gitops-reverser"
+
+const (
+	// defaultInstallTimeout bounds Install when ctx has no deadline.
+	defaultInstallTimeout   = 60 * time.Second
+	establishedPollInterval = 200 * time.Millisecond
+)
+
+//go:embed yaml/*.yaml
+var manifests embed.FS
+
+// CRDs returns the embedded CustomResourceDefinitions, one per kind, ordered by file name.
+// Unknown fields in the YAML are an error, so a typo cannot silently drop a schema keyword.
+func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	names, err := fs.Glob(manifests, "yaml/*.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("list embedded CRDs: %w", err)
+	}
+	out := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(names))
+	for _, name := range names {
+		data, err := manifests.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("read embedded CRD %s: %w", name, err)
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, crd); err != nil {
+			return nil, fmt.Errorf("parse embedded CRD %s: %w", name, err)
+		}
+		out = append(out, crd)
+	}
+	return out, nil
+}
+
+// Install server-side applies every CRD (field manager FieldManager, forcing ownership) and
+// waits until each is Established with its names accepted. Applying the same CRDs again
+// changes nothing, so it is safe on every start. Without a deadline on ctx it gives up after
+// a minute.
+func Install(ctx context.Context, cfg *rest.Config, log *slog.Logger) error {
+	defs, err := CRDs()
+	if err != nil {
+		return err
+	}
+	client, err := clientset.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("create apiextensions client: %w", err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, defaultInstallTimeout)
+		defer cancel()
+	}
+	for _, crd := range defs {
+		if err := apply(ctx, client, crd, log); err != nil {
+			return err
+		}
+	}
+	for _, crd := range defs {
+		if err := waitEstablished(ctx, client, crd.Name); err != nil {
+			return err
+		}
+		log.Debug("crd established", "crd", crd.Name)
+	}
+	return nil
+}
+
+func apply(ctx context.Context, client clientset.Interface, crd *apiextensionsv1.CustomResourceDefinition, log *slog.Logger) error {
+	body, err := applyBody(crd)
+	if err != nil {
+		return fmt.Errorf("encode CRD %s: %w", crd.Name, err)
+	}
+	before := ""
+	if cur, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{}); err == nil {
+		before = cur.ResourceVersion
+	}
+	force := true
+	got, err := client.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, crd.Name, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+	if err != nil {
+		return fmt.Errorf("apply CRD %s: %w", crd.Name, err)
+	}
+	switch {
+	case before == "":
+		log.Info("crd created", "crd", crd.Name)
+	case before != got.ResourceVersion:
+		log.Info("crd updated", "crd", crd.Name)
+	default:
+		log.Debug("crd unchanged", "crd", crd.Name)
+	}
+	return nil
+}
+
+// applyBody is the apply configuration of crd: only what the YAML says. Status and the
+// zero creationTimestamp that the typed struct would carry are left out, so the field manager
+// owns exactly the fields we declare.
+func applyBody(crd *apiextensionsv1.CustomResourceDefinition) ([]byte, error) {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+	if err != nil {
+		return nil, err
+	}
+	obj["apiVersion"] = apiextensionsv1.SchemeGroupVersion.String()
+	obj["kind"] = "CustomResourceDefinition"
+	delete(obj, "status")
+	if meta, ok := obj["metadata"].(map[string]any); ok {
+		delete(meta, "creationTimestamp")
+	}
+	return json.Marshal(obj)
+}
+
+// waitEstablished polls until the CRD is Established and NamesAccepted. A name conflict
+// (NamesAccepted=False) fails at once instead of waiting for the deadline.
+func waitEstablished(ctx context.Context, client clientset.Interface, name string) error {
+	var last string
+	err := wait.PollUntilContextCancel(ctx, establishedPollInterval, true, func(ctx context.Context) (bool, error) {
+		crd, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		established, accepted := false, false
+		for _, c := range crd.Status.Conditions {
+			switch c.Type {
+			case apiextensionsv1.Established:
+				established = c.Status == apiextensionsv1.ConditionTrue
+			case apiextensionsv1.NamesAccepted:
+				accepted = c.Status == apiextensionsv1.ConditionTrue
+				if c.Status == apiextensionsv1.ConditionFalse {
+					return false, fmt.Errorf("names not accepted: %s: %s", c.Reason, c.Message)
+				}
+			}
+		}
+		last = fmt.Sprintf("established=%t namesAccepted=%t", established, accepted)
+		return established && accepted, nil
+	})
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("wait for CRD %s to be established (last seen: %s): %w", name, last, err)
+	}
+	return fmt.Errorf("wait for CRD %s to be established: %w", name, err)
+}

@@ -1,0 +1,56 @@
+package crds_test
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+// TestKubectlExplainShowsDescriptions runs the real kubectl against the apiserver: the field
+// descriptions of the CRDs must reach users through the published OpenAPI.
+func TestKubectlExplainShowsDescriptions(t *testing.T) {
+	mustInstall(t)
+	ctx := testContext(t)
+	bins, err := testenv.EnsureBinaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		field string
+		want  string
+	}{
+		{"gitrepoconfigs.spec.repoUrl", "must not embed credentials"},
+		{"grc.spec.secretRef", "bearerToken"},
+		{"gitdestinations.spec.baseFolder", "clean relative POSIX path"},
+		{"gd.spec.repoRef.namespace", "defaults to the GitDestination's own"},
+		{"watchrules.spec.rules.resources", "desired-state default set"},
+		{"cwr.spec.rules.scope", "Cluster"},
+		{"wr.status.conditions.reason", "CamelCase"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.field, func(t *testing.T) {
+			var out string
+			// The apiserver publishes the OpenAPI of a new CRD a moment after it is Established.
+			err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				b, err := exec.CommandContext(ctx, bins.Kubectl, "--kubeconfig", kubeconfig, "explain", tc.field).CombinedOutput()
+				out = string(b)
+				// kubectl wraps long descriptions; compare with the whitespace collapsed.
+				return err == nil && strings.Contains(strings.Join(strings.Fields(out), " "), tc.want), nil
+			})
+			if err != nil {
+				t.Fatalf("kubectl explain %s never showed %q; last output:\n%s", tc.field, tc.want, out)
+			}
+		})
+	}
+}

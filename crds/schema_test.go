@@ -1,0 +1,241 @@
+package crds_test
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/configbutler/gitops-reverser/crds"
+)
+
+// These tests need no apiserver: they check the embedded YAML against the Go API and the
+// apiserver's own CRD validation, so a broken schema fails in milliseconds (go test -short).
+
+func mustCRDs(tb testing.TB) map[string]*apiextensionsv1.CustomResourceDefinition {
+	tb.Helper()
+	defs, err := crds.CRDs()
+	if err != nil {
+		tb.Fatalf("CRDs: %v", err)
+	}
+	byKind := map[string]*apiextensionsv1.CustomResourceDefinition{}
+	for _, d := range defs {
+		byKind[d.Spec.Names.Kind] = d
+	}
+	return byKind
+}
+
+func rootSchema(crd *apiextensionsv1.CustomResourceDefinition) apiextensionsv1.JSONSchemaProps {
+	return *crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+}
+
+// walkSchema calls visit for every property below s, depth first in name order; path uses
+// "[]" for array items, e.g. "spec.rules[].scope".
+func walkSchema(path string, s apiextensionsv1.JSONSchemaProps, visit func(path string, s apiextensionsv1.JSONSchemaProps)) {
+	names := make([]string, 0, len(s.Properties))
+	for name := range s.Properties {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p := strings.TrimPrefix(path+"."+name, ".")
+		visit(p, s.Properties[name])
+		walkSchema(p, s.Properties[name], visit)
+	}
+	if s.Items != nil && s.Items.Schema != nil {
+		visit(path+"[]", *s.Items.Schema)
+		walkSchema(path+"[]", *s.Items.Schema, visit)
+	}
+}
+
+func TestCRDsMatchTheGoAPI(t *testing.T) {
+	byKind := mustCRDs(t)
+	if len(byKind) != 4 {
+		t.Fatalf("got %d CRDs, want 4", len(byKind))
+	}
+	cases := []struct {
+		kind  string
+		gvr   schema.GroupVersionResource
+		scope apiextensionsv1.ResourceScope
+		short string
+	}{
+		{crds.KindGitRepoConfig, crds.GitRepoConfigs, apiextensionsv1.NamespaceScoped, "grc"},
+		{crds.KindGitDestination, crds.GitDestinations, apiextensionsv1.NamespaceScoped, "gd"},
+		{crds.KindWatchRule, crds.WatchRules, apiextensionsv1.NamespaceScoped, "wr"},
+		{crds.KindClusterWatchRule, crds.ClusterWatchRules, apiextensionsv1.ClusterScoped, "cwr"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.kind, func(t *testing.T) {
+			crd := byKind[tc.kind]
+			if crd == nil {
+				t.Fatalf("no CRD for kind %s", tc.kind)
+			}
+			if want := tc.gvr.Resource + "." + crds.Group; crd.Name != want {
+				t.Errorf("name = %q, want %q", crd.Name, want)
+			}
+			if crd.Spec.Group != tc.gvr.Group || crd.Spec.Names.Plural != tc.gvr.Resource {
+				t.Errorf("group/plural = %s/%s, want %s/%s", crd.Spec.Group, crd.Spec.Names.Plural, tc.gvr.Group, tc.gvr.Resource)
+			}
+			if crd.Spec.Scope != tc.scope {
+				t.Errorf("scope = %s, want %s", crd.Spec.Scope, tc.scope)
+			}
+			if !slices.Equal(crd.Spec.Names.ShortNames, []string{tc.short}) {
+				t.Errorf("short names = %v, want [%s]", crd.Spec.Names.ShortNames, tc.short)
+			}
+			if len(crd.Spec.Versions) != 1 {
+				t.Fatalf("got %d versions, want 1", len(crd.Spec.Versions))
+			}
+			v := crd.Spec.Versions[0]
+			if v.Name != tc.gvr.Version || !v.Served || !v.Storage {
+				t.Errorf("version %s served=%t storage=%t, want %s served and stored", v.Name, v.Served, v.Storage, tc.gvr.Version)
+			}
+			if v.Subresources == nil || v.Subresources.Status == nil {
+				t.Errorf("no status subresource")
+			}
+		})
+	}
+}
+
+func TestEverySchemaPropertyHasDescription(t *testing.T) {
+	for kind, crd := range mustCRDs(t) {
+		root := rootSchema(crd)
+		if root.Description == "" {
+			t.Errorf("%s: the root schema has no description", kind)
+		}
+		walkSchema("", root, func(path string, s apiextensionsv1.JSONSchemaProps) {
+			// The apiserver forbids anything but type on metadata; kubectl explains ObjectMeta itself.
+			if path == "metadata" {
+				return
+			}
+			if strings.TrimSpace(s.Description) == "" {
+				t.Errorf("%s: %s has no description", kind, path)
+			}
+		})
+	}
+}
+
+func TestEveryKindHasReadyPrinterColumn(t *testing.T) {
+	for kind, crd := range mustCRDs(t) {
+		cols := crd.Spec.Versions[0].AdditionalPrinterColumns
+		if len(cols) < 3 {
+			t.Errorf("%s: got %d printer columns, want Ready, a key field and Age", kind, len(cols))
+			continue
+		}
+		ready, age := cols[0], cols[len(cols)-1]
+		if ready.Name != "Ready" || ready.JSONPath != `.status.conditions[?(@.type=="Ready")].status` {
+			t.Errorf("%s: first column = %s %s, want the Ready condition", kind, ready.Name, ready.JSONPath)
+		}
+		if age.Name != "Age" || age.Type != "date" || age.JSONPath != ".metadata.creationTimestamp" {
+			t.Errorf("%s: last column = %s %s %s, want Age", kind, age.Name, age.Type, age.JSONPath)
+		}
+	}
+}
+
+// TestCRDsPassAPIServerValidation runs the apiserver's own CRD validation: structural schema,
+// CEL rules compile and stay within the cost budget.
+func TestCRDsPassAPIServerValidation(t *testing.T) {
+	for kind, crd := range mustCRDs(t) {
+		v1 := crd.DeepCopy()
+		apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(v1)
+		var internal apiextensions.CustomResourceDefinition
+		if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(v1, &internal, nil); err != nil {
+			t.Fatalf("%s: convert: %v", kind, err)
+		}
+		for _, err := range validation.ValidateCustomResourceDefinition(context.Background(), &internal) {
+			t.Errorf("%s: %v", kind, err)
+		}
+	}
+}
+
+// fullStatus sets every status field.
+func fullStatus(generation int64) crds.Status {
+	return crds.Status{
+		Conditions: []metav1.Condition{{
+			Type:               crds.ConditionReady,
+			Status:             metav1.ConditionTrue,
+			ObservedGeneration: generation,
+			LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
+			Reason:             "Reconciled",
+			Message:            "all good",
+		}},
+		ObservedGeneration: generation,
+	}
+}
+
+// TestFixturesCoverEverySchemaField proves both directions without an apiserver: every field the
+// Go types emit is in the schema, and every schema field is set by the round-trip fixtures (so
+// TestRoundTripEveryKind really sends everything).
+func TestFixturesCoverEverySchemaField(t *testing.T) {
+	byKind := mustCRDs(t)
+	for _, f := range fullFixtures("fixtures") {
+		t.Run(f.kind, func(t *testing.T) {
+			u, err := crds.ToUnstructured(f.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.Object["status"] = mustToMap(t, fullStatus(1))
+			var sent []string
+			collectLeaves("", map[string]any{"spec": u.Object["spec"], "status": u.Object["status"]}, &sent)
+			var declared []string
+			walkSchema("", rootSchema(byKind[f.kind]), func(path string, s apiextensionsv1.JSONSchemaProps) {
+				isLeaf := len(s.Properties) == 0 && (s.Items == nil || len(s.Items.Schema.Properties) == 0)
+				if isLeaf && (strings.HasPrefix(path, "spec.") || strings.HasPrefix(path, "status.")) && !strings.HasSuffix(path, "[]") {
+					declared = append(declared, path)
+				}
+			})
+			sort.Strings(declared)
+			if diff := cmp.Diff(declared, sent); diff != "" {
+				t.Errorf("schema fields (-) vs fields the Go fixture sets (+):\n%s", diff)
+			}
+		})
+	}
+}
+
+func mustToMap(tb testing.TB, v any) map[string]any {
+	tb.Helper()
+	u, err := crds.ToUnstructured(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return u.Object
+}
+
+// collectLeaves appends the sorted, de-duplicated leaf paths of an unstructured value; a list of
+// scalars is one leaf, a list of maps is walked as "path[]".
+func collectLeaves(path string, v any, out *[]string) {
+	seen := map[string]bool{}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, child := range v {
+				walk(strings.TrimPrefix(path+"."+k, "."), child)
+			}
+			return
+		case []any:
+			if len(v) > 0 {
+				if _, ok := v[0].(map[string]any); ok {
+					for _, item := range v {
+						walk(path+"[]", item)
+					}
+					return
+				}
+			}
+		}
+		seen[path] = true
+	}
+	walk(path, v)
+	for p := range seen {
+		*out = append(*out, p)
+	}
+	sort.Strings(*out)
+}

@@ -1,0 +1,171 @@
+package crds
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Group and Version of every kind in this package.
+const (
+	Group   = "configbutler.ai"
+	Version = "v1alpha1"
+)
+
+// GroupVersion is configbutler.ai/v1alpha1.
+var GroupVersion = schema.GroupVersion{Group: Group, Version: Version}
+
+// Kind names, as they appear in apiVersion/kind.
+const (
+	KindGitRepoConfig    = "GitRepoConfig"
+	KindGitDestination   = "GitDestination"
+	KindWatchRule        = "WatchRule"
+	KindClusterWatchRule = "ClusterWatchRule"
+)
+
+// Resources for the dynamic client.
+var (
+	GitRepoConfigs    = GroupVersion.WithResource("gitrepoconfigs")
+	GitDestinations   = GroupVersion.WithResource("gitdestinations")
+	WatchRules        = GroupVersion.WithResource("watchrules")
+	ClusterWatchRules = GroupVersion.WithResource("clusterwatchrules")
+)
+
+// ConditionReady is the condition every kind reports; the Ready printer column shows it.
+const ConditionReady = "Ready"
+
+// Status is the status shared by every kind: written only through the status subresource.
+type Status struct {
+	// Conditions is a map keyed by Type (x-kubernetes-list-type: map).
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// ObservedGeneration is the metadata.generation the daemon last acted on.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// LocalReference names an object in the referring object's namespace.
+type LocalReference struct {
+	Name string `json:"name"`
+}
+
+// NamespacedReference names an object by name and namespace. Where Namespace is optional
+// (GitDestination.spec.repoRef, WatchRule.spec.destinationRef) it defaults to the referring
+// object's namespace; use NamespaceOr to resolve it.
+type NamespacedReference struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// NamespaceOr returns the reference's namespace, or def when it is empty.
+func (r NamespacedReference) NamespaceOr(def string) string {
+	if r.Namespace == "" {
+		return def
+	}
+	return r.Namespace
+}
+
+// GitRepoConfig describes how to reach one Git repository and which branches may be written.
+type GitRepoConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   GitRepoConfigSpec `json:"spec"`
+	Status Status            `json:"status,omitzero"`
+}
+
+// GitRepoConfigSpec is the desired state of a GitRepoConfig.
+type GitRepoConfigSpec struct {
+	// RepoURL is an https, http, ssh or scp-like URL without credentials.
+	RepoURL string `json:"repoUrl"`
+	// AllowedBranches lists the branches GitDestinations may target (at least one).
+	AllowedBranches []string `json:"allowedBranches"`
+	// SecretRef names a Secret in the same namespace with Flux-style keys: username+password,
+	// bearerToken, or identity+known_hosts for SSH.
+	SecretRef *LocalReference `json:"secretRef,omitempty"`
+}
+
+// GitDestination binds a repository branch and a folder: the subtree the daemon owns.
+type GitDestination struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   GitDestinationSpec `json:"spec"`
+	Status Status             `json:"status,omitzero"`
+}
+
+// GitDestinationSpec is the desired state of a GitDestination.
+type GitDestinationSpec struct {
+	// RepoRef points at a GitRepoConfig; Namespace defaults to the destination's.
+	RepoRef NamespacedReference `json:"repoRef"`
+	// Branch must be one of the repository's allowedBranches.
+	Branch string `json:"branch"`
+	// BaseFolder is a clean relative POSIX path inside the repository.
+	BaseFolder string `json:"baseFolder"`
+}
+
+// Operation is an admission operation a rule matches.
+type Operation string
+
+// Operations a rule may list; an empty list means all of them.
+const (
+	OperationCreate Operation = "CREATE"
+	OperationUpdate Operation = "UPDATE"
+	OperationDelete Operation = "DELETE"
+	OperationAll    Operation = "*"
+)
+
+// ResourceRule selects resources, like an admission webhook rule. "*" is allowed in every list.
+// Empty Resources means the desired-state default set.
+type ResourceRule struct {
+	Operations  []Operation `json:"operations,omitempty"`
+	APIGroups   []string    `json:"apiGroups,omitempty"`
+	APIVersions []string    `json:"apiVersions,omitempty"`
+	Resources   []string    `json:"resources,omitempty"`
+}
+
+// WatchRule selects namespaced resources in its own namespace for one GitDestination.
+type WatchRule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   WatchRuleSpec `json:"spec"`
+	Status Status        `json:"status,omitzero"`
+}
+
+// WatchRuleSpec is the desired state of a WatchRule.
+type WatchRuleSpec struct {
+	// DestinationRef points at a GitDestination; Namespace defaults to the rule's.
+	DestinationRef NamespacedReference `json:"destinationRef"`
+	// Rules is non-empty; an object is selected when any rule matches.
+	Rules []ResourceRule `json:"rules"`
+}
+
+// RuleScope says whether a ClusterWatchRule rule selects cluster-scoped or namespaced resources.
+type RuleScope string
+
+// Scopes of a ClusterResourceRule.
+const (
+	ScopeCluster    RuleScope = "Cluster"
+	ScopeNamespaced RuleScope = "Namespaced"
+)
+
+// ClusterResourceRule is a ResourceRule with a scope.
+type ClusterResourceRule struct {
+	ResourceRule `json:",inline"`
+	Scope        RuleScope `json:"scope"`
+}
+
+// ClusterWatchRule selects cluster-scoped and/or namespaced resources in every namespace.
+type ClusterWatchRule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ClusterWatchRuleSpec `json:"spec"`
+	Status Status               `json:"status,omitzero"`
+}
+
+// ClusterWatchRuleSpec is the desired state of a ClusterWatchRule.
+type ClusterWatchRuleSpec struct {
+	// DestinationRef points at a GitDestination; Namespace is required.
+	DestinationRef NamespacedReference `json:"destinationRef"`
+	// Rules is non-empty; an object is selected when any rule matches.
+	Rules []ClusterResourceRule `json:"rules"`
+}

@@ -1,0 +1,154 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"sigs.k8s.io/yaml"
+)
+
+// Config is the validated configuration, passed down to components as plain values.
+type Config struct {
+	Kubeconfig           string
+	InstallCRDs          bool
+	EnableWatchIngestion bool
+	DiscoveryRefresh     time.Duration
+	WatchAll             bool
+	DiscoveryExclude     []string
+	BatchMaxFiles        int
+	BatchMaxBytes        int64
+	BatchMaxWait         time.Duration
+	WorkersMaxGlobal     int
+	WorkersMaxPerRepo    int
+	WorkDir              string
+	MetricsBindAddress   string
+	HealthBindAddress    string
+	LogFormat            string
+	LogLevel             slog.Level
+}
+
+// ConfigError is a configuration the daemon refuses to start with; main exits with code 2.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// applyConfigFile sets every key of the YAML file at path that neither a flag nor an environment
+// variable has set already, which gives the precedence flag > env > file > default.
+// Unknown keys are errors: a typo must not silently fall back to a default.
+func applyConfigFile(c *cli.Context, path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read config file: %w", err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(raw, &values); err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	known := map[string]bool{}
+	for _, f := range Flags() {
+		known[f.Names()[0]] = true
+	}
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		if !known[key] || key == keyConfig {
+			return fmt.Errorf("config file %s: unknown key %q", path, key)
+		}
+		if c.IsSet(key) {
+			continue
+		}
+		items, isList := values[key].([]any)
+		if !isList {
+			items = []any{values[key]}
+		}
+		for _, item := range items {
+			if err := c.Set(key, yamlScalar(item)); err != nil {
+				return fmt.Errorf("config file %s: key %q: invalid value %v, want %s: %w", path, key, values[key], expected(key), err)
+			}
+		}
+	}
+	return nil
+}
+
+// expected describes the kind of value a key takes, for error messages.
+func expected(key string) string {
+	for _, f := range Flags() {
+		if f.Names()[0] != key {
+			continue
+		}
+		switch f.(type) {
+		case *cli.IntFlag:
+			return "a whole number"
+		case *cli.DurationFlag:
+			return "a duration such as 30s or 5m"
+		case *cli.BoolFlag:
+			return "true or false"
+		case *cli.StringSliceFlag:
+			return "a list of strings"
+		}
+	}
+	return "a string"
+}
+
+// yamlScalar renders a decoded YAML value as the text a flag would receive. sigs.k8s.io/yaml
+// decodes numbers as float64; whole numbers are printed without a decimal point.
+func yamlScalar(v any) string {
+	if f, ok := v.(float64); ok && f == float64(int64(f)) {
+		return fmt.Sprint(int64(f))
+	}
+	return fmt.Sprint(v)
+}
+
+// configFrom reads the parsed flags into a Config and checks every value, naming the key at fault.
+func configFrom(c *cli.Context) (Config, error) {
+	cfg := Config{
+		Kubeconfig:           c.String(keyKubeconfig),
+		InstallCRDs:          c.Bool(keyInstallCRDs),
+		EnableWatchIngestion: c.Bool(keyEnableWatchIngestion),
+		DiscoveryRefresh:     c.Duration(keyDiscoveryRefresh),
+		WatchAll:             c.Bool(keyWatchAll),
+		DiscoveryExclude:     c.StringSlice(keyDiscoveryExclude),
+		BatchMaxFiles:        c.Int(keyBatchMaxFiles),
+		BatchMaxBytes:        int64(c.Int(keyBatchMaxBytesMiB)) << 20,
+		BatchMaxWait:         time.Duration(c.Int(keyBatchMaxWaitSec)) * time.Second,
+		WorkersMaxGlobal:     c.Int(keyWorkersMaxGlobal),
+		WorkersMaxPerRepo:    c.Int(keyWorkersMaxPerRepo),
+		WorkDir:              c.String(keyWorkDir),
+		MetricsBindAddress:   c.String(keyMetricsBindAddress),
+		HealthBindAddress:    c.String(keyHealthBindAddress),
+		LogFormat:            c.String(keyLogFormat),
+	}
+	var errs []error
+	check := func(ok bool, key, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+		}
+	}
+	check(cfg.DiscoveryRefresh >= 10*time.Second, keyDiscoveryRefresh, "must be at least 10s, got %s", cfg.DiscoveryRefresh)
+	check(cfg.BatchMaxFiles >= 1, keyBatchMaxFiles, "must be at least 1, got %d", cfg.BatchMaxFiles)
+	check(c.Int(keyBatchMaxBytesMiB) >= 1 && c.Int(keyBatchMaxBytesMiB) <= 1024, keyBatchMaxBytesMiB,
+		"must be between 1 and 1024, got %d", c.Int(keyBatchMaxBytesMiB))
+	check(c.Int(keyBatchMaxWaitSec) >= 1, keyBatchMaxWaitSec, "must be at least 1, got %d", c.Int(keyBatchMaxWaitSec))
+	check(cfg.WorkersMaxGlobal >= 1, keyWorkersMaxGlobal, "must be at least 1, got %d", cfg.WorkersMaxGlobal)
+	check(cfg.WorkersMaxPerRepo >= 1 && cfg.WorkersMaxPerRepo <= cfg.WorkersMaxGlobal, keyWorkersMaxPerRepo,
+		"must be between 1 and %s (%d), got %d", keyWorkersMaxGlobal, cfg.WorkersMaxGlobal, cfg.WorkersMaxPerRepo)
+	check(cfg.WorkDir != "", keyWorkDir, "must not be empty")
+	check(slices.Contains([]string{"text", "json"}, cfg.LogFormat), keyLogFormat, "must be text or json, got %q", cfg.LogFormat)
+	for _, ex := range cfg.DiscoveryExclude {
+		check(ex != "" && ex[0] != '.', keyDiscoveryExclude, "%q is not resource or resource.group", ex)
+	}
+	if err := cfg.LogLevel.UnmarshalText([]byte(c.String(keyLogLevel))); err != nil {
+		errs = append(errs, fmt.Errorf("%s: must be debug, info, warn or error, got %q", keyLogLevel, c.String(keyLogLevel)))
+	}
+	return cfg, errors.Join(errs...)
+}

@@ -1,0 +1,140 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// parse runs the CLI with args (and whatever env the test set) and returns the Config the daemon
+// would start with.
+func parse(t *testing.T, args ...string) (Config, error) {
+	t.Helper()
+	var got Config
+	err := runWith(context.Background(), append([]string{"gitops-reverser"}, args...), io.Discard, io.Discard,
+		func(_ context.Context, cfg Config) error { got = cfg; return nil })
+	return got, err
+}
+
+func writeConfigFile(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestDefaultsMatchTheSpec(t *testing.T) {
+	cfg, err := parse(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		InstallCRDs: true, EnableWatchIngestion: true, DiscoveryRefresh: 5 * time.Minute,
+		BatchMaxFiles: 200, BatchMaxBytes: 1 << 20, BatchMaxWait: 20 * time.Second,
+		WorkersMaxGlobal: 24, WorkersMaxPerRepo: 5, WorkDir: "/var/cache/gitops-reverser",
+		MetricsBindAddress: ":8080", HealthBindAddress: ":8081", LogFormat: "text",
+	}
+	if diff := cmp.Diff(want, cfg); diff != "" {
+		t.Fatalf("defaults (-want +got):\n%s", diff)
+	}
+}
+
+func TestPrecedenceFlagOverEnvOverFileOverDefault(t *testing.T) {
+	path := writeConfigFile(t, `
+git-batch-max-files: 10
+git-batch-max-wait-sec: 7
+workers-max-global: 30
+discovery-refresh: 1m
+discovery-exclude: [pods, leases.coordination.k8s.io]
+watch-all: true
+`)
+	t.Setenv(EnvVar(keyBatchMaxFiles), "20")
+	t.Setenv(EnvVar(keyBatchMaxWaitSec), "8")
+	cfg, err := parse(t, "--config", path, "--git-batch-max-files", "30")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		key       string
+		got, want any
+	}{
+		{"flag beats env and file", cfg.BatchMaxFiles, 30},
+		{"env beats file", cfg.BatchMaxWait, 8 * time.Second},
+		{"file beats default", cfg.WorkersMaxGlobal, 30},
+		{"file duration", cfg.DiscoveryRefresh, time.Minute},
+		{"file list", cfg.DiscoveryExclude, []string{"pods", "leases.coordination.k8s.io"}},
+		{"file bool", cfg.WatchAll, true},
+		{"default stays", cfg.WorkersMaxPerRepo, 5},
+	}
+	for _, c := range checks {
+		if diff := cmp.Diff(c.want, c.got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.key, diff)
+		}
+	}
+}
+
+func TestConfigFileNamedByEnv(t *testing.T) {
+	t.Setenv(EnvVar(keyConfig), writeConfigFile(t, "log-format: json\n"))
+	cfg, err := parse(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.LogFormat != "json" {
+		t.Fatalf("log format = %q, want json from the file named by %s", cfg.LogFormat, EnvVar(keyConfig))
+	}
+}
+
+func TestBadConfigIsAConfigErrorNamingTheKey(t *testing.T) {
+	cases := []struct {
+		name     string
+		file     string
+		env      map[string]string
+		args     []string
+		wantText string
+	}{
+		{name: "unknown key in file", file: "git-batch-max-filez: 3\n", wantText: `unknown key "git-batch-max-filez"`},
+		{name: "wrong type in file", file: "git-batch-max-files: many\n", wantText: `key "git-batch-max-files"`},
+		{name: "bad duration in file", file: "discovery-refresh: soon\n", wantText: `key "discovery-refresh"`},
+		{name: "unparseable file", file: "{not yaml", wantText: "config file"},
+		{name: "bad flag value", args: []string{"--workers-max-global", "x"}, wantText: "workers-max-global"},
+		{name: "unknown flag", args: []string{"--no-such-flag"}, wantText: "no-such-flag"},
+		{name: "bad env value", env: map[string]string{EnvVar(keyBatchMaxFiles): "lots"}, wantText: "git-batch-max-files"},
+		{name: "out of range", args: []string{"--git-batch-max-files", "0"}, wantText: "git-batch-max-files: must be at least 1"},
+		{name: "per repo above global", args: []string{"--workers-max-global", "2", "--workers-max-per-repo", "3"}, wantText: "workers-max-per-repo"},
+		{name: "bad log format", args: []string{"--log-format", "xml"}, wantText: "log-format"},
+		{name: "bad log level", file: "log-level: loud\n", wantText: "log-level"},
+		{name: "refresh too often", args: []string{"--discovery-refresh", "1s"}, wantText: "discovery-refresh"},
+		{name: "missing config file", args: []string{"--config", "/nonexistent/config.yaml"}, wantText: "config file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			args := tc.args
+			if tc.file != "" {
+				args = append(args, "--config", writeConfigFile(t, tc.file))
+			}
+			_, err := parse(t, args...)
+			var cfgErr *ConfigError
+			if !errors.As(err, &cfgErr) {
+				t.Fatalf("err = %v, want a *ConfigError", err)
+			}
+			if ExitCode(err) != 2 {
+				t.Errorf("exit code = %d, want 2", ExitCode(err))
+			}
+			if !strings.Contains(err.Error(), tc.wantText) {
+				t.Errorf("error %q does not mention %q", err, tc.wantText)
+			}
+		})
+	}
+}

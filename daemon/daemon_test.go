@@ -1,0 +1,191 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+var (
+	cp        *testenv.ControlPlane
+	daemonBin string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "daemon-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	daemonBin = filepath.Join(dir, "gitops-reverser")
+	if out, err := exec.Command("go", "build", "-o", daemonBin, "..").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build daemon: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := testenv.RunMain(m, &cp)
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// pollStatus GETs url until it answers want or the deadline passes, and returns the last body.
+func pollStatus(t *testing.T, url string, want int, exited <-chan struct{}) string {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	var last string
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == want {
+				return string(body)
+			}
+			last = fmt.Sprintf("status %d: %s", resp.StatusCode, body)
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-exited:
+			t.Fatalf("daemon exited while waiting for %s", url)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Fatalf("%s never answered %d; last: %s", url, want, last)
+	return ""
+}
+
+func TestDaemonServesHealthReadyAndMetricsThenStopsOnSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr, healthAddr := freeAddr(t), freeAddr(t)
+	configFile := filepath.Join(dir, "config.yaml")
+	config := fmt.Sprintf("metrics-bind-address: %q\nlog-format: json\nwork-dir: %q\n", metricsAddr, dir)
+	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(daemonBin, "--config", configFile, "--kubeconfig", kubeconfig,
+		"--health-probe-bind-address", healthAddr)
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+
+	pollStatus(t, "http://"+healthAddr+"/healthz", http.StatusOK, exited)
+	pollStatus(t, "http://"+healthAddr+"/readyz", http.StatusOK, exited)
+	body := pollStatus(t, "http://"+metricsAddr+"/metrics", http.StatusOK, exited)
+	for _, want := range []string{"gitops_reverser_build_info", "go_goroutines", "process_resident_memory_bytes"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	// Ready means the daemon's own code path installed the CRDs and they are established.
+	ext, err := apiextensionsclient.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gvr := range []string{crds.GitRepoConfigs.Resource, crds.GitDestinations.Resource, crds.WatchRules.Resource, crds.ClusterWatchRules.Resource} {
+		crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(context.Background(), gvr+"."+crds.Group, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("CRD %s after ready: %v", gvr, err)
+		}
+		if len(crd.ManagedFields) == 0 || crd.ManagedFields[0].Manager != crds.FieldManager {
+			t.Errorf("CRD %s not applied by field manager %q: %+v", gvr, crds.FieldManager, crd.ManagedFields)
+		}
+		established := false
+		for _, c := range crd.Status.Conditions {
+			established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
+		}
+		if !established {
+			t.Errorf("CRD %s not established while the daemon reports ready", gvr)
+		}
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		t.Fatal("daemon did not stop within a minute of SIGTERM")
+	}
+	if waitErr != nil {
+		t.Fatalf("daemon exit after SIGTERM: %v\n%s", waitErr, stderr.String())
+	}
+	// log-format from the config file applied: every line is JSON.
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("log line is not JSON: %s", line)
+		}
+	}
+}
+
+func TestDaemonBinaryRejectsBadConfigWithExitCode2(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name, file string
+		args       []string
+		wantText   string
+	}{
+		{name: "unknown key", file: "work-dirr: /tmp\n", wantText: `unknown key "work-dirr"`},
+		{name: "invalid value", file: "git-batch-max-bytes-mib: 0\n", wantText: "git-batch-max-bytes-mib"},
+		{name: "invalid flag", args: []string{"--log-level", "chatty"}, wantText: "log-level"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.file != "" {
+				path := filepath.Join(dir, fmt.Sprintf("bad-%d.yaml", i))
+				if err := os.WriteFile(path, []byte(tc.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "--config", path)
+			}
+			out, err := exec.Command(daemonBin, args...).CombinedOutput()
+			var exitErr *exec.ExitError
+			if !errors.As(err, &exitErr) || exitErr.ExitCode() != 2 {
+				t.Fatalf("err = %v, want exit code 2; output:\n%s", err, out)
+			}
+			if !strings.Contains(string(out), tc.wantText) {
+				t.Errorf("output does not name %q:\n%s", tc.wantText, out)
+			}
+		})
+	}
+}

@@ -1,0 +1,82 @@
+package daemon
+
+import (
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
+
+// EnvPrefix prefixes the environment variable of every key: --git-batch-max-files is
+// GITOPS_REVERSER_GIT_BATCH_MAX_FILES.
+const EnvPrefix = "GITOPS_REVERSER_"
+
+// The keys of every setting. Each is a command-line flag (--key), an environment variable
+// (EnvPrefix + KEY) and a key of the YAML config file, with precedence flag > env > file > default.
+const (
+	keyConfig               = "config"
+	keyKubeconfig           = "kubeconfig"
+	keyInstallCRDs          = "install-crds"
+	keyEnableWatchIngestion = "enable-watch-ingestion"
+	keyDiscoveryRefresh     = "discovery-refresh"
+	keyWatchAll             = "watch-all"
+	keyDiscoveryExclude     = "discovery-exclude"
+	keyBatchMaxFiles        = "git-batch-max-files"
+	keyBatchMaxBytesMiB     = "git-batch-max-bytes-mib"
+	keyBatchMaxWaitSec      = "git-batch-max-wait-sec"
+	keyWorkersMaxGlobal     = "workers-max-global"
+	keyWorkersMaxPerRepo    = "workers-max-per-repo"
+	keyWorkDir              = "work-dir"
+	keyMetricsBindAddress   = "metrics-bind-address"
+	keyHealthBindAddress    = "health-probe-bind-address"
+	keyLogFormat            = "log-format"
+	keyLogLevel             = "log-level"
+)
+
+// EnvVar is the environment variable that sets key.
+func EnvVar(key string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))
+}
+
+func envs(key string) []string { return []string{EnvVar(key)} }
+
+// Flags returns the definition of every setting; the README's configuration reference is checked
+// against it by a test.
+func Flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: keyConfig, EnvVars: envs(keyConfig),
+			Usage: "path of a YAML config file whose keys are these flag names"},
+		&cli.StringFlag{Name: keyKubeconfig, EnvVars: envs(keyKubeconfig),
+			Usage: "kubeconfig to use; empty means $KUBECONFIG, ~/.kube/config, then the in-cluster config"},
+		&cli.BoolFlag{Name: keyInstallCRDs, EnvVars: envs(keyInstallCRDs), Value: true,
+			Usage: "apply the configbutler.ai CRDs at start; set false where Helm or another tool owns them"},
+		&cli.BoolFlag{Name: keyEnableWatchIngestion, EnvVars: envs(keyEnableWatchIngestion), Value: true,
+			Usage: "list and watch the selected resources and mirror them into Git"},
+		&cli.DurationFlag{Name: keyDiscoveryRefresh, EnvVars: envs(keyDiscoveryRefresh), Value: 5 * time.Minute,
+			Usage: "how often API discovery is re-read to follow CRDs being installed or removed"},
+		&cli.BoolFlag{Name: keyWatchAll, EnvVars: envs(keyWatchAll),
+			Usage: "when a rule omits resources, select every list+watch-able resource instead of the desired-state default"},
+		&cli.StringSliceFlag{Name: keyDiscoveryExclude, EnvVars: envs(keyDiscoveryExclude),
+			Usage: "resource to never watch, as resource or resource.group (repeatable)"},
+		&cli.IntFlag{Name: keyBatchMaxFiles, EnvVars: envs(keyBatchMaxFiles), Value: 200,
+			Usage: "flush a batch to Git once it holds this many files"},
+		&cli.IntFlag{Name: keyBatchMaxBytesMiB, EnvVars: envs(keyBatchMaxBytesMiB), Value: 1,
+			Usage: "flush a batch to Git once it holds this many MiB"},
+		&cli.IntFlag{Name: keyBatchMaxWaitSec, EnvVars: envs(keyBatchMaxWaitSec), Value: 20,
+			Usage: "the longest a change waits in a batch before it is committed, in seconds"},
+		&cli.IntFlag{Name: keyWorkersMaxGlobal, EnvVars: envs(keyWorkersMaxGlobal), Value: 24,
+			Usage: "most Git workers (one per repository and branch) running at once"},
+		&cli.IntFlag{Name: keyWorkersMaxPerRepo, EnvVars: envs(keyWorkersMaxPerRepo), Value: 5,
+			Usage: "most Git workers (branches) running at once for one repository"},
+		&cli.StringFlag{Name: keyWorkDir, EnvVars: envs(keyWorkDir), Value: "/var/cache/gitops-reverser",
+			Usage: "directory for the daemon's Git clones"},
+		&cli.StringFlag{Name: keyMetricsBindAddress, EnvVars: envs(keyMetricsBindAddress), Value: ":8080",
+			Usage: "address of the Prometheus /metrics endpoint"},
+		&cli.StringFlag{Name: keyHealthBindAddress, EnvVars: envs(keyHealthBindAddress), Value: ":8081",
+			Usage: "address of the /healthz and /readyz endpoints"},
+		&cli.StringFlag{Name: keyLogFormat, EnvVars: envs(keyLogFormat), Value: "text",
+			Usage: "log format: text (human, coloured on a terminal) or json"},
+		&cli.StringFlag{Name: keyLogLevel, EnvVars: envs(keyLogLevel), Value: "info",
+			Usage: "log level: debug, info, warn or error"},
+	}
+}

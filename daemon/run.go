@@ -1,0 +1,87 @@
+// Package daemon is the gitops-reverser program: it parses and validates the configuration
+// (flags, environment, YAML file), wires the components together in dependency order, serves
+// health and metrics, and shuts everything down in reverse order when its context ends.
+// Nothing below this package reads flags or globals; everything is passed in.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/lmittmann/tint"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+)
+
+// Run runs the daemon with the given command line (args[0] is the program name) until ctx ends.
+// An invalid configuration returns a *ConfigError; main maps it to exit code 2.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runWith(ctx, args, stdout, stderr, func(ctx context.Context, cfg Config) error {
+		return serve(ctx, cfg, newLogger(stderr, cfg))
+	})
+}
+
+// runWith parses and validates the configuration, then hands it to action.
+func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, action func(context.Context, Config) error) error {
+	var started bool
+	app := &cli.App{
+		Name:      "gitops-reverser",
+		Usage:     "mirror a live Kubernetes cluster into Git, one canonical YAML file per object, committed by who changed it",
+		Flags:     Flags(),
+		Writer:    stdout,
+		ErrWriter: stderr,
+		// urfave/cli would call os.Exit on some errors; only main may exit.
+		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return &ConfigError{Err: err}
+		},
+		Before: func(c *cli.Context) error {
+			if path := c.String(keyConfig); path != "" {
+				return applyConfigFile(c, path)
+			}
+			return nil
+		},
+		Action: func(c *cli.Context) error {
+			cfg, err := configFrom(c)
+			if err != nil {
+				return &ConfigError{Err: err}
+			}
+			started = true
+			return action(c.Context, cfg)
+		},
+	}
+	err := app.RunContext(ctx, args)
+	var cfgErr *ConfigError
+	if err != nil && !started && !errors.As(err, &cfgErr) {
+		// Flag, environment and file errors all surface before the daemon starts.
+		return &ConfigError{Err: err}
+	}
+	return err
+}
+
+func newLogger(w io.Writer, cfg Config) *slog.Logger {
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	}
+	f, isFile := w.(*os.File)
+	return slog.New(tint.NewHandler(w, &tint.Options{
+		Level:   cfg.LogLevel,
+		NoColor: !isFile || !term.IsTerminal(int(f.Fd())),
+	}))
+}
+
+// ExitCode maps Run's error to the process exit code: 0 ok, 2 bad configuration, 1 anything else.
+func ExitCode(err error) int {
+	var cfgErr *ConfigError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &cfgErr):
+		return 2
+	default:
+		return 1
+	}
+}

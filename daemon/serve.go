@@ -1,0 +1,84 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/metrics"
+)
+
+// serve starts the components in dependency order, waits for ctx to end, and stops them in
+// reverse order.
+func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+	kube, err := restConfig(cfg.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	clients, err := kubernetes.NewForConfig(kube)
+	if err != nil {
+		return fmt.Errorf("build kubernetes client: %w", err)
+	}
+	reg := metrics.New()
+	ready := &readiness{api: clients.Discovery().RESTClient()}
+
+	metricsSrv, err := startHTTPServer("metrics", cfg.MetricsBindAddress, reg.Handler(), log)
+	if err != nil {
+		return err
+	}
+	healthSrv, err := startHTTPServer("health", cfg.HealthBindAddress, healthMux(ready), log)
+	if err != nil {
+		return errors.Join(err, metricsSrv.shutdown())
+	}
+
+	if cfg.InstallCRDs {
+		installCRDs(ctx, kube, log)
+	}
+	if ctx.Err() == nil {
+		ready.crdsEstablished.Store(true)
+		log.Info("started", "host", kube.Host, "installCRDs", cfg.InstallCRDs)
+	}
+
+	<-ctx.Done()
+	log.Info("shutting down")
+	return errors.Join(healthSrv.shutdown(), metricsSrv.shutdown())
+}
+
+// installCRDs applies the CRDs, retrying with backoff while the apiserver is unreachable, until
+// they are established or ctx ends. The daemon stays unready meanwhile.
+func installCRDs(ctx context.Context, kube *rest.Config, log *slog.Logger) {
+	backoff := 500 * time.Millisecond
+	for {
+		err := crds.Install(ctx, kube, log)
+		if err == nil {
+			return
+		}
+		log.Error("install CRDs; retrying", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+// restConfig loads an explicit kubeconfig, else $KUBECONFIG or ~/.kube/config, else the
+// in-cluster configuration.
+func restConfig(path string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return nil, &ConfigError{Err: fmt.Errorf("%s: load kubernetes client config: %w", keyKubeconfig, err)}
+	}
+	cfg.UserAgent = "gitops-reverser"
+	return cfg, nil
+}

@@ -1,0 +1,53 @@
+// Package metrics owns the daemon's Prometheus registry. Every collector the daemon exports is
+// created here, under the gitops_reverser namespace, so names and label sets stay in one place and
+// stay cardinality-safe (labels are bounded: never object names or users).
+package metrics
+
+import (
+	"net/http"
+	"runtime/debug"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Namespace prefixes every metric name.
+const Namespace = "gitops_reverser"
+
+// Registry holds the daemon's collectors. Packages receive the collectors they update; only the
+// daemon serves the registry.
+type Registry struct {
+	reg *prometheus.Registry
+}
+
+// New creates a registry with the Go runtime and process collectors and a build_info gauge.
+func New() *Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfo(),
+	)
+	return &Registry{reg: reg}
+}
+
+// Handler serves the registry in the Prometheus exposition format.
+func (r *Registry) Handler() http.Handler {
+	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{Registry: r.reg})
+}
+
+func buildInfo() prometheus.Collector {
+	version := "devel"
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		version = info.Main.Version
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace:   Namespace,
+		Name:        "build_info",
+		Help:        "Always 1; the version label tells which build is running.",
+		ConstLabels: prometheus.Labels{"version": version},
+	})
+	g.Set(1)
+	return g
+}

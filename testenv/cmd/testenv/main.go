@@ -1,0 +1,69 @@
+// Command testenv starts the test control plane (etcd + kube-apiserver) and a Git server on
+// loopback for manual use, prints how to reach them, and stops them on Ctrl-C.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	buildOnly := flag.Bool("build", false, "only build (or find cached) the control-plane binaries and print their paths")
+	flag.Parse()
+	if *buildOnly {
+		bins, err := testenv.EnsureBinaries(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("etcd:           %s\nkube-apiserver: %s\nkubectl:        %s\n", bins.Etcd, bins.KubeAPIServer, bins.Kubectl)
+		return nil
+	}
+	fmt.Println("starting etcd and kube-apiserver (the first run builds them, a few minutes)...")
+	cp, err := testenv.Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	kubeconfig := filepath.Join(cp.Dir, "kubeconfig")
+	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+		return err
+	}
+	git, err := testenv.StartGitServer(filepath.Join(cp.Dir, "git"), "git", "git")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = git.Close() }()
+	if _, err := git.CreateRepo("demo"); err != nil {
+		return err
+	}
+	bins, err := testenv.EnsureBinaries(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf(`
+control plane ready
+  export KUBECONFIG=%s
+  kubectl: %s
+  git:     %s (user git, password git)
+logs in %s
+press Ctrl-C to stop
+`, kubeconfig, bins.Kubectl, git.RepoURL("demo"), cp.Dir)
+	<-ctx.Done()
+	return nil
+}
