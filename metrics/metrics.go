@@ -18,7 +18,8 @@ const Namespace = "gitops_reverser"
 // Registry holds the daemon's collectors. Packages receive the collectors they update; only the
 // daemon serves the registry.
 type Registry struct {
-	reg *prometheus.Registry
+	reg    *prometheus.Registry
+	Mirror *Mirror
 }
 
 // New creates a registry with the Go runtime and process collectors and a build_info gauge.
@@ -29,7 +30,27 @@ func New() *Registry {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildInfo(),
 	)
-	return &Registry{reg: reg}
+	return &Registry{reg: reg, Mirror: newMirror(reg)}
+}
+
+// Gather returns the current value of every collector, for tests and benchmarks.
+func (r *Registry) Gather() (map[string]float64, error) {
+	families, err := r.reg.Gather()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			switch {
+			case m.GetCounter() != nil:
+				out[f.GetName()] += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				out[f.GetName()] += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out, nil
 }
 
 // Handler serves the registry in the Prometheus exposition format.

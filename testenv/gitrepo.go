@@ -297,7 +297,7 @@ func (s *GitServer) checkBranch(branch string) error {
 
 // gitDir runs git against the bare repository in dir.
 func (s *GitServer) gitDir(dir string, args ...string) ([]byte, error) {
-	return s.git(context.Background(), "", nil, append([]string{"--git-dir=" + dir}, args...)...)
+	return s.git(context.Background(), dir, nil, args...)
 }
 
 // git runs the git CLI in dir (the current directory if empty) with the
@@ -312,36 +312,7 @@ func (s *GitServer) git(ctx context.Context, dir string, extraEnv []string, args
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return stdout.Bytes(), fmt.Errorf("git %s: %w: %s", subcommand(args), err, strings.TrimSpace(stderr.String()))
+		return stdout.Bytes(), fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.Bytes(), nil
-}
-
-// subcommand names the git command in args, skipping global options.
-func subcommand(args []string) string {
-	for _, a := range args {
-		if !strings.HasPrefix(a, "-") {
-			return a
-		}
-	}
-	return strings.Join(args, " ")
-}
-
-// gitEnv is the complete environment for every git process the server runs,
-// isolated from the machine's and the user's git configuration.
-func (s *GitServer) gitEnv() []string {
-	path := os.Getenv("PATH")
-	if path == "" {
-		path = "/usr/local/bin:/usr/bin:/bin"
-	}
-	return []string{
-		"PATH=" + path,
-		"HOME=" + s.home,
-		"XDG_CONFIG_HOME=" + filepath.Join(s.home, ".config"),
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL=" + os.DevNull,
-		"GIT_TERMINAL_PROMPT=0",
-		"GIT_ASKPASS=",
-		"LC_ALL=C",
-	}
 }

@@ -135,7 +135,8 @@ func (s *GitServer) Close() error {
 }
 
 // CreateRepo initialises an empty bare repository whose default branch is
-// "main" and returns its clone URL (without credentials).
+// "main" and returns its clone URL (without credentials). Creating an
+// existing repository again is harmless: git only re-initialises it.
 func (s *GitServer) CreateRepo(name string) (string, error) {
 	dir, err := s.repoDir(name)
 	if err != nil {
@@ -238,6 +239,25 @@ func (s *GitServer) backend() func(http.ResponseWriter, *http.Request, string) {
 			Stderr: os.Stderr,
 		}
 		h.ServeHTTP(w, r)
+	}
+}
+
+// gitEnv is the complete environment for every git process the server runs,
+// isolated from the machine's and the user's git configuration.
+func (s *GitServer) gitEnv() []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	return []string{
+		"PATH=" + path,
+		"HOME=" + s.home,
+		"XDG_CONFIG_HOME=" + filepath.Join(s.home, ".config"),
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=" + os.DevNull,
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_ASKPASS=",
+		"LC_ALL=C",
 	}
 }
 

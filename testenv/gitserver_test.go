@@ -177,7 +177,9 @@ func TestGitServerRejectsWithoutAuth(t *testing.T) {
 
 func TestGitServerLargeChunkedPush(t *testing.T) {
 	s := mustStartGitServer(t)
-	blob := make([]byte, 3<<20) // incompressible and over http.postBuffer, so git sends it chunked
+	// Incompressible and over http.postBuffer (1 MiB), so git sends it chunked;
+	// over gitMemBodyBytes, so the server buffers it on disk.
+	blob := make([]byte, gitMemBodyBytes+1<<20)
 	if _, err := rand.Read(blob); err != nil {
 		t.Fatal(err)
 	}

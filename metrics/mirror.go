@@ -1,0 +1,41 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Mirror are the collectors of the cluster → Git flow (seed 000 §7).
+type Mirror struct {
+	ObjectsScanned prometheus.Counter // objects read from the cluster by a list or a watch event
+	ObjectsWritten prometheus.Counter // files written into a commit (content changed)
+	FilesDeleted   prometheus.Counter // files removed from Git (object deleted or orphaned)
+	Commits        prometheus.Counter // commits created (pushed or pending)
+	CommitBytes    prometheus.Counter // bytes of file content written into commits
+	RebaseRetries  prometheus.Counter // pushes rejected because the remote moved, then replayed
+	PushFailures   prometheus.Counter // pushes that failed for any other reason and will be retried
+	SecretsSkipped prometheus.Counter // Secrets selected by a rule but never written in plain text
+	ActiveWorkers  prometheus.Gauge   // Git workers currently committing or pushing
+	QueueDepth     *prometheus.GaugeVec
+}
+
+func newMirror(reg prometheus.Registerer) *Mirror {
+	counter := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help})
+		reg.MustRegister(c)
+		return c
+	}
+	m := &Mirror{
+		ObjectsScanned: counter("objects_scanned_total", "Objects read from the cluster by a list or a watch event."),
+		ObjectsWritten: counter("objects_written_total", "Files written into a commit because their content changed."),
+		FilesDeleted:   counter("files_deleted_total", "Files removed from Git because their object was deleted or is orphaned."),
+		Commits:        counter("commits_total", "Commits created by the Git workers."),
+		CommitBytes:    counter("commit_bytes_total", "Bytes of file content written into commits."),
+		RebaseRetries:  counter("rebase_retries_total", "Pushes rejected because the remote branch moved, replayed on the new tip."),
+		PushFailures:   counter("push_failures_total", "Pushes that failed (remote down, 5xx, auth) and are retried with backoff."),
+		SecretsSkipped: counter("secrets_skipped_total", "Secrets selected by a rule but skipped because they are never written in plain text."),
+		ActiveWorkers: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "repo_branch_active_workers",
+			Help: "Git workers (one per repository and branch) currently committing or pushing."}),
+		QueueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "repo_branch_queue_depth",
+			Help: "Changes waiting in a Git worker's batch or queue, or committed and not yet pushed."}, []string{"repo", "branch"}),
+	}
+	reg.MustRegister(m.ActiveWorkers, m.QueueDepth)
+	return m
+}
