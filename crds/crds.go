@@ -18,6 +18,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -97,9 +98,14 @@ func apply(ctx context.Context, client clientset.Interface, crd *apiextensionsv1
 	if err != nil {
 		return fmt.Errorf("encode CRD %s: %w", crd.Name, err)
 	}
+	// Read the current version only to log what the apply did.
 	before := ""
-	if cur, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{}); err == nil {
+	cur, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+	switch {
+	case err == nil:
 		before = cur.ResourceVersion
+	case !apierrors.IsNotFound(err):
+		before = "unknown"
 	}
 	force := true
 	got, err := client.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, crd.Name, types.ApplyPatchType, body,

@@ -130,6 +130,7 @@ func TestInvalidObjectsRejected(t *testing.T) {
 			if err == nil {
 				t.Fatalf("invalid object accepted, want an error containing %q", tc.want)
 			}
+			t.Logf("rejected: %v", err)
 			if !apierrors.IsInvalid(err) {
 				t.Errorf("got %v, want an Invalid error", err)
 			}
