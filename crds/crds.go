@@ -66,6 +66,16 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 // changes nothing, so it is safe on every start. Without a deadline on ctx it gives up after
 // a minute.
 func Install(ctx context.Context, cfg *rest.Config, log *slog.Logger) error {
+	return installOrWait(ctx, cfg, log, true)
+}
+
+// WaitEstablished only waits until every CRD of this package is Established, for clusters where
+// another tool installs them (--install-crds=false).
+func WaitEstablished(ctx context.Context, cfg *rest.Config, log *slog.Logger) error {
+	return installOrWait(ctx, cfg, log, false)
+}
+
+func installOrWait(ctx context.Context, cfg *rest.Config, log *slog.Logger, install bool) error {
 	defs, err := CRDs()
 	if err != nil {
 		return err
@@ -79,11 +89,17 @@ func Install(ctx context.Context, cfg *rest.Config, log *slog.Logger) error {
 		ctx, cancel = context.WithTimeout(ctx, defaultInstallTimeout)
 		defer cancel()
 	}
-	for _, crd := range defs {
-		if err := apply(ctx, client, crd, log); err != nil {
-			return err
+	if install {
+		for _, crd := range defs {
+			if err := apply(ctx, client, crd, log); err != nil {
+				return err
+			}
 		}
 	}
+	return waitAll(ctx, client, defs, log)
+}
+
+func waitAll(ctx context.Context, client clientset.Interface, defs []*apiextensionsv1.CustomResourceDefinition, log *slog.Logger) error {
 	for _, crd := range defs {
 		if err := waitEstablished(ctx, client, crd.Name); err != nil {
 			return err

@@ -24,9 +24,11 @@ type Config struct {
 	BatchMaxFiles        int
 	BatchMaxBytes        int64
 	BatchMaxWait         time.Duration
+	BatchQuiet           time.Duration
 	WorkersMaxGlobal     int
 	WorkersMaxPerRepo    int
 	WorkDir              string
+	Namespace            string
 	MetricsBindAddress   string
 	HealthBindAddress    string
 	LogFormat            string
@@ -121,9 +123,11 @@ func configFrom(c *cli.Context) (Config, error) {
 		BatchMaxFiles:        c.Int(keyBatchMaxFiles),
 		BatchMaxBytes:        int64(c.Int(keyBatchMaxBytesMiB)) << 20,
 		BatchMaxWait:         time.Duration(c.Int(keyBatchMaxWaitSec)) * time.Second,
+		BatchQuiet:           time.Duration(c.Int(keyBatchQuietMs)) * time.Millisecond,
 		WorkersMaxGlobal:     c.Int(keyWorkersMaxGlobal),
 		WorkersMaxPerRepo:    c.Int(keyWorkersMaxPerRepo),
 		WorkDir:              c.String(keyWorkDir),
+		Namespace:            c.String(keyNamespace),
 		MetricsBindAddress:   c.String(keyMetricsBindAddress),
 		HealthBindAddress:    c.String(keyHealthBindAddress),
 		LogFormat:            c.String(keyLogFormat),
@@ -139,10 +143,13 @@ func configFrom(c *cli.Context) (Config, error) {
 	check(c.Int(keyBatchMaxBytesMiB) >= 1 && c.Int(keyBatchMaxBytesMiB) <= 1024, keyBatchMaxBytesMiB,
 		"must be between 1 and 1024, got %d", c.Int(keyBatchMaxBytesMiB))
 	check(c.Int(keyBatchMaxWaitSec) >= 1, keyBatchMaxWaitSec, "must be at least 1, got %d", c.Int(keyBatchMaxWaitSec))
+	check(cfg.BatchQuiet >= 10*time.Millisecond && cfg.BatchQuiet <= cfg.BatchMaxWait, keyBatchQuietMs,
+		"must be between 10 and %s in milliseconds, got %d", keyBatchMaxWaitSec, c.Int(keyBatchQuietMs))
 	check(cfg.WorkersMaxGlobal >= 1, keyWorkersMaxGlobal, "must be at least 1, got %d", cfg.WorkersMaxGlobal)
 	check(cfg.WorkersMaxPerRepo >= 1 && cfg.WorkersMaxPerRepo <= cfg.WorkersMaxGlobal, keyWorkersMaxPerRepo,
 		"must be between 1 and %s (%d), got %d", keyWorkersMaxGlobal, cfg.WorkersMaxGlobal, cfg.WorkersMaxPerRepo)
 	check(cfg.WorkDir != "", keyWorkDir, "must not be empty")
+	check(cfg.Namespace != "", keyNamespace, "must not be empty")
 	check(slices.Contains([]string{"text", "json"}, cfg.LogFormat), keyLogFormat, "must be text or json, got %q", cfg.LogFormat)
 	for _, ex := range cfg.DiscoveryExclude {
 		check(ex != "" && ex[0] != '.', keyDiscoveryExclude, "%q is not resource or resource.group", ex)

@@ -39,8 +39,8 @@ func TestDefaultsMatchTheSpec(t *testing.T) {
 	}
 	want := Config{
 		InstallCRDs: true, EnableWatchIngestion: true, DiscoveryRefresh: 5 * time.Minute,
-		BatchMaxFiles: 200, BatchMaxBytes: 1 << 20, BatchMaxWait: 20 * time.Second,
-		WorkersMaxGlobal: 24, WorkersMaxPerRepo: 5, WorkDir: "/var/cache/gitops-reverser",
+		BatchMaxFiles: 200, BatchMaxBytes: 1 << 20, BatchMaxWait: 20 * time.Second, BatchQuiet: 1500 * time.Millisecond,
+		WorkersMaxGlobal: 24, WorkersMaxPerRepo: 5, WorkDir: "/var/cache/gitops-reverser", Namespace: "gitops-reverser-system",
 		MetricsBindAddress: ":8080", HealthBindAddress: ":8081", LogFormat: "text",
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"os"
 	"strings"
 	"time"
 
@@ -24,14 +25,24 @@ const (
 	keyBatchMaxFiles        = "git-batch-max-files"
 	keyBatchMaxBytesMiB     = "git-batch-max-bytes-mib"
 	keyBatchMaxWaitSec      = "git-batch-max-wait-sec"
+	keyBatchQuietMs         = "git-batch-quiet-ms"
 	keyWorkersMaxGlobal     = "workers-max-global"
 	keyWorkersMaxPerRepo    = "workers-max-per-repo"
 	keyWorkDir              = "work-dir"
+	keyNamespace            = "namespace"
 	keyMetricsBindAddress   = "metrics-bind-address"
 	keyHealthBindAddress    = "health-probe-bind-address"
 	keyLogFormat            = "log-format"
 	keyLogLevel             = "log-level"
 )
+
+// defaultNamespace is the Pod's namespace when running in a cluster, else gitops-reverser-system.
+func defaultNamespace() string {
+	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil && len(b) > 0 {
+		return strings.TrimSpace(string(b))
+	}
+	return "gitops-reverser-system"
+}
 
 // EnvVar is the environment variable that sets key.
 func EnvVar(key string) string {
@@ -57,19 +68,23 @@ func Flags() []cli.Flag {
 		&cli.BoolFlag{Name: keyWatchAll, EnvVars: envs(keyWatchAll),
 			Usage: "when a rule omits resources, select every list+watch-able resource instead of the desired-state default"},
 		&cli.StringSliceFlag{Name: keyDiscoveryExclude, EnvVars: envs(keyDiscoveryExclude),
-			Usage: "resource to never watch, as resource or resource.group (repeatable)"},
+			Usage: "resource to never watch: resource.group, or a bare resource name for every group (repeatable)"},
 		&cli.IntFlag{Name: keyBatchMaxFiles, EnvVars: envs(keyBatchMaxFiles), Value: 200,
 			Usage: "flush a batch to Git once it holds this many files"},
 		&cli.IntFlag{Name: keyBatchMaxBytesMiB, EnvVars: envs(keyBatchMaxBytesMiB), Value: 1,
 			Usage: "flush a batch to Git once it holds this many MiB"},
 		&cli.IntFlag{Name: keyBatchMaxWaitSec, EnvVars: envs(keyBatchMaxWaitSec), Value: 20,
 			Usage: "the longest a change waits in a batch before it is committed, in seconds"},
+		&cli.IntFlag{Name: keyBatchQuietMs, EnvVars: envs(keyBatchQuietMs), Value: 1500,
+			Usage: "commit a batch once no new change has arrived for this many milliseconds"},
 		&cli.IntFlag{Name: keyWorkersMaxGlobal, EnvVars: envs(keyWorkersMaxGlobal), Value: 24,
 			Usage: "most Git workers (one per repository and branch) running at once"},
 		&cli.IntFlag{Name: keyWorkersMaxPerRepo, EnvVars: envs(keyWorkersMaxPerRepo), Value: 5,
 			Usage: "most Git workers (branches) running at once for one repository"},
 		&cli.StringFlag{Name: keyWorkDir, EnvVars: envs(keyWorkDir), Value: "/var/cache/gitops-reverser",
 			Usage: "directory for the daemon's Git clones"},
+		&cli.StringFlag{Name: keyNamespace, EnvVars: envs(keyNamespace), Value: defaultNamespace(),
+			Usage: "the daemon's own namespace (Events, commit trailers); defaults to the Pod's namespace in-cluster"},
 		&cli.StringFlag{Name: keyMetricsBindAddress, EnvVars: envs(keyMetricsBindAddress), Value: ":8080",
 			Usage: "address of the Prometheus /metrics endpoint"},
 		&cli.StringFlag{Name: keyHealthBindAddress, EnvVars: envs(keyHealthBindAddress), Value: ":8081",

@@ -38,29 +38,44 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return errors.Join(err, metricsSrv.shutdown())
 	}
 
-	if cfg.InstallCRDs {
-		installCRDs(ctx, kube, log)
-	}
-	if ctx.Err() == nil {
-		ready.crdsEstablished.Store(true)
-		log.Info("started", "host", kube.Host, "installCRDs", cfg.InstallCRDs)
-	}
+	stopServers := func() error { return errors.Join(healthSrv.shutdown(), metricsSrv.shutdown()) }
 
+	ensureCRDs(ctx, kube, cfg.InstallCRDs, log)
+	if ctx.Err() != nil {
+		return stopServers()
+	}
+	ready.crdsEstablished.Store(true)
+	log.Info("started", "host", kube.Host, "installCRDs", cfg.InstallCRDs, "watchIngestion", cfg.EnableWatchIngestion)
+
+	var mirrorErr error
+	if cfg.EnableWatchIngestion {
+		mirror, err := newMirror(ctx, cfg, kube, clients, reg.Mirror, log)
+		if err != nil {
+			return errors.Join(err, stopServers())
+		}
+		mirrorErr = mirror.Run(ctx) // returns once ctx ends and every worker has flushed
+	}
 	<-ctx.Done()
 	log.Info("shutting down")
-	return errors.Join(healthSrv.shutdown(), metricsSrv.shutdown())
+	return errors.Join(mirrorErr, stopServers())
 }
 
-// installCRDs applies the CRDs, retrying with backoff while the apiserver is unreachable, until
-// they are established or ctx ends. The daemon stays unready meanwhile.
-func installCRDs(ctx context.Context, kube *rest.Config, log *slog.Logger) {
+// ensureCRDs applies the CRDs (or, when another tool owns them, waits for them), retrying with
+// backoff while the apiserver is unreachable, until they are established or ctx ends. The daemon
+// stays unready meanwhile.
+func ensureCRDs(ctx context.Context, kube *rest.Config, install bool, log *slog.Logger) {
 	backoff := 500 * time.Millisecond
 	for {
-		err := crds.Install(ctx, kube, log)
+		var err error
+		if install {
+			err = crds.Install(ctx, kube, log)
+		} else {
+			err = crds.WaitEstablished(ctx, kube, log)
+		}
 		if err == nil {
 			return
 		}
-		log.Error("install CRDs; retrying", "err", err, "in", backoff)
+		log.Error("CRDs not established; retrying", "install", install, "err", err, "in", backoff)
 		select {
 		case <-ctx.Done():
 			return

@@ -1,0 +1,67 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/metrics"
+	"github.com/configbutler/gitops-reverser/watch"
+)
+
+// controllerName names the daemon in commits and Events.
+const controllerName = "gitops-reverser"
+
+// bot is the daemon in Git: the committer of every commit, and the author of changes nobody can
+// be credited with.
+var bot = gitops.Signature{Name: controllerName, Email: controllerName + "@configbutler.ai"}
+
+// newMirror builds the cluster → Git manager from the configuration.
+func newMirror(ctx context.Context, cfg Config, kube *rest.Config, clients kubernetes.Interface, m *metrics.Mirror, log *slog.Logger) (*watch.Manager, error) {
+	identity, err := gitIdentity(ctx, cfg, clients)
+	if err != nil {
+		return nil, err
+	}
+	return watch.NewManager(kube, watch.Options{
+		Expand:           watch.ExpandOptions{WatchAll: cfg.WatchAll, Exclude: cfg.DiscoveryExclude},
+		DiscoveryRefresh: cfg.DiscoveryRefresh,
+		WorkDir:          cfg.WorkDir,
+		Limits: gitops.BatchLimits{
+			MaxFiles: cfg.BatchMaxFiles, MaxBytes: cfg.BatchMaxBytes, MaxWait: cfg.BatchMaxWait, Quiet: cfg.BatchQuiet,
+		},
+		Identity: identity,
+		Slots:    gitops.NewSlots(cfg.WorkersMaxGlobal, cfg.WorkersMaxPerRepo),
+		Metrics:  m,
+		Log:      log,
+	})
+}
+
+// gitIdentity is the committer and the trailers of every commit. The cluster is identified by the
+// UID of its kube-system namespace, which is stable for the life of the cluster.
+func gitIdentity(ctx context.Context, cfg Config, clients kubernetes.Interface) (gitops.Identity, error) {
+	ns, err := clients.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+	if err != nil {
+		return gitops.Identity{}, fmt.Errorf("read the cluster's identity (namespace kube-system): %w", err)
+	}
+	host, _ := os.Hostname()
+	suffix := make([]byte, 3)
+	_, _ = rand.Read(suffix)
+	return gitops.Identity{
+		Committer: bot,
+		Bot:       bot,
+		Trailers: [][2]string{
+			{"X-ConfigButler-ClusterUID", string(ns.UID)},
+			{"X-ConfigButler-ControllerNS", cfg.Namespace},
+			{"X-ConfigButler-ControllerName", controllerName},
+			{"X-ConfigButler-InstanceID", host + "-" + hex.EncodeToString(suffix)},
+		},
+	}, nil
+}

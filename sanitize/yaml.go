@@ -1,0 +1,189 @@
+package sanitize
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// leadingKeys open every document in this order, as kubectl prints them; the rest follow sorted.
+var leadingKeys = [...]string{"apiVersion", "kind", "metadata"}
+
+// YAML renders a (sanitized) object as canonical YAML: apiVersion, kind, metadata first, then every
+// other top-level key sorted; nested map keys sorted; 2-space indent with kubectl-style sequences;
+// multi-line strings as literal blocks; integers stay integers (also when a JSON decoder made them
+// float64). Deterministic: the same object gives the same bytes.
+//
+// The node tree is built by hand rather than by marshalling through reflection or JSON, because this
+// runs on every watch event and inside the admission handler.
+func YAML(obj map[string]any) ([]byte, error) {
+	root := &yaml.Node{Kind: yaml.MappingNode, Content: make([]*yaml.Node, 0, 2*len(obj))}
+	rest := make([]string, 0, len(obj))
+	for k := range obj {
+		if !slices.Contains(leadingKeys[:], k) {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	for _, k := range leadingKeys {
+		if v, ok := obj[k]; ok {
+			if err := appendPair(root, k, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, k := range rest {
+		if err := appendPair(root, k, obj[k]); err != nil {
+			return nil, err
+		}
+	}
+	var buf bytes.Buffer
+	buf.Grow(1024)
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	enc.CompactSeqIndent()
+	if err := enc.Encode(root); err != nil {
+		return nil, fmt.Errorf("encode yaml: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("encode yaml: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Hash is a short, stable content hash of canonical YAML bytes (the first 16 hex digits of their
+// sha256), used in correlation keys.
+func Hash(canonicalYAML []byte) string {
+	sum := sha256.Sum256(canonicalYAML)
+	return hex.EncodeToString(sum[:8])
+}
+
+func appendPair(m *yaml.Node, k string, v any) error {
+	n, err := node(v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", k, err)
+	}
+	m.Content = append(m.Content, keyNode(k), n)
+	return nil
+}
+
+func node(v any) (*yaml.Node, error) {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		n := &yaml.Node{Kind: yaml.MappingNode, Content: make([]*yaml.Node, 0, 2*len(x))}
+		for _, k := range keys {
+			if err := appendPair(n, k, x[k]); err != nil {
+				return nil, err
+			}
+		}
+		return n, nil
+	case []any:
+		n := &yaml.Node{Kind: yaml.SequenceNode, Content: make([]*yaml.Node, len(x))}
+		for i, e := range x {
+			c, err := node(e)
+			if err != nil {
+				return nil, fmt.Errorf("[%d]: %w", i, err)
+			}
+			n.Content[i] = c
+		}
+		return n, nil
+	case string:
+		return stringNode(x), nil
+	case bool:
+		return scalar("!!bool", strconv.FormatBool(x)), nil
+	case nil:
+		return scalar("!!null", "null"), nil
+	case int64:
+		return scalar("!!int", strconv.FormatInt(x, 10)), nil
+	case int:
+		return scalar("!!int", strconv.Itoa(x)), nil
+	case int32:
+		return scalar("!!int", strconv.FormatInt(int64(x), 10)), nil
+	case float64:
+		return floatNode(x), nil
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return scalar("!!int", strconv.FormatInt(i, 10)), nil
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return nil, fmt.Errorf("number %q: %w", x, err)
+		}
+		return floatNode(f), nil
+	default:
+		// Not produced by JSON decoding; let yaml.v3 reflect on it rather than fail.
+		n := &yaml.Node{}
+		if err := n.Encode(x); err != nil {
+			return nil, fmt.Errorf("encode %T: %w", x, err)
+		}
+		return n, nil
+	}
+}
+
+func scalar(tag, value string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: value}
+}
+
+// floatNode writes integral values as integers, so an int64 from the dynamic client and the
+// float64 a plain encoding/json decode gives for the same number render the same.
+func floatNode(f float64) *yaml.Node {
+	switch {
+	case f == math.Trunc(f) && math.Abs(f) < 1<<63:
+		return scalar("!!int", strconv.FormatInt(int64(f), 10))
+	case math.IsNaN(f):
+		return scalar("!!float", ".nan")
+	case math.IsInf(f, 1):
+		return scalar("!!float", ".inf")
+	case math.IsInf(f, -1):
+		return scalar("!!float", "-.inf")
+	}
+	format := byte('f') // as encoding/json does: plain digits unless the exponent is extreme
+	if abs := math.Abs(f); abs < 1e-6 || abs >= 1e21 {
+		format = 'e'
+	}
+	return scalar("!!float", strconv.FormatFloat(f, format, -1, 64))
+}
+
+// stringNode lets yaml.v3 quote strings that would read back as another type, shows multi-line
+// text as a literal block, and double-quotes YAML 1.1 booleans (yes, on, n, ...) that yaml.v3
+// considers plain strings but kubectl's YAML 1.1 parser would turn into bools.
+func stringNode(s string) *yaml.Node {
+	n := scalar("!!str", s)
+	switch {
+	case strings.Contains(s, "\n"):
+		n.Style = yaml.LiteralStyle
+	case isYAML11Bool(s):
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	return n
+}
+
+func keyNode(s string) *yaml.Node {
+	n := scalar("!!str", s)
+	if isYAML11Bool(s) {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	return n
+}
+
+func isYAML11Bool(s string) bool {
+	switch s {
+	case "y", "Y", "yes", "Yes", "YES", "on", "On", "ON",
+		"n", "N", "no", "No", "NO", "off", "Off", "OFF":
+		return true
+	}
+	return false
+}

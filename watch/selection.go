@@ -1,0 +1,186 @@
+package watch
+
+import (
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/configbutler/gitops-reverser/crds"
+)
+
+// APIResource is one discovered resource that can be listed and watched, with every version the
+// apiserver serves for it, preferred first.
+type APIResource struct {
+	Group, Resource, Kind string
+	Versions              []string
+	Namespaced            bool
+}
+
+// GroupResource is the version-free identity of the resource.
+func (r APIResource) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: r.Group, Resource: r.Resource}
+}
+
+// ops is a set of operations as a bit mask.
+type ops uint8
+
+const (
+	opCreate ops = 1 << iota
+	opUpdate
+	opDelete
+	opAll = opCreate | opUpdate | opDelete
+)
+
+func opsOf(list []crds.Operation) ops {
+	if len(list) == 0 {
+		return opAll
+	}
+	var o ops
+	for _, op := range list {
+		switch op {
+		case crds.OperationCreate:
+			o |= opCreate
+		case crds.OperationUpdate:
+			o |= opUpdate
+		case crds.OperationDelete:
+			o |= opDelete
+		case crds.OperationAll:
+			o |= opAll
+		}
+	}
+	return o
+}
+
+// Selection is one resource, at one version, selected by a rule for a destination: every object
+// of GVR in Namespace ("" = every namespace, or a cluster-scoped resource).
+type Selection struct {
+	GVR        schema.GroupVersionResource
+	Kind       string
+	Namespaced bool
+	Namespace  string
+	Ops        ops
+}
+
+// ExpandOptions are the daemon-wide selection settings.
+type ExpandOptions struct {
+	// WatchAll makes a rule without resources select every resource instead of the
+	// desired-state default set.
+	WatchAll bool
+	// Exclude lists resources never watched, as "resource" or "resource.group".
+	Exclude []string
+}
+
+// ruleSpec is a rule of either kind, flattened: which scope it may select from.
+type ruleSpec struct {
+	crds.ResourceRule
+	clusterScoped bool   // selects cluster-scoped resources (ClusterWatchRule scope Cluster)
+	namespace     string // for a WatchRule: its own namespace
+}
+
+// expand turns rules into concrete selections against discovery. It reports separately whether a
+// rule selected Secrets: they are never watched (never written in plain text), only reported.
+func expand(rules []ruleSpec, resources []APIResource, opts ExpandOptions) (sel []Selection, secretsSkipped bool) {
+	for _, rule := range rules {
+		for _, res := range resources {
+			if res.Namespaced == rule.clusterScoped || excluded(res, opts.Exclude) {
+				continue
+			}
+			if !matches(rule.APIGroups, res.Group) || !selectsResource(rule.Resources, res, opts.WatchAll) {
+				continue
+			}
+			version, ok := pickVersion(rule.APIVersions, res.Versions)
+			if !ok {
+				continue
+			}
+			if res.Group == "" && res.Resource == "secrets" {
+				secretsSkipped = true
+				continue
+			}
+			sel = append(sel, Selection{
+				GVR:        res.GroupResource().WithVersion(version),
+				Kind:       res.Kind,
+				Namespaced: res.Namespaced,
+				Namespace:  rule.namespace,
+				Ops:        opsOf(rule.Operations),
+			})
+		}
+	}
+	return merge(sel), secretsSkipped
+}
+
+// merge folds selections of the same resource and namespace together, uniting their operations.
+func merge(sel []Selection) []Selection {
+	var out []Selection
+	for _, s := range sel {
+		i := slices.IndexFunc(out, func(o Selection) bool {
+			return o.GVR.GroupResource() == s.GVR.GroupResource() && o.Namespace == s.Namespace
+		})
+		if i < 0 {
+			out = append(out, s)
+			continue
+		}
+		out[i].Ops |= s.Ops
+	}
+	return out
+}
+
+func matches(patterns []string, value string) bool {
+	return len(patterns) == 0 || slices.Contains(patterns, "*") || slices.Contains(patterns, value)
+}
+
+func selectsResource(patterns []string, res APIResource, watchAll bool) bool {
+	if len(patterns) == 0 {
+		return watchAll || inDefaultSet(res)
+	}
+	return slices.Contains(patterns, "*") || slices.Contains(patterns, res.Resource)
+}
+
+// pickVersion chooses the preferred version when the rule allows it, else the first allowed one.
+func pickVersion(patterns, versions []string) (string, bool) {
+	for _, v := range versions {
+		if matches(patterns, v) {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// excluded matches "resource.group" exactly and a bare "resource" in every group.
+func excluded(res APIResource, exclude []string) bool {
+	for _, ex := range exclude {
+		name, group, qualified := strings.Cut(ex, ".")
+		if name == res.Resource && (!qualified || group == res.Group) {
+			return true
+		}
+	}
+	return false
+}
+
+// notDesiredState are resources that record what the cluster did rather than what someone
+// declared; a rule that omits resources leaves them out (seed 000: desired-state default).
+var notDesiredState = map[schema.GroupResource]bool{
+	{Resource: "pods"}:                    true,
+	{Resource: "events"}:                  true,
+	{Resource: "endpoints"}:               true,
+	{Resource: "nodes"}:                   true,
+	{Resource: "componentstatuses"}:       true,
+	{Resource: "bindings"}:                true,
+	{Group: "events.k8s.io", Resource: "events"}:                       true,
+	{Group: "discovery.k8s.io", Resource: "endpointslices"}:            true,
+	{Group: "coordination.k8s.io", Resource: "leases"}:                 true,
+	{Group: "coordination.k8s.io", Resource: "leasecandidates"}:        true,
+	{Group: "apps", Resource: "replicasets"}:                           true,
+	{Group: "apps", Resource: "controllerrevisions"}:                   true,
+	{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: true,
+	{Group: "storage.k8s.io", Resource: "volumeattachments"}:           true,
+	{Group: "storage.k8s.io", Resource: "csinodes"}:                    true,
+	{Group: "storage.k8s.io", Resource: "csistoragecapacities"}:        true,
+	{Group: "apiregistration.k8s.io", Resource: "apiservices"}:         true,
+	{Group: "internal.apiserver.k8s.io", Resource: "storageversions"}:  true,
+	{Group: "resource.k8s.io", Resource: "resourceslices"}:             true,
+}
+
+func inDefaultSet(res APIResource) bool {
+	return !notDesiredState[res.GroupResource()] && res.Group != "metrics.k8s.io"
+}
