@@ -1,0 +1,124 @@
+package gitops
+
+import (
+	"strings"
+	"time"
+)
+
+// Bounds of the intents kept while the remote does not accept them; past them the pending runs
+// are merged into one (see coalesce).
+const (
+	maxPendingItems = 1000
+	maxPendingBytes = 64 << 20
+)
+
+// batch collects intents until one of the limits says it is time to commit.
+type batch struct {
+	items       []item
+	files       int
+	bytes       int64
+	first, last time.Time
+}
+
+func (b *batch) add(it item, now time.Time) {
+	if len(b.items) == 0 {
+		b.first = now
+	}
+	b.last = now
+	b.items = append(b.items, it)
+	if it.sync == nil {
+		b.files++
+		b.bytes += int64(len(it.change.Content))
+	}
+}
+
+func (b *batch) empty() bool { return len(b.items) == 0 }
+
+// full reports whether the batch reached its size limits.
+func (b *batch) full(l BatchLimits) bool { return b.files >= l.MaxFiles || b.bytes >= l.MaxBytes }
+
+// deadline is when the batch must be committed even without new changes: after a quiet
+// period, and never later than MaxWait after its first change.
+func (b *batch) deadline(l BatchLimits) time.Time {
+	d := b.last.Add(l.Quiet)
+	if max := b.first.Add(l.MaxWait); max.Before(d) {
+		return max
+	}
+	return d
+}
+
+// take empties the batch and splits it into runs of contiguous items by the same author, in
+// order. Syncs belong to the bot.
+func (b *batch) take(bot Signature) []run {
+	var runs []run
+	for _, it := range b.items {
+		author := bot
+		if it.sync == nil && !it.change.Author.IsZero() {
+			author = it.change.Author
+		}
+		if n := len(runs); n > 0 && runs[n-1].author == author {
+			runs[n-1].items = append(runs[n-1].items, it)
+			continue
+		}
+		runs = append(runs, run{author: author, items: []item{it}})
+	}
+	*b = batch{}
+	return runs
+}
+
+// pendingSize counts the changes and content bytes of runs.
+func pendingSize(runs []run) (items int, bytes int64) {
+	for _, r := range runs {
+		items += len(r.items)
+		for _, it := range r.items {
+			bytes += int64(len(it.change.Content))
+		}
+	}
+	return items, bytes
+}
+
+// coalesce merges runs into one run by the bot with the latest content per path, keeping the
+// memory of a long outage bounded. Syncs are kept and go first; a later change to a path
+// overrides them, and a change a sync orphaned becomes a delete, so the result is the same
+// tree as replaying every run in order.
+func coalesce(runs []run, bot Signature) []run {
+	var syncs []item
+	index := map[string]int{}
+	var changes []item
+	for _, r := range runs {
+		for _, it := range r.items {
+			if it.sync != nil {
+				for i := range changes {
+					if changes[i].change.Content != nil && orphaned(changes[i].change.Path, it.sync) {
+						changes[i].change = Change{Path: changes[i].change.Path,
+							Summary: "delete orphan " + changes[i].change.Path}
+					}
+				}
+				syncs = append(syncs, it)
+				continue
+			}
+			c := it.change
+			c.Author = Signature{}
+			if i, ok := index[c.Path]; ok {
+				changes[i].change = c
+				continue
+			}
+			index[c.Path] = len(changes)
+			changes = append(changes, item{change: c})
+		}
+	}
+	return []run{{author: bot, items: append(syncs, changes...)}}
+}
+
+// validPath accepts clean, relative, slash-separated paths that stay out of .git.
+func validPath(p string) bool {
+	if p == "" || strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
+		return false
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == "" || part == "." || part == ".." || part == ".git" {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,224 @@
+package gitops
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// item is one pending intent, in arrival order: a change, or a sync when sync is set.
+type item struct {
+	change Change
+	sync   *Sync
+}
+
+// run is a contiguous run of items by one author; it becomes at most one commit.
+type run struct {
+	author Signature
+	items  []item
+}
+
+// buildStats counts what built commits change, reported once the remote accepts them.
+type buildStats struct {
+	commits, written, deleted int
+	bytes                     int64
+}
+
+// maxBodyLines bounds the list of changes in a commit message body.
+const maxBodyLines = 50
+
+// commitRun turns a run into one commit on parent and returns the new tip, or parent itself
+// when nothing in the run changes the tree.
+func (w *Worker) commitRun(parent plumbing.Hash, r run, stats *buildStats) (plumbing.Hash, error) {
+	tree, err := w.store.commitTree(parent)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	ops, err := w.resolveOps(tree, r)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	newTree, err := w.store.updateTree(tree, ops)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("update tree: %w", err)
+	}
+	var s buildStats
+	for i := range ops {
+		switch ops[i].effect {
+		case effectWritten:
+			s.written++
+			s.bytes += int64(len(ops[i].data))
+		case effectDeleted:
+			s.deleted++
+		}
+	}
+	if s.written+s.deleted == 0 {
+		return parent, nil
+	}
+	msg := w.message(ops, s.written+s.deleted)
+	data := encodeCommit(newTree, parent, r.author, w.identity.Committer, msg, time.Now())
+	h := w.store.put(plumbing.CommitObject, data)
+	stats.commits++
+	stats.written += s.written
+	stats.deleted += s.deleted
+	stats.bytes += s.bytes
+	return h, nil
+}
+
+// resolveOps turns a run's items into one op per path (the last intent wins), sorted by path.
+// A sync deletes every *.yaml file under its scopes that is not live, as the tree stands at
+// that point of the run.
+func (w *Worker) resolveOps(tree plumbing.Hash, r run) ([]op, error) {
+	index := make(map[string]int, len(r.items))
+	ops := make([]op, 0, len(r.items))
+	set := func(o op) {
+		if i, ok := index[o.path]; ok {
+			ops[i] = o
+			return
+		}
+		index[o.path] = len(ops)
+		ops = append(ops, o)
+	}
+	for _, it := range r.items {
+		if it.sync == nil {
+			set(changeOp(it.change))
+			continue
+		}
+		orphans, err := w.orphans(tree, it.sync)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range orphans {
+			set(op{path: p, summary: "delete orphan " + p})
+		}
+		for i := range ops {
+			if !ops[i].blob.IsZero() && orphaned(ops[i].path, it.sync) {
+				ops[i] = op{path: ops[i].path, summary: "delete orphan " + ops[i].path}
+			}
+		}
+	}
+	slices.SortFunc(ops, func(a, b op) int { return strings.Compare(a.path, b.path) })
+	return ops, nil
+}
+
+func changeOp(c Change) op {
+	o := op{path: c.Path, summary: c.Summary}
+	if c.Content != nil {
+		o.data = c.Content
+		o.blob = objectHash(plumbing.BlobObject, c.Content)
+	}
+	if o.summary == "" {
+		verb := "write "
+		if c.Content == nil {
+			verb = "delete "
+		}
+		o.summary = verb + c.Path
+	}
+	return o
+}
+
+// orphans lists the *.yaml files of tree under the sync's scopes that are not live. Only the
+// scopes' subtrees are read.
+func (w *Worker) orphans(tree plumbing.Hash, s *Sync) ([]string, error) {
+	var out []string
+	for _, scope := range s.Scopes {
+		entries, err := w.store.lookupDir(tree, strings.TrimSuffix(scope, "/"))
+		if err != nil {
+			return nil, fmt.Errorf("read scope %q: %w", scope, err)
+		}
+		err = w.store.walkFiles(entries, []byte(scope), func(p []byte) {
+			if _, live := s.Live[string(p)]; !live && strings.HasSuffix(string(p), ".yaml") {
+				out = append(out, string(p))
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("walk scope %q: %w", scope, err)
+		}
+	}
+	return out, nil
+}
+
+// orphaned reports whether path is a *.yaml file under one of the sync's scopes and not live.
+func orphaned(path string, s *Sync) bool {
+	if !strings.HasSuffix(path, ".yaml") {
+		return false
+	}
+	if _, live := s.Live[path]; live {
+		return false
+	}
+	for _, scope := range s.Scopes {
+		if strings.HasPrefix(path, scope) {
+			return true
+		}
+	}
+	return false
+}
+
+// message is the commit message: a subject, the list of changes, then the trailers.
+func (w *Worker) message(ops []op, n int) string {
+	var b strings.Builder
+	lines := 0
+	for i := range ops {
+		if ops[i].effect == effectNone {
+			continue
+		}
+		if lines == 0 {
+			b.WriteString(oneLine(ops[i].summary))
+			if n > 1 {
+				fmt.Fprintf(&b, " (+%d more)\n", n-1)
+			}
+			b.WriteString("\n")
+		}
+		if n > 1 && lines < maxBodyLines {
+			b.WriteString("- " + oneLine(ops[i].summary) + "\n")
+		}
+		lines++
+	}
+	if n > maxBodyLines {
+		fmt.Fprintf(&b, "- … and %d more\n", n-maxBodyLines)
+	}
+	if len(w.identity.Trailers) > 0 {
+		b.WriteString("\n")
+		for _, t := range w.identity.Trailers {
+			b.WriteString(oneLine(t[0]) + ": " + oneLine(t[1]) + "\n")
+		}
+	}
+	return b.String()
+}
+
+// encodeCommit writes a commit object in Git's canonical form.
+func encodeCommit(tree, parent plumbing.Hash, author, committer Signature, msg string, now time.Time) []byte {
+	b := make([]byte, 0, 256+len(msg))
+	b = append(b, "tree "+tree.String()+"\n"...)
+	if !parent.IsZero() {
+		b = append(b, "parent "+parent.String()+"\n"...)
+	}
+	b = appendSignature(append(b, "author "...), author, now)
+	b = appendSignature(append(b, "committer "...), committer, now)
+	b = append(b, '\n')
+	return append(b, msg...)
+}
+
+func appendSignature(b []byte, s Signature, t time.Time) []byte {
+	b = append(b, cleanIdent(s.Name)+" <"+cleanIdent(s.Email)+"> "...)
+	b = strconv.AppendInt(b, t.Unix(), 10)
+	return append(b, " "+t.Format("-0700")+"\n"...)
+}
+
+// cleanIdent removes what would break a signature line.
+func cleanIdent(s string) string {
+	return strings.TrimSpace(strings.Map(func(r rune) rune {
+		if r == '<' || r == '>' || r == '\n' || r == '\r' || r == 0 {
+			return -1
+		}
+		return r
+	}, s))
+}
+
+func oneLine(s string) string {
+	return strings.TrimSpace(strings.NewReplacer("\n", " ", "\r", " ").Replace(s))
+}

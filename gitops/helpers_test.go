@@ -1,0 +1,186 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"github.com/configbutler/gitops-reverser/metrics"
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+var (
+	testBot      = Signature{Name: "gitops-reverser", Email: "bot@configbutler.ai"}
+	testTrailers = [][2]string{
+		{"X-ConfigButler-ClusterUID", "uid-1"},
+		{"X-ConfigButler-ControllerNS", "gitops-system"},
+		{"X-ConfigButler-ControllerName", "gitops-reverser"},
+		{"X-ConfigButler-InstanceID", "pod-0"},
+	}
+	// testRetry keeps retries quick so outage tests converge fast.
+	testRetry = retryPolicy{min: 50 * time.Millisecond, max: time.Second, maxReplays: 5}
+)
+
+// MustGitServer starts a smart-HTTP Git server for the test.
+func MustGitServer(tb testing.TB) *testenv.GitServer {
+	tb.Helper()
+	srv, err := testenv.StartGitServer(tb.TempDir(), "user", "pass")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = srv.Close() })
+	return srv
+}
+
+// MustRepo creates an empty repository and returns its URL.
+func MustRepo(tb testing.TB, srv *testenv.GitServer, name string) string {
+	tb.Helper()
+	url, err := srv.CreateRepo(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return url
+}
+
+// testWorker is a running worker with its metrics.
+type testWorker struct {
+	*Worker
+	reg  *metrics.Registry
+	stop func() error
+}
+
+// StartWorker runs a worker on url/main with workDir (a fresh dir when empty) until the test ends.
+func StartWorker(tb testing.TB, url, workDir string, limits BatchLimits) *testWorker {
+	tb.Helper()
+	if workDir == "" {
+		workDir = tb.TempDir()
+	}
+	reg := metrics.New()
+	w := NewWorker(WorkerConfig{
+		Remote:   Remote{URL: url, Branch: "main", Auth: &http.BasicAuth{Username: "user", Password: "pass"}},
+		WorkDir:  workDir,
+		Limits:   limits,
+		Identity: Identity{Committer: testBot, Bot: testBot, Trailers: testTrailers},
+		Slots:    NewSlots(4, 1),
+		Metrics:  reg.Mirror,
+	})
+	w.retry = testRetry
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	var stopped bool
+	var runErr error
+	stop := func() error {
+		if !stopped {
+			stopped = true
+			cancel()
+			runErr = <-errc
+		}
+		return runErr
+	}
+	tb.Cleanup(func() { _ = stop() })
+	return &testWorker{Worker: w, reg: reg, stop: stop}
+}
+
+// metric returns the current value of a mirror collector by its short name.
+func (w *testWorker) metric(tb testing.TB, name string) float64 {
+	tb.Helper()
+	values, err := w.reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return values[metrics.Namespace+"_"+name]
+}
+
+// MustEnqueue enqueues changes and fails the test on error.
+func MustEnqueue(tb testing.TB, w *testWorker, changes ...Change) {
+	tb.Helper()
+	for _, c := range changes {
+		if err := w.Enqueue(context.Background(), c); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// MustFlush flushes and waits for the push, bounded by a deadline.
+func MustFlush(tb testing.TB, w *testWorker) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := w.Flush(ctx); err != nil {
+		tb.Fatalf("flush: %v (status %+v)", err, w.Status())
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(tb testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for {
+		ok, err := cond()
+		if ok && err == nil {
+			return
+		}
+		lastErr = err
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// configMap renders a ConfigMap of about size bytes.
+func configMap(name, value string, size int) []byte {
+	head := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: default\ndata:\n  value: %q\n  pad: \"", name, value)
+	pad := max(size-len(head)-2, 0)
+	return []byte(head + strings.Repeat("x", pad) + "\"\n")
+}
+
+// cmPath is the file of ConfigMap name in namespace default.
+func cmPath(name string) string { return Path("clusters/prod", "", "configmaps", "default", name) }
+
+// mustFiles lists the files on the remote branch main.
+func mustFiles(tb testing.TB, srv *testenv.GitServer, repo string) []string {
+	tb.Helper()
+	files, err := srv.Files(repo, "main")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return files
+}
+
+// mustLog lists the commits of main, newest first.
+func mustLog(tb testing.TB, srv *testenv.GitServer, repo string) []testenv.Commit {
+	tb.Helper()
+	log, err := srv.Log(repo, "main")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return log
+}
+
+// mustFsck checks that every object and tree on the remote is well formed (sorted entries...).
+func mustFsck(tb testing.TB, srv *testenv.GitServer, repo string) {
+	tb.Helper()
+	out, err := exec.Command("git", "--git-dir="+filepath.Join(srv.Root, repo+".git"), "fsck", "--strict", "--no-dangling").CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		tb.Fatal(err)
+	}
+	if err != nil {
+		tb.Fatalf("git fsck: %v\n%s", err, out)
+	}
+}
+
+// testenvSig is a competing user.
+func testenvSig(name string) testenv.Signature {
+	return testenv.Signature{Name: name, Email: name + "@example.com"}
+}

@@ -1,0 +1,157 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// objectCacheBytes bounds go-git's cache of decoded objects (delta bases, trees, commits).
+const objectCacheBytes = 4 * cache.MiByte
+
+// repo is the bare clone of one branch: the remote-tracking ref refs/remotes/origin/{branch}
+// is the last tip we fetched or pushed.
+type repo struct {
+	dir      string
+	url      string
+	auth     transport.AuthMethod
+	branch   plumbing.ReferenceName // refs/heads/{branch} on the remote
+	tracking plumbing.ReferenceName // refs/remotes/origin/{branch} in the clone
+	sto      *filesystem.Storage
+	remote   *git.Remote
+}
+
+// openRepo opens the bare clone in dir when it is valid, and otherwise removes it and creates
+// an empty one (filled by the first fetch). It never touches the network.
+func openRepo(dir string, r Remote, log *slog.Logger) (*repo, error) {
+	rp := &repo{
+		dir:      dir,
+		url:      r.URL,
+		auth:     r.Auth,
+		branch:   plumbing.NewBranchReferenceName(r.Branch),
+		tracking: plumbing.NewRemoteReferenceName("origin", r.Branch),
+	}
+	if _, err := os.Stat(dir); err == nil {
+		err := rp.open()
+		if err == nil {
+			return rp, nil
+		}
+		log.Warn("git clone unusable, recreating it", "dir", dir, "err", err)
+		rp.close()
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, fmt.Errorf("remove broken clone %s: %w", dir, err)
+		}
+	}
+	if err := rp.init(); err != nil {
+		rp.close()
+		return nil, err
+	}
+	return rp, nil
+}
+
+func (r *repo) storage() *filesystem.Storage {
+	return filesystem.NewStorageWithOptions(osfs.New(r.dir), cache.NewObjectLRU(objectCacheBytes),
+		filesystem.Options{ExclusiveAccess: true, MaxOpenDescriptors: 16})
+}
+
+func (r *repo) remoteConfig() *config.RemoteConfig {
+	spec := config.RefSpec("+" + r.branch.String() + ":" + r.tracking.String())
+	return &config.RemoteConfig{Name: "origin", URLs: []string{r.url}, Fetch: []config.RefSpec{spec}}
+}
+
+// open opens an existing clone and checks that its tip commit and root tree are readable.
+func (r *repo) open() error {
+	r.sto = r.storage()
+	if _, err := git.Open(r.sto, nil); err != nil {
+		return fmt.Errorf("open clone: %w", err)
+	}
+	r.remote = git.NewRemote(r.sto, r.remoteConfig())
+	tip, err := r.tip()
+	if err != nil {
+		return err
+	}
+	s := newStore(r.sto)
+	tree, err := s.commitTree(tip)
+	if err == nil && !tree.IsZero() {
+		_, err = s.tree(tree)
+	}
+	if err != nil {
+		return fmt.Errorf("check clone tip %s: %w", tip, err)
+	}
+	return nil
+}
+
+// init creates an empty bare clone.
+func (r *repo) init() error {
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		return fmt.Errorf("create clone dir: %w", err)
+	}
+	r.sto = r.storage()
+	gr, err := git.Init(r.sto, nil)
+	if err != nil {
+		return fmt.Errorf("init clone: %w", err)
+	}
+	if _, err := gr.CreateRemote(r.remoteConfig()); err != nil {
+		return fmt.Errorf("init clone: %w", err)
+	}
+	r.remote = git.NewRemote(r.sto, r.remoteConfig())
+	return nil
+}
+
+// tip is the last known remote tip, zero when the branch does not exist (yet).
+func (r *repo) tip() (plumbing.Hash, error) {
+	ref, err := r.sto.Reference(r.tracking)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("read %s: %w", r.tracking, err)
+	}
+	return ref.Hash(), nil
+}
+
+// setTip records a tip the remote accepted.
+func (r *repo) setTip(h plumbing.Hash) error {
+	if err := r.sto.SetReference(plumbing.NewHashReference(r.tracking, h)); err != nil {
+		return fmt.Errorf("update %s: %w", r.tracking, err)
+	}
+	return nil
+}
+
+// fetch brings the one branch up to date and returns its tip (zero when the remote has no
+// such branch).
+func (r *repo) fetch(ctx context.Context) (plumbing.Hash, error) {
+	err := r.remote.FetchContext(ctx, &git.FetchOptions{
+		RemoteName: "origin",
+		RefSpecs:   r.remoteConfig().Fetch,
+		Auth:       r.auth,
+		Tags:       git.NoTags,
+	})
+	switch {
+	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+		return r.tip()
+	case errors.Is(err, transport.ErrEmptyRemoteRepository), errors.Is(err, git.NoMatchingRefSpecError{}):
+		if err := r.sto.RemoveReference(r.tracking); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("forget %s: %w", r.tracking, err)
+		}
+		return plumbing.ZeroHash, nil
+	default:
+		return plumbing.ZeroHash, fmt.Errorf("fetch %s: %w", r.branch, err)
+	}
+}
+
+func (r *repo) close() {
+	if r.sto != nil {
+		_ = r.sto.Close()
+	}
+}

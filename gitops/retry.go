@@ -1,0 +1,148 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// retryPolicy is the exponential backoff between failed pushes.
+type retryPolicy struct {
+	min, max   time.Duration
+	maxReplays int // rejections replayed at once before backing off
+}
+
+var defaultRetry = retryPolicy{min: 500 * time.Millisecond, max: 30 * time.Second, maxReplays: 5}
+
+// delay is the wait after the n-th consecutive failure (n ≥ 1), with ±20% jitter so workers
+// that failed together do not retry together.
+func (p retryPolicy) delay(n int) time.Duration {
+	d := p.min
+	for i := 1; i < n && d < p.max; i++ {
+		d *= 2
+	}
+	d = min(d, p.max)
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64())) //nolint:gosec // jitter
+}
+
+// build is the chain of commits made from the pending runs on top of base.
+type build struct {
+	valid     bool
+	base, tip plumbing.Hash
+	runs      int // pending runs already turned into commits
+	stats     buildStats
+}
+
+// push commits the pending runs and pushes them, holding a slot. A failure schedules a retry,
+// which happens even if no new change arrives; until then new batches only join the pending
+// runs.
+func (w *Worker) push(ctx context.Context) {
+	if w.retrying {
+		return
+	}
+	if len(w.pending) == 0 {
+		w.notify(nil)
+		return
+	}
+	release, err := w.slots.acquire(ctx, w.remote.URL)
+	if err != nil {
+		return // ctx ended; shutdown makes the last attempt
+	}
+	w.m.active(1)
+	err = w.pushPending(ctx)
+	w.m.active(-1)
+	release()
+	if err == nil {
+		w.failures = 0
+		w.notify(nil)
+		return
+	}
+	w.failures++
+	if !errors.Is(err, errRemoteMoved) {
+		w.m.pushFailure()
+	}
+	wait := w.retry.delay(w.failures)
+	w.log.Warn("push failed, retrying", "err", err, "failures", w.failures, "retry_in", wait)
+	w.setStatus(func(s *WorkerStatus) { s.LastError = err })
+	w.retrying = true
+	w.retryTimer.Reset(wait)
+}
+
+// pushPending fetches when needed, builds commits and sends them; a rejection because the
+// remote moved is answered by fetching and replaying the intents on the new tip.
+func (w *Worker) pushPending(ctx context.Context) error {
+	for replays := 0; ; replays++ {
+		if w.needFetch {
+			tip, err := w.repo.fetch(ctx)
+			if err != nil {
+				return err
+			}
+			w.base, w.needFetch = tip, false
+		}
+		if err := w.buildPending(); err != nil {
+			return err
+		}
+		if w.built.tip == w.base {
+			w.pending, w.built = nil, build{}
+			return nil // nothing changes the tree
+		}
+		pack, err := w.store.encodePack()
+		if err != nil {
+			return err
+		}
+		err = w.repo.sendPack(ctx, w.base, w.built.tip, pack)
+		if err == nil {
+			w.landed(pack)
+			return nil
+		}
+		if !errors.Is(err, errRemoteMoved) {
+			return err
+		}
+		w.m.rebaseRetry()
+		w.needFetch = true
+		w.log.Debug("remote moved, replaying on the new tip", "err", err)
+		if replays >= w.retry.maxReplays {
+			return err
+		}
+	}
+}
+
+// buildPending extends the commit chain with the runs not built yet, starting over when the
+// base moved.
+func (w *Worker) buildPending() error {
+	if !w.built.valid || w.built.base != w.base {
+		w.store.dropOverlay()
+		w.built = build{valid: true, base: w.base, tip: w.base}
+	}
+	for w.built.runs < len(w.pending) {
+		tip, err := w.commitRun(w.built.tip, w.pending[w.built.runs], &w.built.stats)
+		if err != nil {
+			w.built.valid = false
+			w.needFetch = true // a missing object is repaired by fetching
+			return err
+		}
+		w.built.tip = tip
+		w.built.runs++
+	}
+	return nil
+}
+
+// landed records a push the remote accepted: the objects join the clone as one pack.
+func (w *Worker) landed(pack []byte) {
+	tip, stats := w.built.tip, w.built.stats
+	w.m.landed(stats)
+	w.pending, w.built, w.base = nil, build{}, tip
+	if err := w.store.persist(pack); err != nil {
+		w.log.Error("keep pushed objects in the clone", "err", err)
+		w.store.dropOverlay()
+		w.needFetch = true
+	} else if err := w.repo.setTip(tip); err != nil {
+		w.log.Error("record pushed tip", "err", err)
+		w.needFetch = true
+	}
+	w.log.Debug("pushed", "tip", tip, "commits", stats.commits, "written", stats.written, "deleted", stats.deleted)
+	w.setStatus(func(s *WorkerStatus) { s.LastPushed, s.LastError = tip.String(), nil })
+}

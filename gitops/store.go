@@ -1,0 +1,192 @@
+package gitops
+
+import (
+	"container/list"
+	"crypto/sha1" //nolint:gosec // Git object names are SHA-1
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// rawObject is an object created by the worker and not yet persisted in the clone.
+type rawObject struct {
+	typ  plumbing.ObjectType
+	data []byte
+}
+
+// store reads objects from the clone and keeps the objects of the commits being built in an
+// in-memory overlay: they are exactly what the next push sends, and they reach the clone's disk
+// as one pack once the remote accepted them.
+type store struct {
+	sto     *filesystem.Storage
+	overlay map[plumbing.Hash]rawObject
+	order   []plumbing.Hash // overlay objects in creation order
+	trees   *treeCache
+}
+
+func newStore(sto *filesystem.Storage) *store {
+	return &store{sto: sto, overlay: map[plumbing.Hash]rawObject{}, trees: newTreeCache(treeCacheBytes)}
+}
+
+// treeCacheBytes bounds the parsed trees kept between batches.
+const treeCacheBytes = 8 << 20
+
+// objectHash is the Git object name of data with type typ.
+func objectHash(typ plumbing.ObjectType, data []byte) plumbing.Hash {
+	var hdr [32]byte
+	b := append(hdr[:0], typ.Bytes()...)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(len(data)), 10)
+	b = append(b, 0)
+	h := sha1.New() //nolint:gosec // Git object names are SHA-1
+	h.Write(b)
+	h.Write(data)
+	var out plumbing.Hash
+	h.Sum(out[:0])
+	return out
+}
+
+// put adds a new object to the overlay and returns its name.
+func (s *store) put(typ plumbing.ObjectType, data []byte) plumbing.Hash {
+	h := objectHash(typ, data)
+	if _, ok := s.overlay[h]; !ok {
+		s.overlay[h] = rawObject{typ: typ, data: data}
+		s.order = append(s.order, h)
+	}
+	return h
+}
+
+// pending is the number of overlay objects, i.e. objects the next push sends.
+func (s *store) pending() int { return len(s.order) }
+
+// dropOverlay forgets the objects of commits that will never be pushed (they are rebuilt on a
+// new tip).
+func (s *store) dropOverlay() {
+	clear(s.overlay)
+	s.order = s.order[:0]
+}
+
+// tree returns the parsed entries of tree h.
+func (s *store) tree(h plumbing.Hash) ([]treeEntry, error) {
+	if o, ok := s.overlay[h]; ok {
+		return parseTree(o.data)
+	}
+	if entries, ok := s.trees.get(h); ok {
+		return entries, nil
+	}
+	data, err := s.read(plumbing.TreeObject, h)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := parseTree(data)
+	if err != nil {
+		return nil, fmt.Errorf("parse tree %s: %w", h, err)
+	}
+	s.trees.put(h, entries, len(data)+treeEntrySize*len(entries))
+	return entries, nil
+}
+
+// read returns the content of an object stored in the clone.
+func (s *store) read(typ plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
+	obj, err := s.sto.EncodedObject(typ, h)
+	if err != nil {
+		return nil, fmt.Errorf("read %s %s: %w", typ, h, err)
+	}
+	r, err := obj.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("read %s %s: %w", typ, h, err)
+	}
+	defer r.Close()
+	data := make([]byte, obj.Size())
+	if _, err := io.ReadFull(r, data); err != nil {
+		return nil, fmt.Errorf("read %s %s: %w", typ, h, err)
+	}
+	return data, nil
+}
+
+// commitTree returns the root tree of commit h (zero for the zero commit).
+func (s *store) commitTree(h plumbing.Hash) (plumbing.Hash, error) {
+	if h.IsZero() {
+		return plumbing.ZeroHash, nil
+	}
+	var data []byte
+	if o, ok := s.overlay[h]; ok {
+		data = o.data
+	} else {
+		var err error
+		if data, err = s.read(plumbing.CommitObject, h); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	// A commit starts with "tree <40 hex>\n".
+	if len(data) < 46 || string(data[:5]) != "tree " {
+		return plumbing.ZeroHash, fmt.Errorf("commit %s has no tree line", h)
+	}
+	var t plumbing.Hash
+	if _, err := hex.Decode(t[:], data[5:45]); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("commit %s has a malformed tree line", h)
+	}
+	return t, nil
+}
+
+// persist writes an accepted pack into the clone and empties the overlay.
+func (s *store) persist(pack []byte) error {
+	w, err := s.sto.PackfileWriter()
+	if err != nil {
+		return fmt.Errorf("persist pushed objects: %w", err)
+	}
+	if _, err := w.Write(pack); err != nil {
+		_ = w.Close()
+		return fmt.Errorf("persist pushed objects: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("persist pushed objects: %w", err)
+	}
+	s.dropOverlay()
+	return nil
+}
+
+// treeCache is a small LRU of parsed trees, bounded by the bytes of their encoding.
+type treeCache struct {
+	max, size int
+	ll        *list.List
+	items     map[plumbing.Hash]*list.Element
+}
+
+type treeCacheItem struct {
+	h       plumbing.Hash
+	entries []treeEntry
+	size    int
+}
+
+func newTreeCache(max int) *treeCache {
+	return &treeCache{max: max, ll: list.New(), items: map[plumbing.Hash]*list.Element{}}
+}
+
+func (c *treeCache) get(h plumbing.Hash) ([]treeEntry, bool) {
+	e, ok := c.items[h]
+	if !ok {
+		return nil, false
+	}
+	c.ll.MoveToFront(e)
+	return e.Value.(*treeCacheItem).entries, true
+}
+
+func (c *treeCache) put(h plumbing.Hash, entries []treeEntry, size int) {
+	if _, ok := c.items[h]; ok || size > c.max {
+		return
+	}
+	c.items[h] = c.ll.PushFront(&treeCacheItem{h: h, entries: entries, size: size})
+	c.size += size
+	for c.size > c.max {
+		old := c.ll.Back()
+		it := old.Value.(*treeCacheItem)
+		c.ll.Remove(old)
+		delete(c.items, it.h)
+		c.size -= it.size
+	}
+}

@@ -1,0 +1,270 @@
+package gitops
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"unsafe"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Modes as Git writes them in tree entries.
+const (
+	dirMode  = "40000"
+	fileMode = "100644"
+)
+
+// treeEntry is one entry of a tree. name and mode point into the tree's immutable encoding, so
+// parsing a tree allocates one slice and no strings.
+type treeEntry struct {
+	name, mode string
+	hash       plumbing.Hash
+}
+
+func (e *treeEntry) isDir() bool { return e.mode == dirMode }
+
+// treeEntrySize approximates the memory of one parsed entry, for the tree cache.
+const treeEntrySize = int(unsafe.Sizeof(treeEntry{}))
+
+var errMalformedTree = errors.New("malformed tree")
+
+// parseTree decodes a tree; the entries alias data, which must never change afterwards.
+func parseTree(data []byte) ([]treeEntry, error) {
+	n := 0
+	for i := 0; i < len(data); {
+		z := bytes.IndexByte(data[i:], 0)
+		if z < 0 || i+z+21 > len(data) {
+			return nil, errMalformedTree
+		}
+		i += z + 21
+		n++
+	}
+	entries := make([]treeEntry, 0, n)
+	for i := 0; i < len(data); {
+		sp := bytes.IndexByte(data[i:], ' ')
+		z := bytes.IndexByte(data[i:], 0)
+		if sp < 1 || sp > z {
+			return nil, errMalformedTree
+		}
+		e := treeEntry{mode: bytesString(data[i : i+sp]), name: bytesString(data[i+sp+1 : i+z])}
+		copy(e.hash[:], data[i+z+1:i+z+21])
+		entries = append(entries, e)
+		i += z + 21
+	}
+	return entries, nil
+}
+
+// encodeTree encodes entries, which must already be in Git order.
+func encodeTree(entries []treeEntry) []byte {
+	size := 0
+	for i := range entries {
+		size += len(entries[i].mode) + len(entries[i].name) + 22
+	}
+	out := make([]byte, 0, size)
+	for i := range entries {
+		out = append(out, entries[i].mode...)
+		out = append(out, ' ')
+		out = append(out, entries[i].name...)
+		out = append(out, 0)
+		out = append(out, entries[i].hash[:]...)
+	}
+	return out
+}
+
+// compareKey orders a tree entry against a key the way Git sorts trees: a directory compares
+// as its name followed by "/". key is a file name, or a directory name followed by "/".
+func compareKey(name string, dir bool, key string) int {
+	m := min(len(name), len(key))
+	if c := strings.Compare(name[:m], key[:m]); c != 0 {
+		return c
+	}
+	switch {
+	case len(name) > len(key):
+		return 1
+	case len(name) == len(key):
+		if dir {
+			return 1
+		}
+		return 0
+	case !dir:
+		return -1
+	case key[len(name)] != '/':
+		if key[len(name)] > '/' {
+			return -1
+		}
+		return 1
+	case len(key) == len(name)+1:
+		return 0
+	default:
+		return -1
+	}
+}
+
+// effect records what an op did to the tree.
+type effect uint8
+
+const (
+	effectNone effect = iota
+	effectWritten
+	effectDeleted
+)
+
+// op is one resolved file change inside a commit: write blob at path, or delete path when blob
+// is zero.
+type op struct {
+	path    string
+	blob    plumbing.Hash
+	data    []byte
+	summary string
+	effect  effect
+}
+
+// updateTree applies ops (sorted by path, one per path) to the tree root and returns the new
+// root. Only the trees along changed paths are rewritten; every other subtree is reused by hash.
+// An op that changes nothing (same blob, or deleting a missing file) is skipped.
+func (s *store) updateTree(root plumbing.Hash, ops []op) (plumbing.Hash, error) {
+	h, err := s.updateDir(root, ops, 0)
+	if err != nil || !h.IsZero() {
+		return h, err
+	}
+	return s.put(plumbing.TreeObject, []byte{}), nil // the empty root tree
+}
+
+// updateDir applies ops whose paths, from byte off on, are relative to the directory tree. It
+// returns the zero hash when the directory ends up empty, so the caller drops it.
+func (s *store) updateDir(tree plumbing.Hash, ops []op, off int) (plumbing.Hash, error) {
+	var entries []treeEntry
+	if !tree.IsZero() {
+		var err error
+		if entries, err = s.tree(tree); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	out := make([]treeEntry, 0, len(entries)+len(ops))
+	changed, i := false, 0
+	for k := 0; k < len(ops); {
+		rel := ops[k].path[off:]
+		key, dir := rel, false
+		if slash := strings.IndexByte(rel, '/'); slash >= 0 {
+			key, dir = rel[:slash+1], true
+		}
+		for i < len(entries) && compareKey(entries[i].name, entries[i].isDir(), key) < 0 {
+			out = append(out, entries[i])
+			i++
+		}
+		var cur *treeEntry
+		if i < len(entries) && compareKey(entries[i].name, entries[i].isDir(), key) == 0 {
+			cur = &entries[i]
+			i++
+		}
+		if dir {
+			end := k + 1
+			for end < len(ops) && strings.HasPrefix(ops[end].path[off:], key) {
+				end++
+			}
+			var sub plumbing.Hash
+			if cur != nil {
+				sub = cur.hash
+			}
+			h, err := s.updateDir(sub, ops[k:end], off+len(key))
+			if err != nil {
+				return plumbing.ZeroHash, err
+			}
+			changed = changed || h != sub
+			if !h.IsZero() {
+				out = append(out, treeEntry{name: key[:len(key)-1], mode: dirMode, hash: h})
+			}
+			k = end
+			continue
+		}
+		o := &ops[k]
+		k++
+		switch {
+		case o.blob.IsZero():
+			if cur != nil {
+				changed, o.effect = true, effectDeleted
+			}
+		case cur != nil && cur.hash == o.blob:
+			out = append(out, *cur)
+		default:
+			s.put(plumbing.BlobObject, o.data)
+			out = append(out, treeEntry{name: key, mode: fileMode, hash: o.blob})
+			changed, o.effect = true, effectWritten
+		}
+	}
+	if !changed {
+		return tree, nil
+	}
+	out = append(out, entries[i:]...)
+	if len(out) == 0 {
+		return plumbing.ZeroHash, nil
+	}
+	return s.put(plumbing.TreeObject, encodeTree(out)), nil
+}
+
+// lookupDir returns the entries of the directory at dir ("a/b", "" for the root) below root,
+// or nil when it does not exist.
+func (s *store) lookupDir(root plumbing.Hash, dir string) ([]treeEntry, error) {
+	if root.IsZero() {
+		return nil, nil
+	}
+	entries, err := s.tree(root)
+	for dir != "" && err == nil {
+		name, rest, _ := strings.Cut(dir, "/")
+		e := findDir(entries, name)
+		if e == nil {
+			return nil, nil
+		}
+		entries, err = s.tree(e.hash)
+		dir = rest
+	}
+	return entries, err
+}
+
+// findDir finds the subdirectory name in entries by binary search (entries are in Git order).
+func findDir(entries []treeEntry, name string) *treeEntry {
+	key := name + "/"
+	lo, hi := 0, len(entries)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if compareKey(entries[mid].name, entries[mid].isDir(), key) < 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo < len(entries) && entries[lo].isDir() && entries[lo].name == name {
+		return &entries[lo]
+	}
+	return nil
+}
+
+// walkFiles calls fn with the path of every file below the directory entries, whose path
+// (with a trailing "/", or empty for the root) is prefix. The path buffer is reused: fn must
+// copy it to keep it.
+func (s *store) walkFiles(entries []treeEntry, prefix []byte, fn func(path []byte)) error {
+	for i := range entries {
+		p := append(prefix, entries[i].name...)
+		if !entries[i].isDir() {
+			fn(p)
+			continue
+		}
+		sub, err := s.tree(entries[i].hash)
+		if err != nil {
+			return err
+		}
+		if err := s.walkFiles(sub, append(p, '/'), fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bytesString views b as a string without copying; b must never change afterwards.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}

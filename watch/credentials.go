@@ -1,0 +1,85 @@
+package watch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// credentials are what a GitRepoConfig's Secret resolves to. Key identifies their content, so a
+// rotated Secret restarts the worker that uses it.
+type credentials struct {
+	auth transport.AuthMethod
+	key  string
+}
+
+// errSecret is a credentials problem the user must fix; its message goes into the status.
+type errSecret struct{ msg string }
+
+func (e errSecret) Error() string { return e.msg }
+
+// loadCredentials reads the Secret with the keys Flux users already use: username + password
+// (HTTPS basic, or a token as the password), bearerToken, or identity + known_hosts for SSH.
+// known_hosts is required for SSH: a host key is never accepted blindly.
+func loadCredentials(ctx context.Context, kube kubernetes.Interface, namespace, name, workDir string) (credentials, error) {
+	secret, err := kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return credentials{}, errSecret{fmt.Sprintf("Secret %s/%s not found", namespace, name)}
+	}
+	if err != nil {
+		return credentials{}, fmt.Errorf("read Secret %s/%s: %w", namespace, name, err)
+	}
+	return credentialsFrom(secret, workDir)
+}
+
+func credentialsFrom(secret *corev1.Secret, workDir string) (credentials, error) {
+	d := secret.Data
+	h := sha256.New()
+	for _, k := range []string{"username", "password", "bearerToken", "identity", "known_hosts"} {
+		h.Write([]byte(k + "\x00"))
+		h.Write(d[k])
+		h.Write([]byte{0})
+	}
+	key := hex.EncodeToString(h.Sum(nil))[:16]
+	switch {
+	case len(d["identity"]) > 0:
+		if len(d["known_hosts"]) == 0 {
+			return credentials{}, errSecret{fmt.Sprintf("Secret %s/%s has identity but no known_hosts", secret.Namespace, secret.Name)}
+		}
+		keys, err := gitssh.NewPublicKeys("git", d["identity"], string(d["password"]))
+		if err != nil {
+			return credentials{}, errSecret{fmt.Sprintf("Secret %s/%s: identity: %v", secret.Namespace, secret.Name, err)}
+		}
+		path := filepath.Join(workDir, "known_hosts-"+key)
+		if err := os.MkdirAll(workDir, 0o700); err != nil {
+			return credentials{}, fmt.Errorf("create work dir: %w", err)
+		}
+		if err := os.WriteFile(path, d["known_hosts"], 0o600); err != nil {
+			return credentials{}, fmt.Errorf("write known_hosts: %w", err)
+		}
+		if keys.HostKeyCallback, err = gitssh.NewKnownHostsCallback(path); err != nil {
+			return credentials{}, errSecret{fmt.Sprintf("Secret %s/%s: known_hosts: %v", secret.Namespace, secret.Name, err)}
+		}
+		return credentials{auth: keys, key: key}, nil
+	case len(d["bearerToken"]) > 0:
+		return credentials{auth: &githttp.TokenAuth{Token: string(d["bearerToken"])}, key: key}, nil
+	case len(d["password"]) > 0:
+		user := string(d["username"])
+		if user == "" {
+			user = "git" // a token as password: hosts ignore the user name
+		}
+		return credentials{auth: &githttp.BasicAuth{Username: user, Password: string(d["password"])}, key: key}, nil
+	}
+	return credentials{}, errSecret{fmt.Sprintf("Secret %s/%s has none of username/password, bearerToken, identity", secret.Namespace, secret.Name)}
+}

@@ -1,0 +1,190 @@
+// Package watch turns the daemon's configuration (GitRepoConfig, GitDestination, WatchRule,
+// ClusterWatchRule) into running work: it resolves destinations and reports their status, expands
+// rules into concrete resources through API discovery, and runs one list+watch per selected
+// resource that feeds canonical YAML to the Git workers. Rules, destinations and discovery are
+// followed at runtime without a restart.
+package watch
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/metrics"
+)
+
+// Options are the daemon-wide settings of the mirror.
+type Options struct {
+	Expand           ExpandOptions
+	DiscoveryRefresh time.Duration
+	WorkDir          string
+	Limits           gitops.BatchLimits
+	Identity         gitops.Identity
+	Slots            *gitops.Slots
+	Metrics          *metrics.Mirror
+	Log              *slog.Logger
+}
+
+// Manager owns the Git workers and the resource watchers and keeps them in step with the
+// configuration. Everything it owns is touched only from its Run goroutine.
+type Manager struct {
+	opts      Options
+	dyn       dynamic.Interface
+	kube      kubernetes.Interface
+	reporter  *reporter
+	reach     *reachability
+	trigger   chan struct{}
+	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
+	resources []APIResource
+	workers   map[string]*running
+	watchers  map[string]*running
+	warned    map[string]bool // rules already warned about selecting Secrets, by uid/generation
+}
+
+// running is a goroutine the manager started and can stop.
+type running struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	worker *gitops.Worker // for workers
+}
+
+func (r *running) stop() {
+	r.cancel()
+	<-r.done
+}
+
+// NewManager connects to the cluster; Run does the work.
+func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	return &Manager{
+		opts: opts, dyn: dyn, kube: kube,
+		reporter: &reporter{dyn: dyn, recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "gitops-reverser"})},
+		reach:    &reachability{results: map[string]reachResult{}, ttl: opts.DiscoveryRefresh},
+		trigger:  make(chan struct{}, 1),
+		workers:  map[string]*running{},
+		watchers: map[string]*running{},
+		warned:   map[string]bool{},
+	}, nil
+}
+
+// Run follows the configuration until ctx ends, then stops the watchers and flushes the workers.
+func (m *Manager) Run(ctx context.Context) error {
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(m.dyn, 0)
+	m.informers = map[schema.GroupVersionResource]cache.SharedIndexInformer{}
+	poke := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { m.poke() },
+		UpdateFunc: func(any, any) { m.poke() },
+		DeleteFunc: func(any) { m.poke() },
+	}
+	for _, gvr := range []schema.GroupVersionResource{crds.GitRepoConfigs, crds.GitDestinations, crds.WatchRules, crds.ClusterWatchRules} {
+		inf := factory.ForResource(gvr).Informer()
+		if _, err := inf.AddEventHandler(poke); err != nil {
+			return err
+		}
+		m.informers[gvr] = inf
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	factory.WaitForCacheSync(ctx.Done())
+	defer m.stopAll()
+
+	refresh := time.NewTicker(m.opts.DiscoveryRefresh)
+	defer refresh.Stop()
+	m.rediscover()
+	m.poke()
+	retry := time.NewTimer(0)
+	<-retry.C
+	backoff := time.Second
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-m.trigger:
+		case <-retry.C:
+		case <-refresh.C:
+			m.rediscover()
+			m.reach.forget()
+		}
+		if err := m.reconcile(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			m.opts.Log.Error("reconcile; retrying", "err", err, "in", backoff)
+			retry.Reset(backoff)
+			backoff = min(2*backoff, time.Minute)
+			continue
+		}
+		backoff = time.Second
+	}
+}
+
+func (m *Manager) poke() {
+	select {
+	case m.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Poke asks for a reconcile now, e.g. after a webhook says a remote changed.
+func (m *Manager) Poke() { m.poke() }
+
+func (m *Manager) rediscover() {
+	resources, err := discover(m.kube.Discovery())
+	if err != nil {
+		m.opts.Log.Error("discovery failed; keeping the previous resources", "err", err)
+		return
+	}
+	m.resources = resources
+}
+
+func (m *Manager) stopAll() {
+	for k, w := range m.watchers {
+		w.stop()
+		delete(m.watchers, k)
+	}
+	for k, w := range m.workers {
+		w.stop()
+		delete(m.workers, k)
+	}
+}
+
+// list returns the informer's objects of one kind as typed structs; broken ones are logged.
+func list[T any](m *Manager, gvr schema.GroupVersionResource) []*T {
+	var out []*T
+	for _, item := range m.informers[gvr].GetStore().List() {
+		obj, err := crds.FromUnstructured[T](item.(*unstructured.Unstructured))
+		if err != nil {
+			m.opts.Log.Warn("skipping object", "err", err)
+			continue
+		}
+		out = append(out, obj)
+	}
+	return out
+}
+
+// authFor is the worker's auth: nil for a repository without a Secret.
+func authFor(d *destination) transport.AuthMethod { return d.repo.creds.auth }

@@ -1,0 +1,216 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitops"
+)
+
+// watcherSpec is one watcher to run: a selection and the destinations it feeds. Its signature
+// changes whenever any of that changes, which restarts the watcher (a re-list writes the new
+// destinations' files and is a no-op for the others).
+type watcherSpec struct {
+	sel     Selection
+	targets []target
+	workers []string // worker key per target
+}
+
+func (s *watcherSpec) signature() string {
+	parts := []string{s.sel.GVR.String(), s.sel.Namespace}
+	for i, t := range s.targets {
+		parts = append(parts, fmt.Sprintf("%s|%s|%d|%s", t.destination, t.baseFolder, t.ops, s.workers[i]))
+	}
+	return strings.Join(parts, "\x00")
+}
+
+// reconcile brings workers and watchers in line with the configuration and reports status.
+func (m *Manager) reconcile(ctx context.Context) error {
+	repos := m.resolveRepos(ctx)
+	dests := resolveDestinations(list[crds.GitDestination](m, crds.GitDestinations), repos)
+	byName := map[string]*destination{}
+	for _, d := range dests {
+		byName[d.name()] = d
+	}
+	specs := map[string]*watcherSpec{}
+	var errs []error
+	for _, r := range list[crds.WatchRule](m, crds.WatchRules) {
+		rules := make([]ruleSpec, len(r.Spec.Rules))
+		for i, rr := range r.Spec.Rules {
+			rules[i] = ruleSpec{ResourceRule: rr, namespace: r.Namespace}
+		}
+		dest := byName[r.Spec.DestinationRef.NamespaceOr(r.Namespace)+"/"+r.Spec.DestinationRef.Name]
+		cond := m.addRule(ctx, specs, ruleRef{crds.KindWatchRule, &r.ObjectMeta}, rules, dest)
+		errs = append(errs, m.reporter.report(ctx, crds.WatchRules, crds.KindWatchRule, r, r.Status, cond))
+	}
+	for _, r := range list[crds.ClusterWatchRule](m, crds.ClusterWatchRules) {
+		rules := make([]ruleSpec, len(r.Spec.Rules))
+		for i, rr := range r.Spec.Rules {
+			rules[i] = ruleSpec{ResourceRule: rr.ResourceRule, clusterScoped: rr.Scope == crds.ScopeCluster}
+		}
+		dest := byName[r.Spec.DestinationRef.NamespaceOr(r.Namespace)+"/"+r.Spec.DestinationRef.Name]
+		cond := m.addRule(ctx, specs, ruleRef{crds.KindClusterWatchRule, &r.ObjectMeta}, rules, dest)
+		errs = append(errs, m.reporter.report(ctx, crds.ClusterWatchRules, crds.KindClusterWatchRule, r, r.Status, cond))
+	}
+	m.applyWatchers(ctx, dests, specs)
+	for _, d := range dests {
+		cond := d.cond
+		if w := m.workers[workerKeyOf(d)]; w != nil && d.usable {
+			if st := w.worker.Status(); st.LastError != nil {
+				cond = notReady("PushFailing", "pushing to %s@%s fails (retrying): %v", d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch, st.LastError)
+			}
+		}
+		errs = append(errs, m.reporter.report(ctx, crds.GitDestinations, crds.KindGitDestination, d.obj, d.obj.Status, cond))
+	}
+	return errors.Join(errs...)
+}
+
+func workerKeyOf(d *destination) string {
+	if !d.usable {
+		return ""
+	}
+	return d.workerKey()
+}
+
+type ruleRef struct {
+	kind string
+	meta *metav1.ObjectMeta
+}
+
+// addRule expands one rule for its destination into specs and returns the rule's condition.
+func (m *Manager) addRule(ctx context.Context, specs map[string]*watcherSpec, ref ruleRef, rules []ruleSpec, dest *destination) condition {
+	switch {
+	case dest == nil:
+		return notReady("DestinationNotFound", "GitDestination not found")
+	case !dest.usable:
+		return notReady("DestinationNotReady", "GitDestination %s is not ready: %s", dest.name(), dest.cond.message)
+	}
+	sels, secrets := expand(rules, m.resources, m.opts.Expand)
+	if secrets {
+		m.warnSecrets(ref)
+	}
+	if len(sels) == 0 {
+		return notReady("NothingSelected", "no served resource matches the rules (yet); discovery is refreshed every %s", m.opts.DiscoveryRefresh)
+	}
+	names := make([]string, 0, len(sels))
+	for _, sel := range sels {
+		k := sel.GVR.String() + "|" + sel.Namespace
+		spec := specs[k]
+		if spec == nil {
+			spec = &watcherSpec{sel: sel}
+			specs[k] = spec
+		}
+		if i := slices.IndexFunc(spec.targets, func(t target) bool { return t.destination == dest.name() }); i >= 0 {
+			spec.targets[i].ops |= sel.Ops
+		} else {
+			spec.targets = append(spec.targets, target{destination: dest.name(), baseFolder: dest.obj.Spec.BaseFolder, ops: sel.Ops})
+			spec.workers = append(spec.workers, dest.workerKey())
+		}
+		names = append(names, sel.GVR.GroupResource().String())
+	}
+	slices.Sort(names)
+	msg := fmt.Sprintf("mirroring %d resources to %s: %s", len(sels), dest.name(), strings.Join(names, ", "))
+	if secrets {
+		msg += "; Secrets are selected but never written in plain text"
+	}
+	return condition{ready: true, reason: "Watching", message: msg}
+}
+
+func (m *Manager) warnSecrets(ref ruleRef) {
+	k := fmt.Sprintf("%s/%d", ref.meta.UID, ref.meta.Generation)
+	if m.warned[k] {
+		return
+	}
+	m.warned[k] = true
+	m.opts.Metrics.SecretsSkipped.Inc()
+	m.reporter.recorder.Event(&corev1.ObjectReference{
+		APIVersion: crds.GroupVersion.String(), Kind: ref.kind, Namespace: ref.meta.Namespace, Name: ref.meta.Name, UID: ref.meta.UID,
+	}, corev1.EventTypeWarning, "SecretsSkipped", "the rules select Secrets; they are never written to Git in plain text and are skipped")
+}
+
+// applyWatchers stops what is no longer wanted (watchers before the workers they feed), then
+// starts new workers and watchers.
+func (m *Manager) applyWatchers(ctx context.Context, dests []*destination, specs map[string]*watcherSpec) {
+	wantWatchers := map[string]*watcherSpec{}
+	for _, s := range specs {
+		wantWatchers[s.signature()] = s
+	}
+	for sig, w := range m.watchers {
+		if wantWatchers[sig] == nil {
+			w.stop()
+			delete(m.watchers, sig)
+		}
+	}
+	wantWorkers := map[string]*destination{}
+	for _, d := range dests {
+		if d.usable {
+			wantWorkers[d.workerKey()] = d
+		}
+	}
+	for k, w := range m.workers {
+		if wantWorkers[k] == nil {
+			w.stop()
+			delete(m.workers, k)
+		}
+	}
+	for k, d := range wantWorkers {
+		if m.workers[k] == nil {
+			m.workers[k] = m.startWorker(ctx, d)
+		}
+	}
+	for sig, s := range wantWatchers {
+		if m.watchers[sig] == nil {
+			m.watchers[sig] = m.startWatcher(ctx, s)
+		}
+	}
+}
+
+func (m *Manager) startWorker(ctx context.Context, d *destination) *running {
+	ctx, cancel := context.WithCancel(ctx)
+	url, branch := d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch
+	w := gitops.NewWorker(gitops.WorkerConfig{
+		Remote:   gitops.Remote{URL: url, Branch: branch, Auth: authFor(d)},
+		WorkDir:  m.opts.WorkDir,
+		Limits:   m.opts.Limits,
+		Identity: m.opts.Identity,
+		Slots:    m.opts.Slots,
+		Metrics:  m.opts.Metrics,
+		Log:      m.opts.Log,
+	})
+	r := &running{cancel: cancel, done: make(chan struct{}), worker: w}
+	go func() {
+		defer close(r.done)
+		if err := w.Run(ctx); err != nil {
+			m.opts.Log.Error("git worker stopped", "repo", url, "branch", branch, "err", err)
+		}
+	}()
+	return r
+}
+
+func (m *Manager) startWatcher(ctx context.Context, s *watcherSpec) *running {
+	ctx, cancel := context.WithCancel(ctx)
+	for i := range s.targets {
+		s.targets[i].sink = m.workers[s.workers[i]].worker
+	}
+	client := m.dyn.Resource(s.sel.GVR)
+	w := &watcher{
+		sel: s.sel, targets: s.targets, metrics: m.opts.Metrics, client: client,
+		log: m.opts.Log.With("resource", s.sel.GVR.String(), "namespace", s.sel.Namespace),
+	}
+	if s.sel.Namespace != "" {
+		w.client = client.Namespace(s.sel.Namespace)
+	}
+	r := &running{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		w.run(ctx)
+	}()
+	return r
+}

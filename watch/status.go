@@ -1,0 +1,67 @@
+package watch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/configbutler/gitops-reverser/crds"
+)
+
+// reporter writes the Ready condition of the daemon's objects and records an Event whenever
+// readiness changes, so `kubectl get` and `kubectl describe` tell the user what is wrong.
+type reporter struct {
+	dyn      dynamic.Interface
+	recorder record.EventRecorder
+}
+
+// report patches status when the Ready condition or the observed generation changed. A changed
+// condition also becomes an Event: Normal when ready, Warning otherwise.
+func (r *reporter) report(ctx context.Context, gvr schema.GroupVersionResource, kind string, obj metav1.Object, status crds.Status, cond condition) error {
+	want := metav1.Condition{
+		Type:               crds.ConditionReady,
+		Status:             metav1.ConditionFalse,
+		Reason:             cond.reason,
+		Message:            cond.message,
+		ObservedGeneration: obj.GetGeneration(),
+	}
+	if cond.ready {
+		want.Status = metav1.ConditionTrue
+	}
+	current := meta.FindStatusCondition(status.Conditions, crds.ConditionReady)
+	if current != nil && current.Status == want.Status && current.Reason == want.Reason &&
+		current.Message == want.Message && current.ObservedGeneration == want.ObservedGeneration &&
+		status.ObservedGeneration == obj.GetGeneration() {
+		return nil
+	}
+	conditions := append([]metav1.Condition(nil), status.Conditions...)
+	meta.SetStatusCondition(&conditions, want)
+	body, err := json.Marshal(map[string]any{"status": crds.Status{Conditions: conditions, ObservedGeneration: obj.GetGeneration()}})
+	if err != nil {
+		return fmt.Errorf("encode status: %w", err)
+	}
+	client := r.dyn.Resource(gvr).Namespace(obj.GetNamespace())
+	if _, err := client.Patch(ctx, obj.GetName(), types.MergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
+		return fmt.Errorf("update status of %s %s: %w", kind, obj.GetName(), err)
+	}
+	if current == nil || current.Status != want.Status || current.Reason != want.Reason || current.Message != want.Message {
+		ref := &corev1.ObjectReference{
+			APIVersion: crds.GroupVersion.String(), Kind: kind,
+			Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID(),
+		}
+		eventType := corev1.EventTypeWarning
+		if cond.ready {
+			eventType = corev1.EventTypeNormal
+		}
+		r.recorder.Event(ref, eventType, cond.reason, cond.message)
+	}
+	return nil
+}

@@ -1,0 +1,249 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/metrics"
+	"github.com/configbutler/gitops-reverser/sanitize"
+)
+
+// sink is what a watcher needs of a Git worker.
+type sink interface {
+	Enqueue(ctx context.Context, c gitops.Change) error
+	Sync(ctx context.Context, s gitops.Sync) error
+}
+
+// target is one destination's interest in the objects a watcher sees.
+type target struct {
+	destination string // namespace/name of the GitDestination, for logs
+	baseFolder  string
+	ops         ops
+	sink        sink
+}
+
+// watcher lists and then watches one resource in one namespace ("" = all namespaces or a
+// cluster-scoped resource) and turns every object into a file change for each target.
+// It keeps no objects, only a content hash per object, so memory stays flat however big the
+// objects are.
+type watcher struct {
+	sel     Selection
+	targets []target
+	client  dynamic.ResourceInterface
+	metrics *metrics.Mirror
+	log     *slog.Logger
+
+	seed   maphash.Seed
+	hashes map[string]uint64 // namespace/name → hash of the canonical YAML last sent
+}
+
+const listPageSize = 500
+
+var errGone = errors.New("resource version expired")
+
+// run lists, then watches from the list's resourceVersion; a watch that ends resumes from the
+// last resourceVersion seen, and an expired one (410 Gone) re-lists, which also finds the deletes
+// the watch missed. Errors back off from 500 ms to 30 s.
+func (w *watcher) run(ctx context.Context) {
+	w.seed = maphash.MakeSeed()
+	backoff := 500 * time.Millisecond
+	rv := ""
+	for ctx.Err() == nil {
+		var err error
+		if rv == "" {
+			rv, err = w.list(ctx)
+		} else {
+			rv, err = w.watch(ctx, rv)
+		}
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, errGone):
+			w.log.Info("watch expired; re-listing")
+			rv = ""
+			continue
+		case err != nil:
+			w.log.Warn("list/watch failed; retrying", "err", err, "in", backoff)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 30*time.Second)
+			continue
+		}
+		backoff = 500 * time.Millisecond
+	}
+}
+
+// list reads every object page by page, writes each, then asks every target to delete the files
+// of its scope that no listed object maps to.
+func (w *watcher) list(ctx context.Context) (string, error) {
+	live := make([]map[string]struct{}, len(w.targets))
+	for i := range live {
+		live[i] = map[string]struct{}{}
+	}
+	hashes := map[string]uint64{}
+	opts := metav1.ListOptions{Limit: listPageSize}
+	for {
+		page, err := w.client.List(ctx, opts)
+		if err != nil {
+			return "", fmt.Errorf("list %s: %w", w.sel.GVR, err)
+		}
+		for i := range page.Items {
+			obj := &page.Items[i]
+			paths, h, err := w.write(ctx, obj, opCreate|opUpdate, 0)
+			if err != nil {
+				return "", err
+			}
+			hashes[key(obj)] = h
+			for t, p := range paths {
+				if p != "" {
+					live[t][p] = struct{}{}
+				}
+			}
+		}
+		if page.GetContinue() == "" {
+			w.hashes = hashes
+			return page.GetResourceVersion(), w.syncOrphans(ctx, live)
+		}
+		opts.Continue = page.GetContinue()
+	}
+}
+
+func (w *watcher) syncOrphans(ctx context.Context, live []map[string]struct{}) error {
+	for i, t := range w.targets {
+		if t.ops&opDelete == 0 {
+			continue
+		}
+		if err := t.sink.Sync(ctx, gitops.Sync{Scopes: []string{scope(t.baseFolder, w.sel)}, Live: live[i]}); err != nil {
+			return fmt.Errorf("sync %s for %s: %w", w.sel.GVR.Resource, t.destination, err)
+		}
+	}
+	return nil
+}
+
+// watch follows changes from rv until the watch ends, and returns the last resourceVersion seen.
+func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
+	timeout := int64(300 + rand.IntN(300)) // spread re-watches of many resources over time
+	stream, err := w.client.Watch(ctx, metav1.ListOptions{
+		ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &timeout,
+	})
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		return "", errGone
+	}
+	if err != nil {
+		return rv, fmt.Errorf("watch %s: %w", w.sel.GVR, err)
+	}
+	defer stream.Stop()
+	for ev := range stream.ResultChan() {
+		if ev.Type == watch.Error {
+			status := apierrors.FromObject(ev.Object)
+			if apierrors.IsResourceExpired(status) || apierrors.IsGone(status) {
+				return "", errGone
+			}
+			return rv, fmt.Errorf("watch %s: %w", w.sel.GVR, status)
+		}
+		obj, ok := ev.Object.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		rv = obj.GetResourceVersion()
+		if err := w.handle(ctx, ev.Type, obj); err != nil {
+			return rv, err
+		}
+	}
+	return rv, nil
+}
+
+func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstructured.Unstructured) error {
+	k := key(obj)
+	switch typ {
+	case watch.Added, watch.Modified:
+		op := opUpdate
+		if typ == watch.Added {
+			op = opCreate
+		}
+		_, h, err := w.write(ctx, obj, op, w.hashes[k])
+		if err == nil {
+			w.hashes[k] = h
+		}
+		return err
+	case watch.Deleted:
+		w.metrics.ObjectsScanned.Inc()
+		delete(w.hashes, k)
+		for _, t := range w.targets {
+			if t.ops&opDelete == 0 {
+				continue
+			}
+			c := gitops.Change{Path: w.path(t, obj), Summary: "delete " + w.describe(obj)}
+			if err := t.sink.Enqueue(ctx, c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// write sanitizes obj and hands its canonical YAML to every target whose operations include op.
+// An object whose content hash equals skip (a status-only update) is not sent at all. It returns
+// the path written per target ("" where the target took nothing) and the content hash.
+func (w *watcher) write(ctx context.Context, obj *unstructured.Unstructured, op ops, skip uint64) ([]string, uint64, error) {
+	w.metrics.ObjectsScanned.Inc()
+	content, err := sanitize.YAML(sanitize.Object(obj.Object))
+	if err != nil {
+		w.log.Error("render object; skipped", "object", w.describe(obj), "err", err)
+		return make([]string, len(w.targets)), skip, nil
+	}
+	h := maphash.Bytes(w.seed, content)
+	paths := make([]string, len(w.targets))
+	for i, t := range w.targets {
+		paths[i] = w.path(t, obj)
+		if t.ops&op == 0 || h == skip {
+			continue
+		}
+		c := gitops.Change{Path: paths[i], Content: content, Summary: "update " + w.describe(obj)}
+		if err := t.sink.Enqueue(ctx, c); err != nil {
+			return nil, h, err
+		}
+	}
+	return paths, h, nil
+}
+
+func (w *watcher) path(t target, obj *unstructured.Unstructured) string {
+	return gitops.Path(t.baseFolder, w.sel.GVR.Group, w.sel.GVR.Resource, obj.GetNamespace(), obj.GetName())
+}
+
+func (w *watcher) describe(obj *unstructured.Unstructured) string {
+	if ns := obj.GetNamespace(); ns != "" {
+		return w.sel.GVR.Resource + " " + ns + "/" + obj.GetName()
+	}
+	return w.sel.GVR.Resource + " " + obj.GetName()
+}
+
+func key(obj *unstructured.Unstructured) string {
+	return obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// scope is the folder of a selection inside a destination: the only place its orphans can be.
+// A selection of a namespaced resource in every namespace uses "*" for the namespace folder.
+func scope(baseFolder string, sel Selection) string {
+	ns := sel.Namespace
+	if sel.Namespaced && ns == "" {
+		ns = "*"
+	}
+	p := gitops.Path(baseFolder, sel.GVR.Group, sel.GVR.Resource, ns, "x")
+	return p[:len(p)-len("x.yaml")]
+}
