@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -70,6 +71,7 @@ func StartWorker(tb testing.TB, url, workDir string, limits BatchLimits) *testWo
 		Identity: Identity{Committer: testBot, Bot: testBot, Trailers: testTrailers},
 		Slots:    NewSlots(4, 1),
 		Metrics:  reg.Mirror,
+		Log:      slog.New(slog.NewTextHandler(testLogWriter{tb}, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})
 	w.retry = testRetry
 	ctx, cancel := context.WithCancel(context.Background())
@@ -183,4 +185,12 @@ func mustFsck(tb testing.TB, srv *testenv.GitServer, repo string) {
 // testenvSig is a competing user.
 func testenvSig(name string) testenv.Signature {
 	return testenv.Signature{Name: name, Email: name + "@example.com"}
+}
+
+// testLogWriter sends the worker's log to the test log.
+type testLogWriter struct{ tb testing.TB }
+
+func (w testLogWriter) Write(p []byte) (int, error) {
+	w.tb.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }

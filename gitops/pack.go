@@ -6,39 +6,81 @@ import (
 	"crypto/sha1" //nolint:gosec // the pack trailer is SHA-1
 	"encoding/binary"
 	"fmt"
+	"hash"
+	"io"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
-// encodePack writes the overlay objects (exactly the objects of the commits being pushed) as a
-// version 2 packfile without deltas. Fast compression keeps a seed push cheap on CPU.
+// packWriter streams a version 2 packfile of whole objects (no deltas). Fast compression keeps
+// a seed push cheap on CPU.
+type packWriter struct {
+	out io.Writer // the destination and the trailer's hash
+	sum hash.Hash
+	zw  *zlib.Writer
+}
+
+func newPackWriter(w io.Writer, count int) (*packWriter, error) {
+	sum := sha1.New() //nolint:gosec // the pack trailer is SHA-1
+	p := &packWriter{out: io.MultiWriter(w, sum), sum: sum}
+	zw, err := zlib.NewWriterLevel(p.out, zlib.BestSpeed)
+	if err != nil {
+		return nil, fmt.Errorf("encode pack: %w", err)
+	}
+	p.zw = zw
+	var hdr [12]byte
+	copy(hdr[:4], "PACK")
+	binary.BigEndian.PutUint32(hdr[4:], 2)
+	binary.BigEndian.PutUint32(hdr[8:], uint32(count))
+	if _, err := p.out.Write(hdr[:]); err != nil {
+		return nil, fmt.Errorf("encode pack: %w", err)
+	}
+	return p, nil
+}
+
+func (p *packWriter) add(typ plumbing.ObjectType, data []byte) error {
+	var oh [16]byte
+	if _, err := p.out.Write(appendObjectHeader(oh[:0], byte(typ), len(data))); err != nil {
+		return fmt.Errorf("encode pack: %w", err)
+	}
+	p.zw.Reset(p.out)
+	if _, err := p.zw.Write(data); err != nil {
+		return fmt.Errorf("encode pack: %w", err)
+	}
+	if err := p.zw.Close(); err != nil {
+		return fmt.Errorf("encode pack: %w", err)
+	}
+	return nil
+}
+
+// close writes the trailer, the SHA-1 of everything before it.
+func (p *packWriter) close(w io.Writer) error {
+	if _, err := w.Write(p.sum.Sum(nil)); err != nil {
+		return fmt.Errorf("encode pack: %w", err)
+	}
+	return nil
+}
+
+// encodePack encodes the overlay objects: exactly the objects of the commits being pushed.
 func (s *store) encodePack() ([]byte, error) {
 	size := 32
 	for _, h := range s.order {
 		size += len(s.overlay[h].data)/2 + 16
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size))
-	var hdr [12]byte
-	copy(hdr[:4], "PACK")
-	binary.BigEndian.PutUint32(hdr[4:], 2)
-	binary.BigEndian.PutUint32(hdr[8:], uint32(len(s.order)))
-	buf.Write(hdr[:])
-	zw, err := zlib.NewWriterLevel(buf, zlib.BestSpeed)
+	p, err := newPackWriter(buf, len(s.order))
 	if err != nil {
-		return nil, fmt.Errorf("encode pack: %w", err)
+		return nil, err
 	}
-	var oh [16]byte
 	for _, h := range s.order {
 		o := s.overlay[h]
-		buf.Write(appendObjectHeader(oh[:0], byte(o.typ), len(o.data)))
-		zw.Reset(buf)
-		if _, err := zw.Write(o.data); err != nil {
-			return nil, fmt.Errorf("encode pack: %w", err)
-		}
-		if err := zw.Close(); err != nil {
-			return nil, fmt.Errorf("encode pack: %w", err)
+		if err := p.add(o.typ, o.data); err != nil {
+			return nil, err
 		}
 	}
-	sum := sha1.Sum(buf.Bytes()) //nolint:gosec // the pack trailer is SHA-1
-	buf.Write(sum[:])
+	if err := p.close(buf); err != nil {
+		return nil, err
+	}
 	return buf.Bytes(), nil
 }
 

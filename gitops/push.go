@@ -18,9 +18,9 @@ import (
 var errRemoteMoved = errors.New("remote branch moved")
 
 // sendPack pushes pack and moves the branch from old to tip through a receive-pack session.
-// Only the objects we created are sent, so the cost does not grow with the repository. The
-// update is refused before anything is sent when the advertised tip is not old; a fast-forward
-// is guaranteed by construction because tip descends from old.
+// Only the objects we created are sent, so the cost does not grow with the repository. tip
+// descends from old by construction, so an accepted update is always a fast-forward; the
+// remote refuses it when the branch is no longer at old, which we report as errRemoteMoved.
 func (r *repo) sendPack(ctx context.Context, old, tip plumbing.Hash, pack []byte) (err error) {
 	ep, err := transport.NewEndpoint(r.url)
 	if err != nil {
@@ -39,27 +39,16 @@ func (r *repo) sendPack(ctx context.Context, old, tip plumbing.Hash, pack []byte
 			err = fmt.Errorf("close receive-pack session: %w", cerr)
 		}
 	}()
-	ar, err := sess.AdvertisedReferencesContext(ctx)
-	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
-		return fmt.Errorf("list remote refs: %w", err)
+	caps, err := r.pushCapabilities(ctx, sess, ep, old)
+	if err != nil {
+		return err
 	}
-	var advertised plumbing.Hash
-	if ar != nil {
-		advertised = ar.References[r.branch.String()]
-	}
-	if advertised != old {
-		return fmt.Errorf("%w: remote %s is at %s, our commits start at %s", errRemoteMoved, r.branch, advertised, old)
-	}
-	req := packp.NewReferenceUpdateRequest()
-	if ar != nil {
-		req = packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
-	} else {
-		_ = req.Capabilities.Set(capability.ReportStatus) // git has always supported it
-	}
+	req := packp.NewReferenceUpdateRequestFromCapabilities(caps)
 	req.Commands = []*packp.Command{{Name: r.branch, Old: old, New: tip}}
 	req.Packfile = io.NopCloser(bytes.NewReader(pack))
 	report, err := sess.ReceivePack(ctx, req)
 	if report == nil {
+		r.caps = nil // look again next time
 		if err == nil {
 			err = errors.New("no report status")
 		}
@@ -70,10 +59,38 @@ func (r *repo) sendPack(ctx context.Context, old, tip plumbing.Hash, pack []byte
 	}
 	for _, cs := range report.CommandStatuses {
 		if cs.Status != "ok" {
-			// Another push won the race for the ref lock, or a rule refused the update: both
-			// are resolved by fetching and replaying on the new tip.
+			// Another push won the race for the ref, or a rule refused the update: both are
+			// resolved by fetching and replaying on the new tip.
 			return fmt.Errorf("%w: %s rejected: %s", errRemoteMoved, cs.ReferenceName, cs.Status)
 		}
 	}
 	return nil
+}
+
+// pushCapabilities returns the remote's receive-pack capabilities. Over HTTP every request
+// stands alone, so once they are known the ref advertisement (one round trip and one server
+// process) is skipped: the remote still refuses the update if the branch is not at old.
+// Otherwise the advertisement is read and a moved branch is reported before sending anything.
+func (r *repo) pushCapabilities(ctx context.Context, sess transport.ReceivePackSession,
+	ep *transport.Endpoint, old plumbing.Hash) (*capability.List, error) {
+	stateless := ep.Protocol == "http" || ep.Protocol == "https"
+	if stateless && r.caps != nil {
+		return r.caps, nil
+	}
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return nil, fmt.Errorf("list remote refs: %w", err)
+	}
+	caps := capability.NewList()
+	var advertised plumbing.Hash
+	if ar != nil {
+		caps, advertised = ar.Capabilities, ar.References[r.branch.String()]
+	} else {
+		_ = caps.Set(capability.ReportStatus) // an empty remote over HTTP: git always has it
+	}
+	r.caps = caps
+	if advertised != old {
+		return nil, fmt.Errorf("%w: remote %s is at %s, our commits start at %s", errRemoteMoved, r.branch, advertised, old)
+	}
+	return caps, nil
 }

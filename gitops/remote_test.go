@@ -72,7 +72,6 @@ func TestConcurrentPushesFromAnotherUserLoseNothing(t *testing.T) {
 			t.Errorf("%s missing", cmPath(fmt.Sprint(i)))
 		}
 	}
-	t.Logf("log: %d commits, theirs %v", len(log), theirSHAs)
 	if got := w.metric(t, "rebase_retries_total"); got == 0 {
 		t.Error("want rebase retries > 0: the remote moved under the worker")
 	}
@@ -200,4 +199,34 @@ func MustLargeRepo(tb testing.TB, srv *testenv.GitServer, name string, namespace
 		tb.Fatalf("fast-import: %v\n%s", err, strings.TrimSpace(string(out)))
 	}
 	return url
+}
+
+func TestManyPushesKeepClonePacksBounded(t *testing.T) {
+	srv := MustGitServer(t)
+	url := MustRepo(t, srv, "packs")
+	workDir := t.TempDir()
+	w := StartWorker(t, url, workDir, BatchLimits{})
+	for i := range maxPacks + 8 {
+		MustEnqueue(t, w, Change{Path: cmPath(fmt.Sprint(i % 5)), Content: configMap("x", fmt.Sprint(i), 100)})
+		MustFlush(t, w)
+	}
+	packs, err := filepath.Glob(filepath.Join(workDir, WorkerKey(url, "main"), "objects", "pack", "*.pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(packs) > maxPacks {
+		t.Fatalf("clone has %d packs, want at most %d", len(packs), maxPacks)
+	}
+	if err := w.stop(); err != nil {
+		t.Fatal(err)
+	}
+	w = StartWorker(t, url, workDir, BatchLimits{}) // the compacted clone is still valid
+	MustEnqueue(t, w, Change{Path: cmPath("after"), Content: configMap("after", "1", 100)})
+	MustFlush(t, w)
+	if got := len(mustFiles(t, srv, "packs")); got != 6 {
+		t.Fatalf("files = %d, want 6", got)
+	}
+	if got := len(mustLog(t, srv, "packs")); got != maxPacks+9 {
+		t.Fatalf("commits = %d, want %d", got, maxPacks+9)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
@@ -29,6 +30,7 @@ type repo struct {
 	tracking plumbing.ReferenceName // refs/remotes/origin/{branch} in the clone
 	sto      *filesystem.Storage
 	remote   *git.Remote
+	caps     *capability.List // receive-pack capabilities, once advertised
 }
 
 // openRepo opens the bare clone in dir when it is valid, and otherwise removes it and creates

@@ -178,20 +178,9 @@ func (s *store) updateDir(tree plumbing.Hash, ops []op, off int) (plumbing.Hash,
 			k = end
 			continue
 		}
-		o := &ops[k]
+		out = s.applyFileOp(out, cur, &ops[k], key)
+		changed = changed || ops[k].effect != effectNone
 		k++
-		switch {
-		case o.blob.IsZero():
-			if cur != nil {
-				changed, o.effect = true, effectDeleted
-			}
-		case cur != nil && cur.hash == o.blob:
-			out = append(out, *cur)
-		default:
-			s.put(plumbing.BlobObject, o.data)
-			out = append(out, treeEntry{name: key, mode: fileMode, hash: o.blob})
-			changed, o.effect = true, effectWritten
-		}
 	}
 	if !changed {
 		return tree, nil
@@ -201,6 +190,24 @@ func (s *store) updateDir(tree plumbing.Hash, ops []op, off int) (plumbing.Hash,
 		return plumbing.ZeroHash, nil
 	}
 	return s.put(plumbing.TreeObject, encodeTree(out)), nil
+}
+
+// applyFileOp applies o to the file entry cur (nil when missing) named name, appending the
+// resulting entry to out and recording the op's effect.
+func (s *store) applyFileOp(out []treeEntry, cur *treeEntry, o *op, name string) []treeEntry {
+	switch {
+	case o.blob.IsZero():
+		if cur != nil {
+			o.effect = effectDeleted
+		}
+		return out
+	case cur != nil && cur.hash == o.blob:
+		return append(out, *cur)
+	default:
+		s.put(plumbing.BlobObject, o.data)
+		o.effect = effectWritten
+		return append(out, treeEntry{name: name, mode: fileMode, hash: o.blob})
+	}
 }
 
 // lookupDir returns the entries of the directory at dir ("a/b", "" for the root) below root,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 var defaultBot = Signature{Name: "gitops-reverser", Email: "gitops-reverser@configbutler.ai"}
 
 const (
-	queueSize       = 256
+	queueSize       = 1024
 	shutdownTimeout = 10 * time.Second
 )
 
@@ -50,6 +49,7 @@ type Worker struct {
 	batchTimer *time.Timer
 	retryTimer *time.Timer
 	retrying   bool // a retry is scheduled: new batches wait for it
+	pushWanted bool // a batch was flushed since the last push
 	failures   int
 
 	mu     sync.Mutex
@@ -89,70 +89,6 @@ func NewWorker(cfg WorkerConfig) *Worker {
 	}
 }
 
-// Enqueue hands a change to the worker, blocking while its queue is full (backpressure). The
-// worker keeps c.Content: the caller must not modify it afterwards.
-func (w *Worker) Enqueue(ctx context.Context, c Change) error {
-	if !validPath(c.Path) {
-		return fmt.Errorf("enqueue change: invalid path %q", c.Path)
-	}
-	return w.send(ctx, request{item: item{change: c}})
-}
-
-// Sync declares the live paths under scopes; orphans are deleted in order with the changes
-// enqueued around it. The worker keeps s.Live: the caller must not modify it afterwards.
-func (w *Worker) Sync(ctx context.Context, s Sync) error {
-	for _, scope := range s.Scopes {
-		if !strings.HasSuffix(scope, "/") || !validPath(strings.TrimSuffix(scope, "/")) {
-			return fmt.Errorf("sync: invalid scope %q", scope)
-		}
-	}
-	return w.send(ctx, request{item: item{sync: &s}})
-}
-
-// Flush commits everything enqueued so far and waits until the remote accepted it.
-func (w *Worker) Flush(ctx context.Context) error {
-	done := make(chan error, 1)
-	if err := w.send(ctx, request{flush: done}); err != nil {
-		return err
-	}
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-w.done:
-		select {
-		case err := <-done:
-			return err
-		default:
-			return ErrStopped
-		}
-	}
-}
-
-func (w *Worker) send(ctx context.Context, req request) error {
-	select {
-	case <-w.done:
-		return ErrStopped
-	default:
-	}
-	select {
-	case w.in <- req:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-w.done:
-		return ErrStopped
-	}
-}
-
-// Status is a snapshot of the worker's progress.
-func (w *Worker) Status() WorkerStatus {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.status
-}
-
 // Run opens (or clones) the repository and processes intents until ctx ends; then it commits
 // and pushes what it holds, bounded by a short deadline, and returns.
 func (w *Worker) Run(ctx context.Context) error {
@@ -177,14 +113,31 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return w.shutdown()
 		case req := <-w.in:
-			w.handle(ctx, req)
+			w.handle(req)
+			w.drain()
 		case <-w.batchTimer.C:
-			w.onBatchDeadline(ctx)
+			w.onBatchDeadline()
 		case <-w.retryTimer.C:
-			w.retrying = false
+			w.retrying, w.pushWanted = false, true
+		}
+		if w.pushWanted && !w.retrying {
+			w.pushWanted = false
 			w.push(ctx)
 		}
 		w.report()
+	}
+}
+
+// drain handles the requests already waiting, so that batches flushed back to back under load
+// travel in one push instead of one push each.
+func (w *Worker) drain() {
+	for range queueSize {
+		select {
+		case req := <-w.in:
+			w.handle(req)
+		default:
+			return
+		}
 	}
 }
 
@@ -200,10 +153,10 @@ func (w *Worker) fetchAtStart(ctx context.Context) {
 	w.setStatus(func(s *WorkerStatus) { s.LastPushed = hashString(tip) })
 }
 
-func (w *Worker) handle(ctx context.Context, req request) {
+func (w *Worker) handle(req request) {
 	if req.flush != nil {
 		w.waiters = append(w.waiters, req.flush)
-		w.flushBatch(ctx)
+		w.flushBatch()
 		return
 	}
 	now := time.Now()
@@ -211,7 +164,7 @@ func (w *Worker) handle(ctx context.Context, req request) {
 	w.batch.add(req.item, now)
 	switch {
 	case w.batch.full(w.limits):
-		w.flushBatch(ctx)
+		w.flushBatch()
 	case first:
 		w.batchTimer.Reset(w.batch.deadline(w.limits).Sub(now))
 	}
@@ -219,7 +172,7 @@ func (w *Worker) handle(ctx context.Context, req request) {
 
 // onBatchDeadline commits the batch when its deadline passed; a change that arrived since the
 // timer was set moved the quiet deadline, so the timer is set again instead.
-func (w *Worker) onBatchDeadline(ctx context.Context) {
+func (w *Worker) onBatchDeadline() {
 	if w.batch.empty() {
 		return
 	}
@@ -227,11 +180,11 @@ func (w *Worker) onBatchDeadline(ctx context.Context) {
 		w.batchTimer.Reset(wait)
 		return
 	}
-	w.flushBatch(ctx)
+	w.flushBatch()
 }
 
-// flushBatch turns the batch into pending runs and pushes them.
-func (w *Worker) flushBatch(ctx context.Context) {
+// flushBatch turns the batch into pending runs, to be pushed once the queue is drained.
+func (w *Worker) flushBatch() {
 	w.batchTimer.Stop()
 	if !w.batch.empty() {
 		w.pending = append(w.pending, w.batch.take(w.identity.Bot)...)
@@ -240,7 +193,7 @@ func (w *Worker) flushBatch(ctx context.Context) {
 			w.built.valid = false
 		}
 	}
-	w.push(ctx)
+	w.pushWanted = true
 }
 
 // report publishes the queue depth and pending count.
@@ -261,20 +214,10 @@ func (w *Worker) setStatus(f func(*WorkerStatus)) {
 func (w *Worker) shutdown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	for drained := false; !drained; {
-		select {
-		case req := <-w.in:
-			if req.flush != nil {
-				w.waiters = append(w.waiters, req.flush)
-				continue
-			}
-			w.batch.add(req.item, time.Now())
-		default:
-			drained = true
-		}
-	}
+	w.drain()
 	w.retrying = false
-	w.flushBatch(ctx)
+	w.flushBatch()
+	w.push(ctx)
 	w.report()
 	if len(w.pending) == 0 {
 		return nil

@@ -13,6 +13,7 @@ type Mirror struct {
 	PushFailures   prometheus.Counter // pushes that failed for any other reason and will be retried
 	SecretsSkipped prometheus.Counter // Secrets selected by a rule but never written in plain text
 	ActiveWorkers  prometheus.Gauge   // Git workers currently committing or pushing
+	Watches        prometheus.Gauge   // resources being listed and watched
 	QueueDepth     *prometheus.GaugeVec
 }
 
@@ -33,9 +34,11 @@ func newMirror(reg prometheus.Registerer) *Mirror {
 		SecretsSkipped: counter("secrets_skipped_total", "Secrets selected by a rule but skipped because they are never written in plain text."),
 		ActiveWorkers: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "repo_branch_active_workers",
 			Help: "Git workers (one per repository and branch) currently committing or pushing."}),
+		Watches: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "watches",
+			Help: "Resources being listed and watched: one per resource and namespace scope selected by the rules."}),
 		QueueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "repo_branch_queue_depth",
 			Help: "Changes waiting in a Git worker's batch or queue, or committed and not yet pushed."}, []string{"repo", "branch"}),
 	}
-	reg.MustRegister(m.ActiveWorkers, m.QueueDepth)
+	reg.MustRegister(m.ActiveWorkers, m.Watches, m.QueueDepth)
 	return m
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -38,6 +39,8 @@ type ControlPlane struct {
 	Dir string
 	// URL is the apiserver's https://127.0.0.1:port.
 	URL string
+	// EtcdURL is etcd's client URL, for tests that change storage behind the apiserver's back.
+	EtcdURL string
 
 	tokens    map[string]string
 	pki       pki
@@ -78,6 +81,7 @@ func (cp *ControlPlane) start(ctx context.Context, bins Binaries) error {
 		return err
 	}
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	cp.EtcdURL = etcdURL
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	cp.URL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
 	cp.etcd = &process{
@@ -130,9 +134,16 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 }
 
 // RestartAPIServer stops the apiserver and starts it again on the same port with the same data,
-// as a control-plane upgrade or crash would. Clients see connection errors and watch breaks.
-func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
-	cp.apiserver.stop(30 * time.Second)
+// as a control-plane upgrade or crash would. Clients see connection errors and broken watches.
+// meanwhile, if not nil, runs while the apiserver is down (e.g. to change etcd behind its back).
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context, meanwhile func() error) error {
+	cp.apiserver.stop(3 * time.Second) // open watches would hold a graceful stop for long
+
+	if meanwhile != nil {
+		if err := meanwhile(); err != nil {
+			return errors.Join(err, cp.startAPIServer(ctx))
+		}
+	}
 	return cp.startAPIServer(ctx)
 }
 

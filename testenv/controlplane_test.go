@@ -92,7 +92,7 @@ func TestAPIServerRestartKeepsData(t *testing.T) {
 	if _, err := client.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := cp.RestartAPIServer(ctx); err != nil {
+	if err := cp.RestartAPIServer(ctx, nil); err != nil {
 		t.Fatalf("restart: %v", err)
 	}
 	got, err := client.CoreV1().ConfigMaps("default").Get(ctx, "survivor", metav1.GetOptions{})

@@ -27,7 +27,7 @@ import (
 )
 
 var (
-	cp  *testenv.ControlPlane
+	cp     *testenv.ControlPlane
 	gitSrv *testenv.GitServer
 )
 
@@ -171,8 +171,8 @@ func (e *env) watchRule(name string, resources ...string) {
 			Rules: []crds.ResourceRule{{Resources: resources}}}})
 }
 
-// startManager runs a Manager with short batching until the test ends.
-func (e *env) startManager() {
+// startManager runs a Manager with short batching until the test ends or stop is called.
+func (e *env) startManager() (stop func()) {
 	e.t.Helper()
 	m, err := NewManager(cp.AdminConfig(), Options{
 		DiscoveryRefresh: 2 * time.Second,
@@ -193,12 +193,17 @@ func (e *env) startManager() {
 	ctx, cancel := context.WithCancel(e.ctx)
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
-	e.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			e.t.Errorf("manager: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				e.t.Errorf("manager: %v", err)
+			}
+		})
+	}
+	e.t.Cleanup(stop)
+	return stop
 }
 
 type testWriter struct{ t *testing.T }

@@ -170,6 +170,7 @@ func (m *Manager) applyWatchers(ctx context.Context, dests []*destination, specs
 			m.watchers[sig] = m.startWatcher(ctx, s)
 		}
 	}
+	m.opts.Metrics.Watches.Set(float64(len(m.watchers)))
 }
 
 func (m *Manager) startWorker(ctx context.Context, d *destination) *running {

@@ -1,0 +1,118 @@
+package gitops
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+)
+
+// maxPacks bounds the packs in a clone: every push and fetch adds one, and every object
+// lookup may try each of them.
+const maxPacks = 32
+
+// compactIfNeeded merges every pack but the largest (the clone's initial one, usually) into
+// one, when the clone has more than maxPacks. The cost is the size of the small packs only.
+func (r *repo) compactIfNeeded() error {
+	packs, err := r.sto.ObjectPacks()
+	if err != nil || len(packs) <= maxPacks {
+		return err
+	}
+	dir := filepath.Join(r.dir, "objects", "pack")
+	size := func(h plumbing.Hash) int64 {
+		fi, err := os.Stat(filepath.Join(dir, "pack-"+h.String()+".pack"))
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	largest := slices.MaxFunc(packs, func(a, b plumbing.Hash) int { return cmp.Compare(size(a), size(b)) })
+	var hashes []plumbing.Hash
+	var small []plumbing.Hash
+	for _, h := range packs {
+		if h == largest {
+			continue
+		}
+		if hashes, err = appendPackHashes(hashes, filepath.Join(dir, "pack-"+h.String()+".idx")); err != nil {
+			return err
+		}
+		small = append(small, h)
+	}
+	if err := r.writePack(hashes); err != nil {
+		return err
+	}
+	for _, h := range small {
+		if err := r.sto.DeleteOldObjectPackAndIndex(h, time.Time{}); err != nil {
+			return fmt.Errorf("compact clone: delete pack %s: %w", h, err)
+		}
+	}
+	r.sto.Reindex()
+	return nil
+}
+
+// appendPackHashes appends the object names listed in a pack index.
+func appendPackHashes(hashes []plumbing.Hash, idxPath string) ([]plumbing.Hash, error) {
+	f, err := os.Open(idxPath)
+	if err != nil {
+		return nil, fmt.Errorf("compact clone: %w", err)
+	}
+	defer f.Close()
+	idx := idxfile.NewMemoryIndex()
+	if err := idxfile.NewDecoder(f).Decode(idx); err != nil {
+		return nil, fmt.Errorf("compact clone: read %s: %w", idxPath, err)
+	}
+	entries, err := idx.Entries()
+	if err != nil {
+		return nil, fmt.Errorf("compact clone: read %s: %w", idxPath, err)
+	}
+	defer entries.Close()
+	for {
+		e, err := entries.Next()
+		if err != nil {
+			break // io.EOF at the end
+		}
+		hashes = append(hashes, e.Hash)
+	}
+	return hashes, nil
+}
+
+// writePack streams the objects into one new pack of the clone, one object in memory at a
+// time.
+func (r *repo) writePack(hashes []plumbing.Hash) (err error) {
+	slices.SortFunc(hashes, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	hashes = slices.Compact(hashes)
+	w, err := r.sto.PackfileWriter()
+	if err != nil {
+		return fmt.Errorf("compact clone: %w", err)
+	}
+	defer func() {
+		if cerr := w.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("compact clone: write pack: %w", cerr)
+		}
+	}()
+	p, err := newPackWriter(w, len(hashes))
+	if err != nil {
+		return err
+	}
+	s := newStore(r.sto)
+	for _, h := range hashes {
+		obj, err := r.sto.EncodedObject(plumbing.AnyObject, h)
+		if err != nil {
+			return fmt.Errorf("compact clone: %w", err)
+		}
+		data, err := s.read(obj.Type(), h)
+		if err != nil {
+			return fmt.Errorf("compact clone: %w", err)
+		}
+		if err := p.add(obj.Type(), data); err != nil {
+			return err
+		}
+	}
+	return p.close(w)
+}
