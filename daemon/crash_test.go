@@ -25,7 +25,7 @@ import (
 
 // mirrorSetup creates a Git repository and, in namespace ns, the credentials Secret, GitRepoConfig,
 // GitDestination (baseFolder "live") and a WatchRule for ConfigMaps pointing at it.
-func mirrorSetup(t *testing.T, ns string) (*testenv.GitServer, *kubernetes.Clientset) {
+func mirrorSetup(t testing.TB, ns string) (*testenv.GitServer, *kubernetes.Clientset) {
 	t.Helper()
 	ctx := context.Background()
 	srv, err := testenv.StartGitServer(t.TempDir(), "daemon", "pw")
@@ -86,7 +86,7 @@ type daemonProcess struct {
 	stderr      bytes.Buffer
 }
 
-func startDaemon(t *testing.T, workDir string, extra ...string) *daemonProcess {
+func startDaemon(t testing.TB, workDir string, extra ...string) *daemonProcess {
 	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
@@ -112,7 +112,7 @@ func startDaemon(t *testing.T, workDir string, extra ...string) *daemonProcess {
 }
 
 // metric scrapes one counter or gauge from the daemon's /metrics.
-func (d *daemonProcess) metric(t *testing.T, name string) float64 {
+func (d *daemonProcess) metric(t testing.TB, name string) float64 {
 	t.Helper()
 	body := pollStatus(t, "http://"+d.metricsAddr+"/metrics", 200, d.exited)
 	for _, line := range strings.Split(body, "\n") {
@@ -124,7 +124,7 @@ func (d *daemonProcess) metric(t *testing.T, name string) float64 {
 	return 0
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
+func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for !cond() {

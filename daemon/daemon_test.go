@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -57,7 +57,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // pollStatus GETs url until it answers want or the deadline passes, and returns the last body.
-func pollStatus(t *testing.T, url string, want int, exited <-chan struct{}) string {
+func pollStatus(t testing.TB, url string, want int, exited <-chan struct{}) string {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	var last string

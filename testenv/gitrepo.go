@@ -3,6 +3,8 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -59,6 +61,36 @@ func (s *GitServer) Files(repo, branch string) ([]string, error) {
 	}
 	slices.Sort(files)
 	return files, nil
+}
+
+// FileHashes maps every path at the tip of branch to its git blob hash, so a test can compare a
+// whole tree with expected contents (see BlobHash) in one call. An unborn branch has no files.
+func (s *GitServer) FileHashes(repo, branch string) (map[string]string, error) {
+	dir, sha, err := s.tip(repo, branch)
+	if err != nil || sha == "" {
+		return map[string]string{}, err
+	}
+	out, err := s.gitDir(dir, "ls-tree", "-r", "-z", sha)
+	if err != nil {
+		return nil, fmt.Errorf("list files of %s@%s: %w", repo, branch, err)
+	}
+	hashes := map[string]string{}
+	for _, entry := range strings.Split(string(out), "\x00") {
+		// "<mode> blob <hash>\t<path>"
+		meta, path, ok := strings.Cut(entry, "\t")
+		if fields := strings.Fields(meta); ok && len(fields) == 3 {
+			hashes[path] = fields[2]
+		}
+	}
+	return hashes, nil
+}
+
+// BlobHash is the git object hash of a file with this content.
+func BlobHash(content []byte) string {
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00", len(content))
+	h.Write(content)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // ReadFile returns the content of path at the tip of branch.

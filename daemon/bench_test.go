@@ -1,0 +1,217 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/configbutler/gitops-reverser/sanitize"
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+// The end-to-end figures of the mirror: the real daemon binary against the test control plane
+// and a smart-HTTP remote, default settings, ConfigMaps with ~1 KiB of data written by 8
+// concurrent writers. Benchmarks print figures; nothing here asserts on time.
+
+const benchWriters = 8
+
+var configMaps = corev1.SchemeGroupVersion.WithResource("configmaps")
+
+// mirrorBench is one namespace mirrored by one daemon, and what Git must end up holding.
+type mirrorBench struct {
+	b    *testing.B
+	ns   string
+	srv  *testenv.GitServer
+	dyn  dynamic.ResourceInterface
+	mu   sync.Mutex
+	want map[string]string // path → blob hash
+}
+
+func newMirrorBench(b *testing.B, ns string) *mirrorBench {
+	srv, _ := mirrorSetup(b, ns)
+	return &mirrorBench{b: b, ns: ns, srv: srv, want: map[string]string{},
+		dyn: dynamic.NewForConfigOrDie(cp.AdminConfig()).Resource(configMaps).Namespace(ns)}
+}
+
+// expect records the canonical YAML of a live object, or its absence (obj nil), as Git's target.
+func (m *mirrorBench) expect(name string, obj *unstructured.Unstructured) {
+	path := "live/" + m.ns + "/configmaps/" + name + ".yaml"
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if obj == nil {
+		delete(m.want, path)
+		return
+	}
+	content, err := sanitize.YAML(sanitize.Object(obj.Object))
+	if err != nil {
+		m.b.Fatal(err)
+	}
+	m.want[path] = testenv.BlobHash(content)
+}
+
+// parallel runs write(i) for i in [from, to) on benchWriters goroutines.
+func (m *mirrorBench) parallel(from, to int, write func(ctx context.Context, i int) error) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	errs := make(chan error, benchWriters)
+	for range benchWriters {
+		wg.Go(func() {
+			for i := range next {
+				if err := write(context.Background(), i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	for i := from; i < to; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		m.b.Fatal(err)
+	}
+}
+
+func payload(i, round int) map[string]any {
+	return map[string]any{"payload": strings.Repeat(fmt.Sprintf("%04d-%d ", i, round), 1024/8)}
+}
+
+func (m *mirrorBench) create(from, to int) {
+	m.parallel(from, to, func(ctx context.Context, i int) error {
+		name := fmt.Sprintf("cm-%05d", i)
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name, "namespace": m.ns}, "data": payload(i, 0)}}
+		got, err := m.dyn.Create(ctx, obj, metav1.CreateOptions{})
+		if err == nil {
+			m.expect(name, got)
+		}
+		return err
+	})
+}
+
+func (m *mirrorBench) update(from, to, round int) {
+	m.parallel(from, to, func(ctx context.Context, i int) error {
+		name := fmt.Sprintf("cm-%05d", i)
+		patch := fmt.Sprintf(`{"data":{"payload":%q}}`, payload(i, round)["payload"])
+		got, err := m.dyn.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		if err == nil {
+			m.expect(name, got)
+		}
+		return err
+	})
+}
+
+func (m *mirrorBench) delete(from, to int) {
+	m.parallel(from, to, func(ctx context.Context, i int) error {
+		name := fmt.Sprintf("cm-%05d", i)
+		err := m.dyn.Delete(ctx, name, metav1.DeleteOptions{})
+		if err == nil {
+			m.expect(name, nil)
+		}
+		return err
+	})
+}
+
+// converged waits until the files under live/ are exactly the expected ones and returns how long
+// that took from start.
+func (m *mirrorBench) converged(start time.Time) time.Duration {
+	deadline := start.Add(5 * time.Minute)
+	for {
+		got, err := m.srv.FileHashes("state", "main")
+		if err == nil && m.matches(got) {
+			return time.Since(start)
+		}
+		if time.Now().After(deadline) {
+			m.b.Fatalf("remote never matched the cluster (%d files, want %d)", len(got), len(m.want))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (m *mirrorBench) matches(got map[string]string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for path, hash := range got {
+		if !strings.HasPrefix(path, "live/") {
+			continue
+		}
+		if m.want[path] != hash {
+			return false
+		}
+		n++
+	}
+	return n == len(m.want)
+}
+
+// usage reads the daemon's peak RSS (MiB) and CPU seconds (user+system) from /proc.
+func usage(b *testing.B, pid int) (peakMiB float64, cpuSec float64) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			peakMiB = kb / 1024
+		}
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return peakMiB, (utime + stime) / 100 // USER_HZ is 100 on Linux
+}
+
+func report(format string, args ...any) { fmt.Printf("mirror: "+format+"\n", args...) }
+
+// BenchmarkMirror2000 seeds 2,000 ConfigMaps, updates them all, creates 500 and deletes 500.
+func BenchmarkMirror2000(b *testing.B) {
+	for range b.N {
+		m := newMirrorBench(b, fmt.Sprintf("bench-2000-%d", time.Now().UnixNano()))
+		m.create(0, 2000)
+		start := time.Now()
+		d := startDaemon(b, b.TempDir())
+		report("seed 2,000: daemon start → all files on the remote: %.2f s", m.converged(start).Seconds())
+
+		m.update(0, 2000, 1)
+		report("update all 2,000: last update → remote matches: %.2f s", m.converged(time.Now()).Seconds())
+		m.create(2000, 2500)
+		report("create 500: last write → remote matches: %.2f s", m.converged(time.Now()).Seconds())
+		m.delete(2000, 2500)
+		report("delete 500: last write → remote matches: %.2f s", m.converged(time.Now()).Seconds())
+		rss, cpu := usage(b, d.cmd.Process.Pid)
+		report("peak RSS over the whole run: %.0f MiB; CPU over the whole run: %.2f s", rss, cpu)
+	}
+}
+
+// BenchmarkSeed10000 seeds 10,000 ConfigMaps into an empty remote.
+func BenchmarkSeed10000(b *testing.B) {
+	for range b.N {
+		m := newMirrorBench(b, fmt.Sprintf("bench-10000-%d", time.Now().UnixNano()))
+		m.create(0, 10000)
+		start := time.Now()
+		d := startDaemon(b, b.TempDir())
+		took := m.converged(start)
+		rss, cpu := usage(b, d.cmd.Process.Pid)
+		report("seed 10,000: daemon start → all files on the remote: %.2f s; peak RSS %.0f MiB; CPU %.2f s", took.Seconds(), rss, cpu)
+	}
+}
