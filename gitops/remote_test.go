@@ -25,25 +25,9 @@ func TestConcurrentPushesFromAnotherUserLoseNothing(t *testing.T) {
 	var theirSHAs []string
 	var theirErr error
 	wg.Add(1)
-	go func() { // the other user: a commit about every 200 ms
+	go func() {
 		defer wg.Done()
-		for i := range theirs {
-			var sha string
-			var err error
-			for range 5 { // the helper gives up after 10 lost races; a person would try again
-				sha, err = srv.PushCommit("race", "main", testenvSig("dave"), fmt.Sprintf("manual edit %d", i),
-					map[string]string{fmt.Sprintf("manual/%d.txt", i): "edit\n"}, nil)
-				if err == nil {
-					break
-				}
-			}
-			if err != nil {
-				theirErr = err
-				return
-			}
-			theirSHAs = append(theirSHAs, sha)
-			time.Sleep(200 * time.Millisecond) // the other user's pace
-		}
+		theirSHAs, theirErr = pushAsOtherUser(srv, "race", theirs)
 	}()
 	for i := range ours {
 		MustEnqueue(t, w, Change{Path: cmPath(fmt.Sprint(i)), Content: configMap(fmt.Sprint(i), "1", 200)})
@@ -83,6 +67,29 @@ func TestConcurrentPushesFromAnotherUserLoseNothing(t *testing.T) {
 		t.Error("want rebase retries > 0: the remote moved under the worker")
 	}
 	mustFsck(t, srv, "race")
+}
+
+// pushAsOtherUser pushes n commits to repo as another user, about every 200 ms, and returns
+// their SHAs.
+func pushAsOtherUser(srv *testenv.GitServer, repo string, n int) ([]string, error) {
+	var shas []string
+	for i := range n {
+		var sha string
+		var err error
+		for range 5 { // the helper gives up after 10 lost races; a person would try again
+			sha, err = srv.PushCommit(repo, "main", testenvSig("dave"), fmt.Sprintf("manual edit %d", i),
+				map[string]string{fmt.Sprintf("manual/%d.txt", i): "edit\n"}, nil)
+			if err == nil {
+				break
+			}
+		}
+		if err != nil {
+			return shas, err
+		}
+		shas = append(shas, sha)
+		time.Sleep(200 * time.Millisecond) // the other user's pace
+	}
+	return shas, nil
 }
 
 func TestRemoteOutageRetriedUntilItLands(t *testing.T) {

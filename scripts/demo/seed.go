@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+const demoNS = "demo"
+
+type demo struct {
+	cp       *testenv.ControlPlane
+	git      *testenv.GitServer
+	expected []string // repository paths the mirror must write
+}
+
+// seed applies the sample configuration and then works on the cluster as alice and bob.
+func (d *demo) seed(ctx context.Context) error {
+	admin := kubernetes.NewForConfigOrDie(d.cp.AdminConfig())
+	step("applying a GitRepoConfig, a GitDestination and a WatchRule in namespace " + demoNS)
+	if err := crds.WaitEstablished(ctx, d.cp.AdminConfig(), slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		return err
+	}
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNS}}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create namespace: %w", err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git-credentials", Namespace: demoNS},
+		StringData: map[string]string{"username": d.git.Username, "password": d.git.Password}}
+	if _, err := admin.CoreV1().Secrets(demoNS).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create secret: %w", err)
+	}
+	// Our own Role: the built-in "edit" ClusterRole is filled in by kube-controller-manager's
+	// aggregation, which this minimal control plane does not run.
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "app-editor", Namespace: demoNS},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: []string{"*"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"*"}},
+		}}
+	if _, err := admin.RbacV1().Roles(demoNS).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create role: %w", err)
+	}
+	for _, user := range []string{"alice", "bob"} {
+		binding := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: user + "-edit", Namespace: demoNS},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: "User", Name: user, APIGroup: "rbac.authorization.k8s.io"}},
+		}
+		if _, err := admin.RbacV1().RoleBindings(demoNS).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("grant %s: %w", user, err)
+		}
+	}
+	if err := d.applyConfig(ctx); err != nil {
+		return err
+	}
+	for _, user := range []string{"alice", "bob"} {
+		if err := waitAllowed(ctx, kubernetes.NewForConfigOrDie(d.cp.UserConfig(user))); err != nil {
+			return fmt.Errorf("%s's permissions: %w", user, err)
+		}
+	}
+	return d.work(ctx)
+}
+
+// waitAllowed waits until the RBAC authorizer has picked up the user's new RoleBinding.
+func waitAllowed(ctx context.Context, client kubernetes.Interface) error {
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: demoNS, Verb: "create", Resource: "configmaps"}}}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		return err == nil && got.Status.Allowed, nil
+	})
+}
+
+func (d *demo) applyConfig(ctx context.Context) error {
+	dyn := dynamic.NewForConfigOrDie(d.cp.AdminConfig())
+	objects := []struct {
+		gvr schema.GroupVersionResource
+		obj any
+	}{
+		{crds.GitRepoConfigs, &crds.GitRepoConfig{ObjectMeta: metav1.ObjectMeta{Name: "cluster-state", Namespace: demoNS},
+			Spec: crds.GitRepoConfigSpec{RepoURL: d.git.RepoURL("cluster-state"), AllowedBranches: []string{"main"},
+				SecretRef: &crds.LocalReference{Name: "git-credentials"}}}},
+		{crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: demoNS},
+			Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "cluster-state"}, Branch: "main", BaseFolder: "clusters/demo"}}},
+		{crds.WatchRules, &crds.WatchRule{ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: demoNS},
+			Spec: crds.WatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "demo"},
+				Rules: []crds.ResourceRule{{Resources: []string{"configmaps", "deployments", "services"}}}}}},
+	}
+	for _, o := range objects {
+		u, err := crds.ToUnstructured(o.obj)
+		if err != nil {
+			return err
+		}
+		if _, err := dyn.Resource(o.gvr).Namespace(demoNS).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create %s: %w", u.GetKind(), err)
+		}
+	}
+	return nil
+}
+
+// work creates and edits demo objects as alice and bob.
+func (d *demo) work(ctx context.Context) error {
+	alice := kubernetes.NewForConfigOrDie(d.cp.UserConfig("alice"))
+	bob := kubernetes.NewForConfigOrDie(d.cp.UserConfig("bob"))
+	step("alice creates ConfigMap app-config and Deployment web")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config", Namespace: demoNS},
+		Data: map[string]string{"LOG_LEVEL": "info", "FEATURES": "search,checkout\n"}}
+	if _, err := alice.CoreV1().ConfigMaps(demoNS).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("alice creates the ConfigMap: %w", err)
+	}
+	labels := map[string]string{"app": "web"}
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: demoNS},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}}},
+		}}
+	if _, err := alice.AppsV1().Deployments(demoNS).Create(ctx, deploy, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("alice creates the Deployment: %w", err)
+	}
+	step("bob raises the log level and exposes web with a Service")
+	patch := []byte(`{"data":{"LOG_LEVEL":"debug"}}`)
+	if _, err := bob.CoreV1().ConfigMaps(demoNS).Patch(ctx, "app-config", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("bob edits the ConfigMap: %w", err)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: demoNS},
+		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := bob.CoreV1().Services(demoNS).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("bob creates the Service: %w", err)
+	}
+	base := "clusters/demo/" + demoNS + "/"
+	d.expected = []string{base + "configmaps/app-config.yaml", base + "deployments.apps/web.yaml", base + "services/web.yaml"}
+	return nil
+}
