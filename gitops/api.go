@@ -30,7 +30,7 @@ type Change struct {
 // Sync declares the complete set of live paths under some scopes: every *.yaml file below a
 // scope that is not live is an orphan and is deleted in the next batch.
 type Sync struct {
-	Scopes []string // path prefixes ending in "/"
+	Scopes []string // path prefixes ending in "/"; a "*" segment matches any one folder
 	Live   map[string]struct{}
 }
 

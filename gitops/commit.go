@@ -125,7 +125,15 @@ func changeOp(c Change) op {
 // scopes' subtrees are read.
 func (w *Worker) orphans(tree plumbing.Hash, s *Sync) ([]string, error) {
 	var out []string
+	var scopes []string
 	for _, scope := range s.Scopes {
+		expanded, err := w.expandScope(tree, scope)
+		if err != nil {
+			return nil, err
+		}
+		scopes = append(scopes, expanded...)
+	}
+	for _, scope := range scopes {
 		entries, err := w.store.lookupDir(tree, strings.TrimSuffix(scope, "/"))
 		if err != nil {
 			return nil, fmt.Errorf("read scope %q: %w", scope, err)
@@ -142,6 +150,52 @@ func (w *Worker) orphans(tree plumbing.Hash, s *Sync) ([]string, error) {
 	return out, nil
 }
 
+// expandScope resolves a scope with a "*" segment (any one folder, e.g. every namespace folder
+// in "base/*/configmaps/") into the plain scopes of the folders that exist in tree.
+func (w *Worker) expandScope(tree plumbing.Hash, scope string) ([]string, error) {
+	prefix, suffix, wild := cutWildcard(scope)
+	if !wild {
+		return []string{scope}, nil
+	}
+	entries, err := w.store.lookupDir(tree, strings.TrimSuffix(prefix, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("read scope %q: %w", scope, err)
+	}
+	var out []string
+	for i := range entries {
+		if entries[i].isDir() {
+			out = append(out, prefix+entries[i].name+"/"+suffix)
+		}
+	}
+	return out, nil
+}
+
+// cutWildcard splits a scope around its "*" segment, if it has one.
+func cutWildcard(scope string) (prefix, suffix string, found bool) {
+	if rest, ok := strings.CutPrefix(scope, "*/"); ok {
+		return "", rest, true
+	}
+	i := strings.Index(scope, "/*/")
+	if i < 0 {
+		return scope, "", false
+	}
+	return scope[:i+1], scope[i+3:], true
+}
+
+// underScope reports whether path lies under scope, where a "*" segment matches any one folder.
+func underScope(path, scope string) bool {
+	prefix, suffix, wild := cutWildcard(scope)
+	if !wild {
+		return strings.HasPrefix(path, scope)
+	}
+	rest, ok := strings.CutPrefix(path, prefix)
+	if !ok {
+		return false
+	}
+	_, rest, ok = strings.Cut(rest, "/")
+	return ok && strings.HasPrefix(rest, suffix)
+}
+
 // orphaned reports whether path is a *.yaml file under one of the sync's scopes and not live.
 func orphaned(path string, s *Sync) bool {
 	if !strings.HasSuffix(path, ".yaml") {
@@ -151,7 +205,7 @@ func orphaned(path string, s *Sync) bool {
 		return false
 	}
 	for _, scope := range s.Scopes {
-		if strings.HasPrefix(path, scope) {
+		if underScope(path, scope) {
 			return true
 		}
 	}

@@ -183,3 +183,50 @@ func TestSyncDeletesOrphansOnlyInScope(t *testing.T) {
 	}
 	mustFsck(t, srv, "orphans")
 }
+
+func TestSyncWildcardScopeCoversEveryNamespaceFolder(t *testing.T) {
+	srv := MustGitServer(t)
+	url := MustRepo(t, srv, "wildcard")
+	live := Path("clusters/prod", "", "configmaps", "team-b", "live")
+	otherResource := Path("clusters/prod", "apps", "deployments", "team-a", "web")
+	clusterScoped := Path("clusters/prod", "", "namespaces", "", "team-a")
+	_, err := srv.PushCommit("wildcard", "main", testenvSig("carol"), "seed", map[string]string{
+		Path("clusters/prod", "", "configmaps", "team-a", "gone"): "x\n",
+		Path("clusters/prod", "", "configmaps", "team-b", "gone"): "x\n",
+		live:          "live\n",
+		otherResource: "stays\n",
+		clusterScoped: "stays\n",
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := StartWorker(t, url, "", BatchLimits{})
+	if err := w.Sync(t.Context(), Sync{Scopes: []string{"clusters/prod/*/configmaps/"}, Live: map[string]struct{}{live: {}}}); err != nil {
+		t.Fatal(err)
+	}
+	MustFlush(t, w)
+	want := []string{clusterScoped, live, otherResource}
+	slices.Sort(want)
+	if got := mustFiles(t, srv, "wildcard"); !slices.Equal(got, want) {
+		t.Fatalf("files = %v, want %v", got, want)
+	}
+}
+
+func TestUnderScope(t *testing.T) {
+	cases := []struct {
+		path, scope string
+		want        bool
+	}{
+		{"base/ns/configmaps/a.yaml", "base/ns/configmaps/", true},
+		{"base/ns/configmaps/a.yaml", "base/*/configmaps/", true},
+		{"base/ns/services/a.yaml", "base/*/configmaps/", false},
+		{"other/ns/configmaps/a.yaml", "base/*/configmaps/", false},
+		{"ns/configmaps/a.yaml", "*/configmaps/", true},
+		{"base/configmaps/a.yaml", "base/*/configmaps/", false},
+	}
+	for _, tc := range cases {
+		if got := underScope(tc.path, tc.scope); got != tc.want {
+			t.Errorf("underScope(%q, %q) = %v, want %v", tc.path, tc.scope, got, tc.want)
+		}
+	}
+}

@@ -164,6 +164,10 @@ func (e *env) configMap(name string, data map[string]string) {
 	e.create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns}, Data: data})
 }
 
+func configMapIn(namespace, name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Data: map[string]string{"k": "v"}}
+}
+
 func (e *env) watchRule(name string, resources ...string) {
 	e.t.Helper()
 	e.apply(crds.WatchRules, &crds.WatchRule{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
