@@ -14,13 +14,16 @@ import (
 	"github.com/lmittmann/tint"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
+	"k8s.io/klog/v2"
 )
 
 // Run runs the daemon with the given command line (args[0] is the program name) until ctx ends.
 // An invalid configuration returns a *ConfigError; main maps it to exit code 2.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return runWith(ctx, args, stdout, stderr, func(ctx context.Context, cfg Config) error {
-		return serve(ctx, cfg, newLogger(stderr, cfg))
+		log := newLogger(stderr, cfg)
+		klog.SetSlogLogger(log) // client-go's own messages in the same format and stream
+		return serve(ctx, cfg, log)
 	})
 }
 

@@ -166,6 +166,7 @@ var notDesiredState = map[schema.GroupResource]bool{
 	{Resource: "nodes"}:                                                    true,
 	{Resource: "componentstatuses"}:                                        true,
 	{Resource: "bindings"}:                                                 true,
+	{Resource: "secrets"}:                                                  true, // never written in plain text; warned about only when asked for
 	{Group: "events.k8s.io", Resource: "events"}:                           true,
 	{Group: "discovery.k8s.io", Resource: "endpointslices"}:                true,
 	{Group: "coordination.k8s.io", Resource: "leases"}:                     true,
