@@ -9,7 +9,7 @@ import (
 	"os"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/configbutler/gitops-reverser/gitops"
@@ -25,8 +25,8 @@ const controllerName = "gitops-reverser"
 var bot = gitops.Signature{Name: controllerName, Email: controllerName + "@configbutler.ai"}
 
 // newMirror builds the cluster → Git manager from the configuration.
-func newMirror(ctx context.Context, cfg Config, kube *rest.Config, clients kubernetes.Interface, m *metrics.Mirror, log *slog.Logger) (*watch.Manager, error) {
-	identity, err := gitIdentity(ctx, cfg, clients)
+func newMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, m *metrics.Mirror, log *slog.Logger) (*watch.Manager, error) {
+	identity, err := gitIdentity(ctx, cfg, core)
 	if err != nil {
 		return nil, err
 	}
@@ -46,8 +46,8 @@ func newMirror(ctx context.Context, cfg Config, kube *rest.Config, clients kuber
 
 // gitIdentity is the committer and the trailers of every commit. The cluster is identified by the
 // UID of its kube-system namespace, which is stable for the life of the cluster.
-func gitIdentity(ctx context.Context, cfg Config, clients kubernetes.Interface) (gitops.Identity, error) {
-	ns, err := clients.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+func gitIdentity(ctx context.Context, cfg Config, core corev1client.CoreV1Interface) (gitops.Identity, error) {
+	ns, err := core.Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
 	if err != nil {
 		return gitops.Identity{}, fmt.Errorf("read the cluster's identity (namespace kube-system): %w", err)
 	}

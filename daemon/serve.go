@@ -7,7 +7,8 @@ import (
 	"log/slog"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/discovery"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -22,12 +23,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	clients, err := kubernetes.NewForConfig(kube)
+	core, err := corev1client.NewForConfig(kube)
 	if err != nil {
 		return fmt.Errorf("build kubernetes client: %w", err)
 	}
+	disco, err := discovery.NewDiscoveryClientForConfig(kube)
+	if err != nil {
+		return fmt.Errorf("build discovery client: %w", err)
+	}
 	reg := metrics.New()
-	ready := &readiness{api: clients.Discovery().RESTClient()}
+	ready := &readiness{api: disco.RESTClient()}
 
 	metricsSrv, err := startHTTPServer("metrics", cfg.MetricsBindAddress, reg.Handler(), log)
 	if err != nil {
@@ -49,7 +54,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	var mirrorErr error
 	if cfg.EnableWatchIngestion {
-		mirror, err := newMirror(ctx, cfg, kube, clients, reg.Mirror, log)
+		mirror, err := newMirror(ctx, cfg, kube, core, reg.Mirror, log)
 		if err != nil {
 			return errors.Join(err, stopServers())
 		}

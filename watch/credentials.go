@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // credentials are what a GitRepoConfig's Secret resolves to. Key identifies their content, so a
@@ -32,8 +32,8 @@ func (e errSecret) Error() string { return e.msg }
 // loadCredentials reads the Secret with the keys Flux users already use: username + password
 // (HTTPS basic, or a token as the password), bearerToken, or identity + known_hosts for SSH.
 // known_hosts is required for SSH: a host key is never accepted blindly.
-func loadCredentials(ctx context.Context, kube kubernetes.Interface, namespace, name, workDir string) (credentials, error) {
-	secret, err := kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+func loadCredentials(ctx context.Context, core corev1client.CoreV1Interface, namespace, name, workDir string) (credentials, error) {
+	secret, err := core.Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return credentials{}, errSecret{fmt.Sprintf("Secret %s/%s not found", namespace, name)}
 	}

@@ -165,7 +165,7 @@ func (m *Manager) resolveRepos(ctx context.Context) map[string]*repo {
 
 func (m *Manager) checkRepo(ctx context.Context, r *repo) condition {
 	if ref := r.obj.Spec.SecretRef; ref != nil {
-		creds, err := loadCredentials(ctx, m.kube, r.obj.Namespace, ref.Name, m.opts.WorkDir)
+		creds, err := loadCredentials(ctx, m.core, r.obj.Namespace, ref.Name, m.opts.WorkDir)
 		var bad errSecret
 		switch {
 		case errors.As(err, &bad):

@@ -12,13 +12,15 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -45,7 +47,8 @@ type Options struct {
 type Manager struct {
 	opts      Options
 	dyn       dynamic.Interface
-	kube      kubernetes.Interface
+	core      corev1client.CoreV1Interface
+	disco     discovery.DiscoveryInterface
 	reporter  *reporter
 	reach     *reachability
 	trigger   chan struct{}
@@ -74,14 +77,18 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
+	core, err := corev1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
 	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: core.Events("")})
 	return &Manager{
-		opts: opts, dyn: dyn, kube: kube,
+		opts: opts, dyn: dyn, core: core, disco: disco,
 		reporter: &reporter{dyn: dyn, recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "gitops-reverser"})},
 		reach:    &reachability{results: map[string]reachResult{}, ttl: opts.DiscoveryRefresh},
 		trigger:  make(chan struct{}, 1),
@@ -93,7 +100,6 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 
 // Run follows the configuration until ctx ends, then stops the watchers and flushes the workers.
 func (m *Manager) Run(ctx context.Context) error {
-	factory := dynamicinformer.NewDynamicSharedInformerFactory(m.dyn, 0)
 	m.informers = map[schema.GroupVersionResource]cache.SharedIndexInformer{}
 	poke := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { m.poke() },
@@ -101,15 +107,16 @@ func (m *Manager) Run(ctx context.Context) error {
 		DeleteFunc: func(any) { m.poke() },
 	}
 	for _, gvr := range []schema.GroupVersionResource{crds.GitRepoConfigs, crds.GitDestinations, crds.WatchRules, crds.ClusterWatchRules} {
-		inf := factory.ForResource(gvr).Informer()
+		inf := m.configInformer(gvr)
 		if _, err := inf.AddEventHandler(poke); err != nil {
 			return err
 		}
 		m.informers[gvr] = inf
+		go inf.RunWithContext(ctx)
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	factory.WaitForCacheSync(ctx.Done())
+	for _, inf := range m.informers {
+		cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+	}
 	defer m.stopAll()
 
 	refresh := time.NewTicker(m.opts.DiscoveryRefresh)
@@ -142,6 +149,20 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 }
 
+// configInformer caches one of our kinds in every namespace.
+func (m *Manager) configInformer(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+	client := m.dyn.Resource(gvr)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return client.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return client.Watch(ctx, opts)
+		},
+	}
+	return cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
+}
+
 func (m *Manager) poke() {
 	select {
 	case m.trigger <- struct{}{}:
@@ -153,7 +174,7 @@ func (m *Manager) poke() {
 func (m *Manager) Poke() { m.poke() }
 
 func (m *Manager) rediscover() {
-	resources, err := discover(m.kube.Discovery())
+	resources, err := discover(m.disco)
 	if err != nil {
 		m.opts.Log.Error("discovery failed; keeping the previous resources", "err", err)
 		return
