@@ -44,6 +44,13 @@ func TestRulesAreFollowedAtRuntime(t *testing.T) {
 	e.watchRule("cms", "configmaps")
 	e.waitFiles(e.cmPath("early"))
 
+	// Editing a rule: the ConfigMap rule also selects Deployments now.
+	e.watchRule("cms", "configmaps", "deployments")
+	e.eventually("edited rule followed", func() (bool, string) {
+		got, _ := e.reg.Gather()
+		return got["gitops_reverser_watches"] == 3, fmt.Sprintf("%v watches", got["gitops_reverser_watches"])
+	})
+
 	// Deleting the ConfigMap rule stops ConfigMaps being written; their files stay.
 	if err := e.dyn.Resource(crds.WatchRules).Namespace(e.ns).Delete(e.ctx, "cms", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
