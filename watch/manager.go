@@ -40,6 +40,11 @@ type Options struct {
 	Slots            *gitops.Slots
 	Metrics          *metrics.Mirror
 	Log              *slog.Logger
+	// Authors credits watch events to the users the admission webhook saw; nil credits the bot.
+	Authors Authors
+	// OnWatched, if set, is told every watched resource after each change of the selection, so
+	// the admission webhook can be registered for exactly those.
+	OnWatched func(ctx context.Context, sels []Selection)
 }
 
 // Manager owns the Git workers and the resource watchers and keeps them in step with the
@@ -73,6 +78,9 @@ func (r *running) stop() {
 
 // NewManager connects to the cluster; Run does the work.
 func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
+	if opts.Authors == nil {
+		opts.Authors = noAuthors{}
+	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err

@@ -171,6 +171,17 @@ func (m *Manager) applyWatchers(ctx context.Context, dests []*destination, specs
 		}
 	}
 	m.opts.Metrics.Watches.Set(float64(len(m.watchers)))
+	if m.opts.OnWatched != nil {
+		sels := make([]Selection, 0, len(specs))
+		for _, s := range specs {
+			sel := s.sel
+			for _, t := range s.targets {
+				sel.Ops |= t.ops
+			}
+			sels = append(sels, sel)
+		}
+		m.opts.OnWatched(ctx, sels)
+	}
 }
 
 func (m *Manager) startWorker(ctx context.Context, d *destination) *running {
@@ -202,7 +213,7 @@ func (m *Manager) startWatcher(ctx context.Context, s *watcherSpec) *running {
 	}
 	client := m.dyn.Resource(s.sel.GVR)
 	w := &watcher{
-		sel: s.sel, targets: s.targets, metrics: m.opts.Metrics, client: client,
+		sel: s.sel, targets: s.targets, metrics: m.opts.Metrics, client: client, authors: m.opts.Authors,
 		log: m.opts.Log.With("resource", s.sel.GVR.String(), "namespace", s.sel.Namespace),
 	}
 	if s.sel.Namespace != "" {

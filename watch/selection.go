@@ -22,6 +22,20 @@ func (r APIResource) GroupResource() schema.GroupResource {
 	return schema.GroupResource{Group: r.Group, Resource: r.Resource}
 }
 
+// Operations lists the operations of the set as admission names (CREATE, UPDATE, DELETE).
+func (o ops) Operations() []string {
+	var out []string
+	for _, op := range []struct {
+		bit  ops
+		name string
+	}{{opCreate, "CREATE"}, {opUpdate, "UPDATE"}, {opDelete, "DELETE"}} {
+		if o&op.bit != 0 {
+			out = append(out, op.name)
+		}
+	}
+	return out
+}
+
 // ops is a set of operations as a bit mask.
 type ops uint8
 

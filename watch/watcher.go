@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 
@@ -24,6 +25,19 @@ import (
 type sink interface {
 	Enqueue(ctx context.Context, c gitops.Change) error
 	Sync(ctx context.Context, s gitops.Sync) error
+}
+
+// Authors tells who made a change the watch saw; the admission webhook records them. op is
+// CREATE, UPDATE or DELETE and content the canonical YAML the watch will write (nil for DELETE).
+type Authors interface {
+	Author(op string, gk schema.GroupKind, namespace, name string, content []byte) (gitops.Signature, bool)
+}
+
+// noAuthors credits every change to the bot: attribution is off.
+type noAuthors struct{}
+
+func (noAuthors) Author(string, schema.GroupKind, string, string, []byte) (gitops.Signature, bool) {
+	return gitops.Signature{}, false
 }
 
 // target is one destination's interest in the objects a watcher sees.
@@ -42,6 +56,7 @@ type watcher struct {
 	sel     Selection
 	targets []target
 	client  dynamic.ResourceInterface
+	authors Authors
 	metrics *metrics.Mirror
 	log     *slog.Logger
 
@@ -104,7 +119,7 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 		}
 		for i := range page.Items {
 			obj := &page.Items[i]
-			paths, h, err := w.write(ctx, obj, opCreate|opUpdate, 0)
+			paths, h, err := w.write(ctx, obj, opCreate|opUpdate, 0, "")
 			if err != nil {
 				return "", err
 			}
@@ -172,11 +187,11 @@ func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstruct
 	k := key(obj)
 	switch typ {
 	case watch.Added, watch.Modified:
-		op := opUpdate
+		op, opName := opUpdate, "UPDATE"
 		if typ == watch.Added {
-			op = opCreate
+			op, opName = opCreate, "CREATE"
 		}
-		_, h, err := w.write(ctx, obj, op, w.hashes[k])
+		_, h, err := w.write(ctx, obj, op, w.hashes[k], opName)
 		if err == nil {
 			w.hashes[k] = h
 		}
@@ -184,11 +199,12 @@ func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstruct
 	case watch.Deleted:
 		w.metrics.ObjectsScanned.Inc()
 		delete(w.hashes, k)
+		author, _ := w.authors.Author("DELETE", w.groupKind(), obj.GetNamespace(), obj.GetName(), nil)
 		for _, t := range w.targets {
 			if t.ops&opDelete == 0 {
 				continue
 			}
-			c := gitops.Change{Path: w.path(t, obj), Summary: "delete " + w.describe(obj)}
+			c := gitops.Change{Path: w.path(t, obj), Author: author, Summary: "delete " + w.describe(obj)}
 			if err := t.sink.Enqueue(ctx, c); err != nil {
 				return err
 			}
@@ -198,9 +214,10 @@ func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstruct
 }
 
 // write sanitizes obj and hands its canonical YAML to every target whose operations include op.
-// An object whose content hash equals skip (a status-only update) is not sent at all. It returns
-// the path written per target ("" where the target took nothing) and the content hash.
-func (w *watcher) write(ctx context.Context, obj *unstructured.Unstructured, op ops, skip uint64) ([]string, uint64, error) {
+// An object whose content hash equals skip (a status-only update) is not sent at all. A watch
+// event (opName CREATE or UPDATE) is credited to whoever the webhook saw making it; a listed
+// object (opName "") to the bot. It returns the path written per target and the content hash.
+func (w *watcher) write(ctx context.Context, obj *unstructured.Unstructured, op ops, skip uint64, opName string) ([]string, uint64, error) {
 	w.metrics.ObjectsScanned.Inc()
 	content, err := sanitize.YAML(sanitize.Object(obj.Object))
 	if err != nil {
@@ -208,18 +225,26 @@ func (w *watcher) write(ctx context.Context, obj *unstructured.Unstructured, op 
 		return make([]string, len(w.targets)), skip, nil
 	}
 	h := maphash.Bytes(w.seed, content)
+	var author gitops.Signature
+	if opName != "" && h != skip {
+		author, _ = w.authors.Author(opName, w.groupKind(), obj.GetNamespace(), obj.GetName(), content)
+	}
 	paths := make([]string, len(w.targets))
 	for i, t := range w.targets {
 		paths[i] = w.path(t, obj)
 		if t.ops&op == 0 || h == skip {
 			continue
 		}
-		c := gitops.Change{Path: paths[i], Content: content, Summary: "update " + w.describe(obj)}
+		c := gitops.Change{Path: paths[i], Content: content, Author: author, Summary: "update " + w.describe(obj)}
 		if err := t.sink.Enqueue(ctx, c); err != nil {
 			return nil, h, err
 		}
 	}
 	return paths, h, nil
+}
+
+func (w *watcher) groupKind() schema.GroupKind {
+	return schema.GroupKind{Group: w.sel.GVR.Group, Kind: w.sel.Kind}
 }
 
 func (w *watcher) path(t target, obj *unstructured.Unstructured) string {
