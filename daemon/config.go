@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -29,6 +31,13 @@ type Config struct {
 	WorkersMaxPerRepo    int
 	WorkDir              string
 	Namespace            string
+	EnableWebhook        bool
+	WebhookBindAddress   string
+	WebhookCertDir       string
+	WebhookURL           string
+	WebhookServiceName   string
+	CorrelationTTL       time.Duration
+	CorrelationCapacity  int
 	MetricsBindAddress   string
 	HealthBindAddress    string
 	LogFormat            string
@@ -128,6 +137,13 @@ func configFrom(c *cli.Context) (Config, error) {
 		WorkersMaxPerRepo:    c.Int(keyWorkersMaxPerRepo),
 		WorkDir:              c.String(keyWorkDir),
 		Namespace:            c.String(keyNamespace),
+		EnableWebhook:        c.Bool(keyEnableWebhook),
+		WebhookBindAddress:   c.String(keyWebhookBindAddress),
+		WebhookCertDir:       c.String(keyWebhookCertDir),
+		WebhookURL:           strings.TrimSuffix(c.String(keyWebhookURL), "/"),
+		WebhookServiceName:   c.String(keyWebhookServiceName),
+		CorrelationTTL:       c.Duration(keyCorrelationTTL),
+		CorrelationCapacity:  c.Int(keyCorrelationCapacity),
 		MetricsBindAddress:   c.String(keyMetricsBindAddress),
 		HealthBindAddress:    c.String(keyHealthBindAddress),
 		LogFormat:            c.String(keyLogFormat),
@@ -150,6 +166,14 @@ func configFrom(c *cli.Context) (Config, error) {
 		"must be between 1 and %s (%d), got %d", keyWorkersMaxGlobal, cfg.WorkersMaxGlobal, cfg.WorkersMaxPerRepo)
 	check(cfg.WorkDir != "", keyWorkDir, "must not be empty")
 	check(cfg.Namespace != "", keyNamespace, "must not be empty")
+	check(cfg.CorrelationTTL >= time.Second, keyCorrelationTTL, "must be at least 1s, got %s", cfg.CorrelationTTL)
+	check(cfg.CorrelationCapacity >= 100, keyCorrelationCapacity, "must be at least 100, got %d", cfg.CorrelationCapacity)
+	check(cfg.WebhookServiceName != "", keyWebhookServiceName, "must not be empty")
+	if cfg.WebhookURL != "" {
+		u, err := url.Parse(cfg.WebhookURL)
+		check(err == nil && u.Scheme == "https" && u.Host != "" && u.Path == "" && u.User == nil, keyWebhookURL,
+			"must be a base URL like https://host:port (no path, no credentials), got %q", cfg.WebhookURL)
+	}
 	check(slices.Contains([]string{"text", "json"}, cfg.LogFormat), keyLogFormat, "must be text or json, got %q", cfg.LogFormat)
 	for _, ex := range cfg.DiscoveryExclude {
 		check(ex != "" && ex[0] != '.', keyDiscoveryExclude, "%q is not resource or resource.group", ex)

@@ -41,6 +41,8 @@ func TestDefaultsMatchTheSpec(t *testing.T) {
 		InstallCRDs: true, EnableWatchIngestion: true, DiscoveryRefresh: 5 * time.Minute,
 		BatchMaxFiles: 200, BatchMaxBytes: 1 << 20, BatchMaxWait: 20 * time.Second, BatchQuiet: 1500 * time.Millisecond,
 		WorkersMaxGlobal: 24, WorkersMaxPerRepo: 5, WorkDir: "/var/cache/gitops-reverser", Namespace: "gitops-reverser-system",
+		EnableWebhook: true, WebhookBindAddress: ":9443", WebhookServiceName: "gitops-reverser",
+		CorrelationTTL: time.Minute, CorrelationCapacity: 10000,
 		MetricsBindAddress: ":8080", HealthBindAddress: ":8081", LogFormat: "text",
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
@@ -112,6 +114,9 @@ func TestBadConfigIsAConfigErrorNamingTheKey(t *testing.T) {
 		{name: "per repo above global", args: []string{"--workers-max-global", "2", "--workers-max-per-repo", "3"}, wantText: "workers-max-per-repo"},
 		{name: "bad log format", args: []string{"--log-format", "xml"}, wantText: "log-format"},
 		{name: "bad log level", file: "log-level: loud\n", wantText: "log-level"},
+		{name: "webhook url with a path", args: []string{"--webhook-url", "https://127.0.0.1:9443/hook"}, wantText: "webhook-url"},
+		{name: "webhook url over http", args: []string{"--webhook-url", "http://127.0.0.1:9443"}, wantText: "webhook-url"},
+		{name: "tiny correlation capacity", args: []string{"--correlation-capacity", "3"}, wantText: "correlation-capacity"},
 		{name: "refresh too often", args: []string{"--discovery-refresh", "1s"}, wantText: "discovery-refresh"},
 		{name: "missing config file", args: []string{"--config", "/nonexistent/config.yaml"}, wantText: "config file"},
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -86,15 +87,29 @@ type daemonProcess struct {
 	stderr      bytes.Buffer
 }
 
+// ensureDaemonNamespace creates the daemon's own namespace, as an install would; the webhook keeps
+// its certificate Secret there.
+func ensureDaemonNamespace(t testing.TB) {
+	t.Helper()
+	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gitops-reverser-system"}}
+	if _, err := kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
 func startDaemon(t testing.TB, workDir string, extra ...string) *daemonProcess {
 	t.Helper()
+	ensureDaemonNamespace(t)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
 	d := &daemonProcess{metricsAddr: freeAddr(t), exited: make(chan struct{})}
+	webhookAddr := freeAddr(t)
 	args := append([]string{"--kubeconfig", kubeconfig, "--work-dir", workDir, "--metrics-bind-address", d.metricsAddr,
-		"--health-probe-bind-address", freeAddr(t), "--discovery-refresh", "10s"}, extra...)
+		"--health-probe-bind-address", freeAddr(t), "--discovery-refresh", "10s",
+		"--webhook-bind-address", webhookAddr, "--webhook-url", "https://" + webhookAddr}, extra...)
 	d.cmd = exec.Command(daemonBin, args...)
 	d.cmd.Stderr = &d.stderr
 	if err := d.cmd.Start(); err != nil {

@@ -96,8 +96,10 @@ func TestDaemonServesHealthReadyAndMetricsThenStopsOnSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer
+	webhookAddr := freeAddr(t)
+	ensureDaemonNamespace(t)
 	cmd := exec.Command(daemonBin, "--config", configFile, "--kubeconfig", kubeconfig,
-		"--health-probe-bind-address", healthAddr)
+		"--health-probe-bind-address", healthAddr, "--webhook-bind-address", webhookAddr, "--webhook-url", "https://"+webhookAddr)
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

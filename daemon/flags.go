@@ -30,6 +30,13 @@ const (
 	keyWorkersMaxPerRepo    = "workers-max-per-repo"
 	keyWorkDir              = "work-dir"
 	keyNamespace            = "namespace"
+	keyEnableWebhook        = "enable-webhook"
+	keyWebhookBindAddress   = "webhook-bind-address"
+	keyWebhookCertDir       = "webhook-cert-dir"
+	keyWebhookURL           = "webhook-url"
+	keyWebhookServiceName   = "webhook-service-name"
+	keyCorrelationTTL       = "correlation-ttl"
+	keyCorrelationCapacity  = "correlation-capacity"
 	keyMetricsBindAddress   = "metrics-bind-address"
 	keyHealthBindAddress    = "health-probe-bind-address"
 	keyLogFormat            = "log-format"
@@ -85,6 +92,20 @@ func Flags() []cli.Flag {
 			Usage: "directory for the daemon's Git clones"},
 		&cli.StringFlag{Name: keyNamespace, EnvVars: envs(keyNamespace), Value: defaultNamespace(),
 			Usage: "the daemon's own namespace (Events, commit trailers); defaults to the Pod's namespace in-cluster"},
+		&cli.BoolFlag{Name: keyEnableWebhook, EnvVars: envs(keyEnableWebhook), Value: true,
+			Usage: "run the admission webhook that records who changed an object, so commits carry that author"},
+		&cli.StringFlag{Name: keyWebhookBindAddress, EnvVars: envs(keyWebhookBindAddress), Value: ":9443",
+			Usage: "HTTPS address of the admission webhook"},
+		&cli.StringFlag{Name: keyWebhookCertDir, EnvVars: envs(keyWebhookCertDir),
+			Usage: "directory with tls.crt, tls.key (and ca.crt) for the webhook, e.g. from cert-manager; empty means the daemon manages its own CA and certificate in a Secret"},
+		&cli.StringFlag{Name: keyWebhookURL, EnvVars: envs(keyWebhookURL),
+			Usage: "base URL (https://host:port) the apiserver calls when the daemon runs outside the cluster; empty means the in-cluster Service"},
+		&cli.StringFlag{Name: keyWebhookServiceName, EnvVars: envs(keyWebhookServiceName), Value: "gitops-reverser",
+			Usage: "name of the Service in front of the webhook, in the daemon's namespace"},
+		&cli.DurationFlag{Name: keyCorrelationTTL, EnvVars: envs(keyCorrelationTTL), Value: time.Minute,
+			Usage: "how long the webhook remembers who made a change, waiting for the watch to see it"},
+		&cli.IntFlag{Name: keyCorrelationCapacity, EnvVars: envs(keyCorrelationCapacity), Value: 10000,
+			Usage: "most changes remembered at once; the least recently used are evicted beyond it"},
 		&cli.StringFlag{Name: keyMetricsBindAddress, EnvVars: envs(keyMetricsBindAddress), Value: ":8080",
 			Usage: "address of the Prometheus /metrics endpoint"},
 		&cli.StringFlag{Name: keyHealthBindAddress, EnvVars: envs(keyHealthBindAddress), Value: ":8081",

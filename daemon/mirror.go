@@ -25,12 +25,13 @@ const controllerName = "gitops-reverser"
 var bot = gitops.Signature{Name: controllerName, Email: controllerName + "@configbutler.ai"}
 
 // newMirror builds the cluster → Git manager from the configuration.
-func newMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, m *metrics.Mirror, log *slog.Logger) (*watch.Manager, error) {
+// With attr (the webhook is enabled) changes are credited to their authors.
+func newMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, m *metrics.Mirror, attr *attribution, log *slog.Logger) (*watch.Manager, error) {
 	identity, err := gitIdentity(ctx, cfg, core)
 	if err != nil {
 		return nil, err
 	}
-	return watch.NewManager(kube, watch.Options{
+	opts := watch.Options{
 		Expand:           watch.ExpandOptions{WatchAll: cfg.WatchAll, Exclude: cfg.DiscoveryExclude},
 		DiscoveryRefresh: cfg.DiscoveryRefresh,
 		WorkDir:          cfg.WorkDir,
@@ -41,7 +42,11 @@ func newMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1cl
 		Slots:    gitops.NewSlots(cfg.WorkersMaxGlobal, cfg.WorkersMaxPerRepo),
 		Metrics:  m,
 		Log:      log,
-	})
+	}
+	if attr != nil {
+		opts.Authors, opts.OnWatched = attr.store, attr.onWatched
+	}
+	return watch.NewManager(kube, opts)
 }
 
 // gitIdentity is the committer and the trailers of every commit. The cluster is identified by the

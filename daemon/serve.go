@@ -54,15 +54,31 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	var mirrorErr error
 	if cfg.EnableWatchIngestion {
-		mirror, err := newMirror(ctx, cfg, kube, core, reg.Mirror, log)
-		if err != nil {
-			return errors.Join(err, stopServers())
-		}
-		mirrorErr = mirror.Run(ctx) // returns once ctx ends and every worker has flushed
+		mirrorErr = runMirror(ctx, cfg, kube, core, reg, log)
 	}
 	<-ctx.Done()
 	log.Info("shutting down")
 	return errors.Join(mirrorErr, stopServers())
+}
+
+// runMirror runs the cluster → Git mirror, with the admission webhook crediting authors unless
+// it is disabled, until ctx ends and every worker has flushed.
+func runMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, reg *metrics.Registry, log *slog.Logger) error {
+	var attr *attribution
+	if cfg.EnableWebhook {
+		var err error
+		if attr, err = startAttribution(ctx, cfg, kube, core, reg.Attribution, log); err != nil {
+			return err
+		}
+	}
+	mirror, err := newMirror(ctx, cfg, kube, core, reg.Mirror, attr, log)
+	if err == nil {
+		err = mirror.Run(ctx)
+	}
+	if attr != nil {
+		err = errors.Join(err, attr.stop())
+	}
+	return err
 }
 
 // ensureCRDs applies the CRDs (or, when another tool owns them, waits for them), retrying with

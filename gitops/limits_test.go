@@ -1,14 +1,9 @@
 package gitops
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
-	"math/rand/v2"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -45,70 +40,91 @@ func TestSlotsBoundConcurrentWorkers(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-			defer cancel()
-			var global holders
-			perRepo := make([]holders, c.repos)
-			left := make([]atomic.Int64, c.repos) // goroutines per repo not done yet
-			var finished atomic.Int64
-			release := make(chan struct{})
-			errs := make(chan error, c.repos*c.branches)
-			var wg sync.WaitGroup
-			for r := range c.repos {
-				left[r].Store(int64(c.branches))
-				for range c.branches {
-					wg.Go(func() {
-						done, err := c.slots.acquire(ctx, fmt.Sprintf("https://git.example.com/repo-%d.git", r))
-						if err != nil {
-							errs <- err
-							return
-						}
-						global.add(1)
-						perRepo[r].add(1)
-						<-release
-						perRepo[r].add(-1)
-						global.add(-1)
-						done()
-						left[r].Add(-1)
-						finished.Add(1)
-					})
-				}
-			}
-			// Hand out releases one at a time, each once every free slot is taken, so the
-			// bounds are reached at every step and a slot handed over twice would show.
+			h := startSlotHolders(t, c.slots, c.repos, c.branches)
+			// Let go of one holder at a time, each once every free slot is taken, so the bounds
+			// are reached at every step and a slot handed out twice would show.
 			saturated := func() int {
 				n := 0
-				for r := range left {
-					n += bounded(int(left[r].Load()), c.maxPerRepo)
+				for r := range h.left {
+					n += bounded(int(h.left[r].Load()), c.maxPerRepo)
 				}
 				return bounded(n, c.maxGlobal)
 			}
 			for step := range c.repos * c.branches {
 				eventually(t, 10*time.Second, "every free slot taken", func() (bool, error) {
-					select {
-					case err := <-errs:
-						return false, err
-					default:
-					}
-					return int(global.cur.Load()) >= saturated(), nil
+					return int(h.global.cur.Load()) >= saturated(), h.err()
 				})
-				release <- struct{}{}
+				h.release <- struct{}{}
 				eventually(t, 10*time.Second, "the released holder to finish", func() (bool, error) {
-					return finished.Load() == int64(step+1), nil
+					return h.finished.Load() == int64(step+1), nil
 				})
 			}
-			wg.Wait()
 
 			want := bounded(c.repos*bounded(c.branches, c.maxPerRepo), c.maxGlobal)
-			if got := int(global.peak.Load()); got != want {
-				t.Errorf("at most %d goroutines held slots at once, want exactly %d", got, want)
+			if got := int(h.global.peak.Load()); got != want {
+				t.Errorf("%d goroutines held slots at once, want the bound of exactly %d", got, want)
 			}
-			for r := range perRepo {
-				if got := int(perRepo[r].peak.Load()); got > bounded(c.branches, c.maxPerRepo) {
+			for r := range h.perRepo {
+				if got := int(h.perRepo[r].peak.Load()); got > bounded(c.branches, c.maxPerRepo) {
 					t.Errorf("repo %d: %d goroutines held slots at once, want at most %d", r, got, c.maxPerRepo)
 				}
 			}
 		})
+	}
+}
+
+// slotHolders are goroutines, branches per repository, that each take a slot and hold it until
+// told to let go, counting the holders globally and per repository.
+type slotHolders struct {
+	global   holders
+	perRepo  []holders
+	left     []atomic.Int64 // holders per repository not finished yet
+	finished atomic.Int64
+	release  chan struct{}
+	errs     chan error
+}
+
+func startSlotHolders(t *testing.T, slots *Slots, repos, branches int) *slotHolders {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	h := &slotHolders{perRepo: make([]holders, repos), left: make([]atomic.Int64, repos),
+		release: make(chan struct{}), errs: make(chan error, repos*branches)}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	for r := range repos {
+		h.left[r].Store(int64(branches))
+		for range branches {
+			wg.Go(func() { h.hold(ctx, slots, r) })
+		}
+	}
+	return h
+}
+
+func (h *slotHolders) hold(ctx context.Context, slots *Slots, r int) {
+	done, err := slots.acquire(ctx, fmt.Sprintf("https://git.example.com/repo-%d.git", r))
+	if err != nil {
+		h.errs <- err
+		return
+	}
+	h.global.add(1)
+	h.perRepo[r].add(1)
+	select {
+	case <-h.release:
+	case <-ctx.Done(): // the test failed
+	}
+	h.perRepo[r].add(-1)
+	h.global.add(-1)
+	done()
+	h.left[r].Add(-1)
+	h.finished.Add(1)
+}
+
+// err is the first acquire that failed, if any.
+func (h *slotHolders) err() error {
+	select {
+	case err := <-h.errs:
+		return err
+	default:
+		return nil
 	}
 }
 
@@ -166,7 +182,7 @@ func (g *peakGauge) Add(delta float64) {
 func TestSlotsBoundConcurrentWorkersEndToEnd(t *testing.T) {
 	const (
 		maxGlobal, maxPerRepo = 2, 1
-		branches, files       = 4, 10
+		branches, files       = 3, 10
 		rounds                = 3
 	)
 	srv := MustGitServer(t)
@@ -178,7 +194,7 @@ func TestSlotsBoundConcurrentWorkersEndToEnd(t *testing.T) {
 		active       *peakGauge
 	}
 	var workers []branchWorker
-	for _, repo := range []string{"slots-a", "slots-b"} {
+	for _, repo := range []string{"slots-a", "slots-b", "slots-c"} {
 		url := MustRepo(t, srv, repo)
 		reg := metrics.New()
 		active := &peakGauge{Gauge: reg.Mirror.ActiveWorkers, parent: global}
@@ -289,250 +305,4 @@ func mustTree(tb testing.TB, srv *testenv.GitServer, repo, branch string, want m
 			tb.Errorf("%s@%s: unexpected file %s", repo, branch, path)
 		}
 	}
-}
-
-// Builders of pending intents for the coalesce tests.
-var (
-	alice = Signature{Name: "alice", Email: "alice@example.com"}
-	bob   = Signature{Name: "bob", Email: "bob@example.com"}
-)
-
-func write(author Signature, path, content string) item {
-	return item{change: Change{Path: path, Content: []byte(content), Author: author, Summary: "update " + path}}
-}
-
-func del(author Signature, path string) item {
-	return item{change: Change{Path: path, Author: author, Summary: "delete " + path}}
-}
-
-func syncProd(live ...string) item {
-	s := &Sync{Scopes: []string{"clusters/prod/"}, Live: map[string]struct{}{}}
-	for _, p := range live {
-		s.Live[p] = struct{}{}
-	}
-	return item{sync: s}
-}
-
-func TestCoalesceKeepsLatestContentPerPath(t *testing.T) {
-	a, b, c := cmPath("a"), cmPath("b"), cmPath("c")
-	staging, notes := Path("clusters/staging", "", "configmaps", "default", "x"), "clusters/prod/notes.txt"
-	type want struct {
-		path    string
-		content *string // nil = delete
-	}
-	v := func(s string) *string { return &s }
-	cases := []struct {
-		name  string
-		runs  []run
-		syncs int // the first items of the result
-		want  []want
-	}{
-		{"latest write per path across authors", []run{
-			{alice, []item{write(alice, a, "a1"), write(alice, b, "b1")}},
-			{bob, []item{write(bob, a, "a2"), write(bob, c, "c1")}},
-			{alice, []item{write(alice, b, "b2")}},
-		}, 0, []want{{a, v("a2")}, {b, v("b2")}, {c, v("c1")}}},
-		{"a delete after writes is kept", []run{
-			{alice, []item{write(alice, a, "a1"), write(alice, b, "b1")}},
-			{bob, []item{del(bob, a)}},
-		}, 0, []want{{a, nil}, {b, v("b1")}}},
-		{"a write after a delete wins", []run{
-			{alice, []item{del(alice, a)}},
-			{bob, []item{write(bob, a, "a2")}},
-		}, 0, []want{{a, v("a2")}}},
-		{"a sync goes first and turns the writes it orphaned into deletes", []run{
-			{alice, []item{write(alice, a, "a1"), write(alice, b, "b1")}},
-			{testBot, []item{syncProd(b)}},
-			{bob, []item{write(bob, c, "c1")}},
-		}, 1, []want{{a, nil}, {b, v("b1")}, {c, v("c1")}}},
-		{"a write after a sync survives it", []run{
-			{testBot, []item{syncProd()}},
-			{alice, []item{write(alice, a, "a1")}},
-			{testBot, []item{syncProd(a)}},
-		}, 2, []want{{a, v("a1")}}},
-		{"a sync orphans only yaml files in its scope", []run{
-			{alice, []item{write(alice, staging, "s1"), write(alice, notes, "n1")}},
-			{testBot, []item{syncProd()}},
-		}, 1, []want{{staging, v("s1")}, {notes, v("n1")}}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got := coalesce(tc.runs, testBot)
-			if len(got) != 1 || got[0].author != testBot {
-				t.Fatalf("coalesce = %d runs (first by %v), want one run by the bot", len(got), got[0].author)
-			}
-			items := got[0].items
-			if len(items) != tc.syncs+len(tc.want) {
-				t.Fatalf("coalesced run has %d items, want %d syncs then %d changes: %s",
-					len(items), tc.syncs, len(tc.want), describe(got))
-			}
-			for i, it := range items[:tc.syncs] {
-				if it.sync == nil {
-					t.Errorf("item %d is a change to %s, want a sync", i, it.change.Path)
-				}
-			}
-			for i, w := range tc.want {
-				it := items[tc.syncs+i]
-				switch {
-				case it.sync != nil:
-					t.Errorf("change %d is a sync, want %s", i, w.path)
-				case it.change.Path != w.path:
-					t.Errorf("change %d is to %s, want %s", i, it.change.Path, w.path)
-				case !it.change.Author.IsZero():
-					t.Errorf("%s keeps author %v, want the bot", w.path, it.change.Author)
-				case w.content == nil && it.change.Content != nil:
-					t.Errorf("%s = %q, want a delete", w.path, it.change.Content)
-				case w.content != nil && !bytes.Equal(it.change.Content, []byte(*w.content)):
-					t.Errorf("%s = %q, want %q", w.path, describeContent(it.change.Content), *w.content)
-				}
-			}
-		})
-	}
-}
-
-// TestCoalescedRunsReplayToTheSameTree checks coalesce against its contract on random
-// histories: applying the one coalesced run gives the tree that replaying every run gives.
-func TestCoalescedRunsReplayToTheSameTree(t *testing.T) {
-	pool := []string{cmPath("a"), cmPath("b"), cmPath("c"), cmPath("d"),
-		Path("clusters/staging", "", "configmaps", "default", "x"), "clusters/prod/notes.txt"}
-	rnd := rand.New(rand.NewPCG(1, 2))
-	authors := []Signature{alice, bob, {}}
-	for n := range 2000 {
-		start := map[string]string{}
-		for _, p := range pool {
-			if rnd.IntN(2) == 0 {
-				start[p] = "seed"
-			}
-		}
-		var runs []run
-		for r := range 1 + rnd.IntN(6) {
-			author := authors[rnd.IntN(len(authors))]
-			var items []item
-			for i := range 1 + rnd.IntN(6) {
-				p := pool[rnd.IntN(len(pool))]
-				switch k := rnd.IntN(10); {
-				case k < 6:
-					items = append(items, write(author, p, fmt.Sprintf("v%d.%d", r, i)))
-				case k < 9:
-					items = append(items, del(author, p))
-				default:
-					var live []string
-					for _, p := range pool {
-						if rnd.IntN(2) == 0 {
-							live = append(live, p)
-						}
-					}
-					items = append(items, syncProd(live...))
-				}
-			}
-			runs = append(runs, run{author: author, items: items})
-		}
-		want := replay(start, runs)
-		merged := coalesce(runs, testBot)
-		if got := replay(start, merged); !maps.Equal(got, want) {
-			t.Fatalf("history %d: coalesced tree %v, replayed tree %v\nstart %v\nruns %s\ncoalesced %s",
-				n, got, want, start, describe(runs), describe(merged))
-		}
-	}
-}
-
-// replay applies runs to a tree of path → content the way commits do: item by item, a sync
-// deleting the orphans of the tree as it stands.
-func replay(start map[string]string, runs []run) map[string]string {
-	tree := maps.Clone(start)
-	for _, r := range runs {
-		for _, it := range r.items {
-			switch {
-			case it.sync != nil:
-				maps.DeleteFunc(tree, func(p, _ string) bool { return orphaned(p, it.sync) })
-			case it.change.Content == nil:
-				delete(tree, it.change.Path)
-			default:
-				tree[it.change.Path] = string(it.change.Content)
-			}
-		}
-	}
-	return tree
-}
-
-// describe renders runs for a failure message.
-func describe(runs []run) string {
-	var sb strings.Builder
-	for _, r := range runs {
-		fmt.Fprintf(&sb, "\n  %s:", r.author.Name)
-		for _, it := range r.items {
-			if it.sync != nil {
-				fmt.Fprintf(&sb, " sync(live %v)", slices.Sorted(maps.Keys(it.sync.Live)))
-				continue
-			}
-			fmt.Fprintf(&sb, " %s=%s", it.change.Path, describeContent(it.change.Content))
-		}
-	}
-	return sb.String()
-}
-
-func describeContent(c []byte) string {
-	if c == nil {
-		return "<delete>"
-	}
-	return string(c)
-}
-
-func TestPendingStaysBoundedDuringOutage(t *testing.T) {
-	const paths, changes = 300, 3000
-	limits := BatchLimits{MaxFiles: 100, MaxWait: time.Hour, Quiet: time.Hour}
-	// What a worker holds: the pending runs, merged past maxPendingItems into one change per
-	// path, plus the batch being filled.
-	bound := max(maxPendingItems, paths) + limits.MaxFiles
-	srv := MustGitServer(t)
-	w := StartWorker(t, MustRepo(t, srv, "bounded"), "", limits)
-	want := map[string]string{}
-	change := func(p, round int) Change {
-		name := fmt.Sprintf("cm-%03d", p)
-		c := Change{Path: cmPath(name), Summary: "update " + name}
-		if round == changes/paths-1 && p%10 == 0 {
-			delete(want, c.Path)
-			return c // the last round deletes every tenth object
-		}
-		c.Content = configMap(name, fmt.Sprint(round), 200)
-		want[c.Path] = testenv.BlobHash(c.Content)
-		return c
-	}
-	for p := range paths {
-		MustEnqueue(t, w, change(p, -1))
-	}
-	MustFlush(t, w)
-
-	srv.SetAvailable(false)
-	authors := []Signature{alice, bob, {}}
-	peak := 0
-	for i := range changes {
-		c := change(i%paths, i/paths)
-		c.Author = authors[i/paths%len(authors)]
-		MustEnqueue(t, w, c)
-		peak = max(peak, w.Status().Pending)
-	}
-	// Once the queue is empty every change was taken by the worker; it reports its status after
-	// each push attempt, so after two more failures the status counts them all.
-	eventually(t, 30*time.Second, "the queue to drain", func() (bool, error) { return len(w.in) == 0, nil })
-	failures := w.metric(t, "push_failures_total")
-	eventually(t, 30*time.Second, "two more failed pushes", func() (bool, error) {
-		return w.metric(t, "push_failures_total") >= failures+2, nil
-	})
-	s := w.Status()
-	peak = max(peak, s.Pending)
-	if peak > bound {
-		t.Errorf("%d changes pending during the outage, want at most %d", peak, bound)
-	}
-	if s.Pending == 0 || s.LastError == nil {
-		t.Errorf("status during outage = %+v, want pending changes and an error", s)
-	}
-
-	srv.SetAvailable(true)
-	MustFlush(t, w)
-	mustTree(t, srv, "bounded", "main", want)
-	if s := w.Status(); s.Pending != 0 || s.LastError != nil {
-		t.Errorf("status after the outage = %+v, want nothing pending and no error", s)
-	}
-	mustFsck(t, srv, "bounded")
 }

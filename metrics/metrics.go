@@ -18,8 +18,9 @@ const Namespace = "gitops_reverser"
 // Registry holds the daemon's collectors. Packages receive the collectors they update; only the
 // daemon serves the registry.
 type Registry struct {
-	reg    *prometheus.Registry
-	Mirror *Mirror
+	reg         *prometheus.Registry
+	Mirror      *Mirror
+	Attribution *Attribution
 }
 
 // New creates a registry with the Go runtime and process collectors and a build_info gauge.
@@ -30,7 +31,7 @@ func New() *Registry {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildInfo(),
 	)
-	return &Registry{reg: reg, Mirror: newMirror(reg)}
+	return &Registry{reg: reg, Mirror: newMirror(reg), Attribution: newAttribution(reg)}
 }
 
 // Gather returns the current value of every collector, for tests and benchmarks.

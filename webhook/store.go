@@ -1,0 +1,176 @@
+package webhook
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jellydator/ttlcache/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/metrics"
+	"github.com/configbutler/gitops-reverser/sanitize"
+)
+
+// Defaults of StoreConfig.
+const (
+	DefaultTTL      = 60 * time.Second
+	DefaultCapacity = 10000
+)
+
+// StoreConfig configures a Store. Zero values take the defaults.
+type StoreConfig struct {
+	TTL      time.Duration    // how long an admission record waits for its watch event; default 60s
+	Capacity int              // records kept at most; the least recently used goes first; default 10000
+	Now      func() time.Time // the clock that ages records; default time.Now (tests inject one)
+	Metrics  *metrics.Attribution
+	Bot      gitops.Signature // the author Author returns on a miss
+}
+
+// Store correlates the two signals of one change: the admission webhook says who asked for it
+// (Record), the watch says it persisted (Author). Both sides key it by group/kind, namespace/name,
+// operation and the hash of the sanitized object (DELETE: identity and operation only), so the
+// pairing needs no ordering between the two streams, whose resourceVersions are not comparable.
+// A record is used at most once. Safe for concurrent use.
+type Store struct {
+	cache *ttlcache.Cache[key, entry]
+	ttl   time.Duration
+	now   func() time.Time
+	bot   gitops.Signature
+
+	hits, misses, expired prometheus.Counter
+	unsubscribe           func() // ends the eviction subscription, waiting for running callbacks
+
+	life sync.Mutex
+	done chan struct{} // closed when the expiry loop has returned; nil when not started
+	once sync.Once
+}
+
+// key identifies one change. Version is left out: the object's apiVersion is in the hashed bytes.
+type key struct {
+	op, group, kind, namespace, name, hash string
+}
+
+// entry is what the admission side knew about the change.
+type entry struct {
+	author gitops.Signature
+	groups []string
+	at     time.Time // by Store.now, so tests age records without waiting
+}
+
+// NewStore returns a Store; call Start to have expired records removed in the background.
+func NewStore(cfg StoreConfig) *Store {
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.Capacity <= 0 {
+		cfg.Capacity = DefaultCapacity
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New().Attribution // counted, but in a registry nobody serves
+	}
+	s := &Store{
+		cache: ttlcache.New(
+			ttlcache.WithTTL[key, entry](cfg.TTL),
+			ttlcache.WithCapacity[key, entry](uint64(cfg.Capacity)),
+			ttlcache.WithDisableTouchOnHit[key, entry](),
+		),
+		ttl:     cfg.TTL,
+		now:     cfg.Now,
+		bot:     cfg.Bot,
+		hits:    cfg.Metrics.EnrichHits,
+		misses:  cfg.Metrics.EnrichMisses,
+		expired: cfg.Metrics.Evictions.WithLabelValues(metrics.EvictedExpired),
+	}
+	capacity := cfg.Metrics.Evictions.WithLabelValues(metrics.EvictedCapacity)
+	s.unsubscribe = s.cache.OnEviction(func(_ context.Context, r ttlcache.EvictionReason, _ *ttlcache.Item[key, entry]) {
+		switch r {
+		case ttlcache.EvictionReasonCapacityReached:
+			capacity.Inc()
+		case ttlcache.EvictionReasonExpired:
+			s.expired.Inc()
+		}
+	})
+	return s
+}
+
+// Record notes that user asked for op on the object. content is the canonical YAML of the
+// sanitized object (sanitize.YAML(sanitize.Object(obj))); it is hashed, not kept, and ignored for
+// DELETE. A second record of the same change replaces the first: the last writer is the author.
+func (s *Store) Record(op string, gk schema.GroupKind, namespace, name string, content []byte, user authenticationv1.UserInfo) {
+	author := signatureOf(user)
+	if author.IsZero() {
+		return
+	}
+	s.cache.Set(s.key(op, gk, namespace, name, content), entry{author: author, groups: user.Groups, at: s.now()}, ttlcache.DefaultTTL)
+}
+
+// Author returns who made the change the watch saw, and removes the record: on a hit the admission
+// user and true; on a miss (never recorded, already used, expired, evicted) the bot and false.
+// content is as for Record, computed from the watched object.
+func (s *Store) Author(op string, gk schema.GroupKind, namespace, name string, content []byte) (gitops.Signature, bool) {
+	item, ok := s.cache.GetAndDelete(s.key(op, gk, namespace, name, content))
+	if ok && s.now().Sub(item.Value().at) > s.ttl {
+		s.expired.Inc() // aged out by our clock before ttlcache's own removed it
+		ok = false
+	}
+	if !ok {
+		s.misses.Inc()
+		return s.bot, false
+	}
+	s.hits.Inc()
+	return item.Value().author, true
+}
+
+// Len is the number of records waiting for their watch event.
+func (s *Store) Len() int { return s.cache.Len() }
+
+// Start runs the removal of expired records in a goroutine until Stop.
+func (s *Store) Start() {
+	s.life.Lock()
+	defer s.life.Unlock()
+	if s.done != nil {
+		return
+	}
+	done := make(chan struct{})
+	s.done = done
+	go func() {
+		defer close(done)
+		s.cache.Start()
+	}()
+}
+
+// Stop ends the expiry goroutine and waits for it and for pending eviction callbacks, so the
+// counters are final when it returns. Records and lookups still work, but later capacity and
+// expiry evictions are no longer counted.
+func (s *Store) Stop() {
+	s.life.Lock()
+	if done := s.done; done != nil {
+		for stopped := false; !stopped; {
+			// ttlcache's Stop is a no-op until Start's goroutine has begun; ask again until it ends.
+			s.cache.Stop()
+			select {
+			case <-done:
+				stopped = true
+			case <-time.After(time.Millisecond):
+			}
+		}
+		s.done = nil
+	}
+	s.life.Unlock()
+	s.once.Do(s.unsubscribe)
+}
+
+func (s *Store) key(op string, gk schema.GroupKind, namespace, name string, content []byte) key {
+	k := key{op: op, group: gk.Group, kind: gk.Kind, namespace: namespace, name: name}
+	if op != "DELETE" {
+		k.hash = sanitize.Hash(content)
+	}
+	return k
+}
