@@ -235,12 +235,23 @@ func (w *watcher) write(ctx context.Context, obj *unstructured.Unstructured, op 
 		if t.ops&op == 0 || h == skip {
 			continue
 		}
-		c := gitops.Change{Path: paths[i], Content: content, Author: author, Summary: "update " + w.describe(obj)}
+		c := gitops.Change{Path: paths[i], Content: content, Author: author, Summary: verb(opName) + " " + w.describe(obj)}
 		if err := t.sink.Enqueue(ctx, c); err != nil {
 			return nil, h, err
 		}
 	}
 	return paths, h, nil
+}
+
+// verb names a change in a commit message: what the watch saw, or "sync" for a listed object.
+func verb(opName string) string {
+	switch opName {
+	case "CREATE":
+		return "create"
+	case "UPDATE":
+		return "update"
+	}
+	return "sync"
 }
 
 func (w *watcher) groupKind() schema.GroupKind {

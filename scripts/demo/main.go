@@ -53,6 +53,9 @@ func run() error {
 	}
 
 	step("starting gitops-reverser")
+	if err := createNamespace(ctx, cp, daemonNS); err != nil {
+		return err
+	}
 	logFile := filepath.Join(cp.Dir, "gitops-reverser.log")
 	logs, err := os.Create(logFile)
 	if err != nil {
@@ -61,10 +64,12 @@ func run() error {
 	defer logs.Close()
 	daemonCtx, stopDaemon := context.WithCancel(ctx)
 	daemonDone := make(chan error, 1)
+	metricsAddr, webhookAddr := loopback(), loopback()
 	go func() {
 		daemonDone <- daemon.Run(daemonCtx, []string{"gitops-reverser",
-			"--kubeconfig", kubeconfig, "--work-dir", filepath.Join(cp.Dir, "work"),
-			"--metrics-bind-address", loopback(), "--health-probe-bind-address", loopback(),
+			"--kubeconfig", kubeconfig, "--work-dir", filepath.Join(cp.Dir, "work"), "--namespace", daemonNS,
+			"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", loopback(),
+			"--webhook-bind-address", webhookAddr, "--webhook-url", "https://" + webhookAddr,
 			"--git-batch-quiet-ms", "500", "--log-format", "json",
 		}, io.Discard, logs)
 	}()
@@ -73,7 +78,7 @@ func run() error {
 		<-daemonDone
 	}()
 
-	d := &demo{cp: cp, git: git}
+	d := &demo{cp: cp, git: git, metricsAddr: metricsAddr}
 	if err := d.seed(ctx); err != nil {
 		return err
 	}
@@ -126,13 +131,13 @@ func (d *demo) printLog() error {
 
 var errTimeout = errors.New("timed out waiting for the mirror")
 
-// waitForHistory waits until every demo object is in the repository.
+// waitForHistory waits until every demo object is in the repository and both users' commits are.
 func (d *demo) waitForHistory(ctx context.Context) error {
 	step("waiting for the changes to reach Git")
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		files, err := d.git.Files("cluster-state", "main")
-		if err == nil && containsAll(files, d.expected) {
+		if err == nil && containsAll(files, d.expected) && d.authored("alice", "bob") {
 			return nil
 		}
 		select {
@@ -142,6 +147,24 @@ func (d *demo) waitForHistory(ctx context.Context) error {
 		}
 	}
 	return errTimeout
+}
+
+// authored reports whether every user has a commit in the repository.
+func (d *demo) authored(users ...string) bool {
+	log, err := d.git.Log("cluster-state", "main")
+	if err != nil {
+		return false
+	}
+	seen := map[string]bool{}
+	for _, c := range log {
+		seen[c.AuthorName] = true
+	}
+	for _, u := range users {
+		if !seen[u] {
+			return false
+		}
+	}
+	return true
 }
 
 func containsAll(files, want []string) bool {

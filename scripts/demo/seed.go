@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -22,12 +26,24 @@ import (
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
-const demoNS = "demo"
+const (
+	demoNS   = "demo"
+	daemonNS = "gitops-reverser-system"
+)
 
 type demo struct {
-	cp       *testenv.ControlPlane
-	git      *testenv.GitServer
-	expected []string // repository paths the mirror must write
+	cp          *testenv.ControlPlane
+	git         *testenv.GitServer
+	metricsAddr string
+	expected    []string // repository paths the mirror must write
+}
+
+func createNamespace(ctx context.Context, cp *testenv.ControlPlane, name string) error {
+	admin := kubernetes.NewForConfigOrDie(cp.AdminConfig())
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	return nil
 }
 
 // seed applies the sample configuration and then works on the cluster as alice and bob.
@@ -37,8 +53,8 @@ func (d *demo) seed(ctx context.Context) error {
 	if err := crds.WaitEstablished(ctx, d.cp.AdminConfig(), slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		return err
 	}
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNS}}, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create namespace: %w", err)
+	if err := createNamespace(ctx, d.cp, demoNS); err != nil {
+		return err
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git-credentials", Namespace: demoNS},
 		StringData: map[string]string{"username": d.git.Username, "password": d.git.Password}}
@@ -73,7 +89,54 @@ func (d *demo) seed(ctx context.Context) error {
 			return fmt.Errorf("%s's permissions: %w", user, err)
 		}
 	}
+	step("waiting until the apiserver calls the daemon's admission webhook")
+	if err := d.waitWebhook(ctx, admin); err != nil {
+		return err
+	}
 	return d.work(ctx)
+}
+
+// waitWebhook writes throwaway ConfigMaps in namespace default (not mirrored) until the daemon's
+// webhook has seen one: from then on every change is credited to whoever made it.
+func (d *demo) waitWebhook(ctx context.Context, admin kubernetes.Interface) error {
+	for i := 0; i < 600; i++ {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "webhook-probe-", Namespace: "default"}}
+		if _, err := admin.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("probe the webhook: %w", err)
+		}
+		if reviews, _ := scrape(d.metricsAddr, "gitops_reverser_admission_reviews_total"); reviews > 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return errors.New("the apiserver never called the admission webhook")
+}
+
+// scrape sums every series of one metric from the daemon's /metrics.
+func scrape(addr, name string) (float64, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, name); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, "{")) {
+			if i := strings.LastIndexByte(rest, ' '); i >= 0 {
+				v, _ := strconv.ParseFloat(rest[i+1:], 64)
+				sum += v
+			}
+		}
+	}
+	return sum, nil
 }
 
 // waitAllowed waits until the RBAC authorizer has picked up the user's new RoleBinding.
