@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -18,32 +19,72 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/configbutler/gitops-reverser/daemon"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 func main() {
-	if err := run(); err != nil {
+	kubeconfig := flag.String("kubeconfig", "", "use this existing cluster (e.g. kind) instead of starting a local control plane")
+	webhookHost := flag.String("webhook-host", "127.0.0.1", "address of this machine as the cluster's apiserver reaches it (for kind: the docker network gateway)")
+	flag.Parse()
+	if err := run(*kubeconfig, *webhookHost); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// cluster is where the demo runs: the embedded control plane or an existing cluster. The demo
+// users act through impersonation, which works the same on both.
+type cluster struct {
+	kubeconfig string
+	admin      *rest.Config
+	dir        string // scratch space: repository, work dir, logs
+}
+
+func (c *cluster) as(user string) *rest.Config {
+	cfg := rest.CopyConfig(c.admin)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	return cfg
+}
+
+func openCluster(ctx context.Context, kubeconfig string) (*cluster, func(), error) {
+	if kubeconfig != "" {
+		admin, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, nil, fmt.Errorf("load kubeconfig: %w", err)
+		}
+		dir, err := os.MkdirTemp("", "gitops-reverser-demo-")
+		if err != nil {
+			return nil, nil, err
+		}
+		return &cluster{kubeconfig: kubeconfig, admin: admin, dir: dir}, func() { _ = os.RemoveAll(dir) }, nil
+	}
 	step("starting a local control plane (etcd + kube-apiserver; the first run builds them, a few minutes)")
 	cp, err := testenv.Start(ctx)
 	if err != nil {
+		return nil, nil, err
+	}
+	path := filepath.Join(cp.Dir, "kubeconfig")
+	if err := cp.WriteKubeconfig(path); err != nil {
+		cp.Stop()
+		return nil, nil, err
+	}
+	return &cluster{kubeconfig: path, admin: cp.AdminConfig(), dir: cp.Dir}, cp.Stop, nil
+}
+
+func run(kubeconfig, webhookHost string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, closeCluster, err := openCluster(ctx, kubeconfig)
+	if err != nil {
 		return err
 	}
-	defer cp.Stop()
-	kubeconfig := filepath.Join(cp.Dir, "kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
-		return err
-	}
+	defer closeCluster()
 	step("starting a Git server with an empty repository")
-	git, err := testenv.StartGitServer(filepath.Join(cp.Dir, "git"), "demo", "demo-password")
+	git, err := testenv.StartGitServer(filepath.Join(c.dir, "git"), "demo", "demo-password")
 	if err != nil {
 		return err
 	}
@@ -53,10 +94,10 @@ func run() error {
 	}
 
 	step("starting gitops-reverser")
-	if err := createNamespace(ctx, cp, daemonNS); err != nil {
+	if err := createNamespace(ctx, c.admin, daemonNS); err != nil {
 		return err
 	}
-	logFile := filepath.Join(cp.Dir, "gitops-reverser.log")
+	logFile := filepath.Join(c.dir, "gitops-reverser.log")
 	logs, err := os.Create(logFile)
 	if err != nil {
 		return err
@@ -64,10 +105,10 @@ func run() error {
 	defer logs.Close()
 	daemonCtx, stopDaemon := context.WithCancel(ctx)
 	daemonDone := make(chan error, 1)
-	metricsAddr, webhookAddr := loopback(), loopback()
+	metricsAddr, webhookAddr := loopback(), freeAddr(webhookHost)
 	go func() {
 		daemonDone <- daemon.Run(daemonCtx, []string{"gitops-reverser",
-			"--kubeconfig", kubeconfig, "--work-dir", filepath.Join(cp.Dir, "work"), "--namespace", daemonNS,
+			"--kubeconfig", c.kubeconfig, "--work-dir", filepath.Join(c.dir, "work"), "--namespace", daemonNS,
 			"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", loopback(),
 			"--webhook-bind-address", webhookAddr, "--webhook-url", "https://" + webhookAddr,
 			"--git-batch-quiet-ms", "500", "--log-format", "json",
@@ -78,7 +119,7 @@ func run() error {
 		<-daemonDone
 	}()
 
-	d := &demo{cp: cp, git: git, metricsAddr: metricsAddr}
+	d := &demo{cluster: c, git: git, metricsAddr: metricsAddr}
 	if err := d.seed(ctx); err != nil {
 		return err
 	}
@@ -91,8 +132,8 @@ func run() error {
 	if os.Getenv("DEMO_ONCE") != "" {
 		return nil
 	}
-	fmt.Printf("\ndaemon log: %s\nkubeconfig: %s\n", logFile, kubeconfig)
-	fmt.Println("the daemon keeps mirroring; try: KUBECONFIG=" + kubeconfig + " kubectl -n demo create configmap hello --from-literal=a=b")
+	fmt.Printf("\ndaemon log: %s\nkubeconfig: %s\n", logFile, c.kubeconfig)
+	fmt.Println("the daemon keeps mirroring; try: KUBECONFIG=" + c.kubeconfig + " kubectl -n demo create configmap hello --from-literal=a=b")
 	fmt.Println("press Ctrl-C to stop")
 	<-ctx.Done()
 	return nil
@@ -101,10 +142,13 @@ func run() error {
 func step(msg string) { fmt.Println("==> " + msg) }
 
 // loopback picks a free loopback address for the daemon's endpoints.
-func loopback() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func loopback() string { return freeAddr("127.0.0.1") }
+
+// freeAddr picks a free port on host.
+func freeAddr(host string) string {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
-		return "127.0.0.1:0"
+		return net.JoinHostPort(host, "0")
 	}
 	defer l.Close()
 	return l.Addr().String()

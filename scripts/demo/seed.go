@@ -15,12 +15,14 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/testenv"
@@ -32,15 +34,16 @@ const (
 )
 
 type demo struct {
-	cp          *testenv.ControlPlane
+	*cluster
 	git         *testenv.GitServer
 	metricsAddr string
 	expected    []string // repository paths the mirror must write
 }
 
-func createNamespace(ctx context.Context, cp *testenv.ControlPlane, name string) error {
-	admin := kubernetes.NewForConfigOrDie(cp.AdminConfig())
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+func createNamespace(ctx context.Context, cfg *rest.Config, name string) error {
+	admin := kubernetes.NewForConfigOrDie(cfg)
+	_, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", name, err)
 	}
 	return nil
@@ -48,12 +51,12 @@ func createNamespace(ctx context.Context, cp *testenv.ControlPlane, name string)
 
 // seed applies the sample configuration and then works on the cluster as alice and bob.
 func (d *demo) seed(ctx context.Context) error {
-	admin := kubernetes.NewForConfigOrDie(d.cp.AdminConfig())
+	admin := kubernetes.NewForConfigOrDie(d.admin)
 	step("applying a GitRepoConfig, a GitDestination and a WatchRule in namespace " + demoNS)
-	if err := crds.WaitEstablished(ctx, d.cp.AdminConfig(), slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+	if err := crds.WaitEstablished(ctx, d.admin, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		return err
 	}
-	if err := createNamespace(ctx, d.cp, demoNS); err != nil {
+	if err := createNamespace(ctx, d.admin, demoNS); err != nil {
 		return err
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git-credentials", Namespace: demoNS},
@@ -85,7 +88,7 @@ func (d *demo) seed(ctx context.Context) error {
 		return err
 	}
 	for _, user := range []string{"alice", "bob"} {
-		if err := waitAllowed(ctx, kubernetes.NewForConfigOrDie(d.cp.UserConfig(user))); err != nil {
+		if err := waitAllowed(ctx, kubernetes.NewForConfigOrDie(d.as(user))); err != nil {
 			return fmt.Errorf("%s's permissions: %w", user, err)
 		}
 	}
@@ -150,7 +153,7 @@ func waitAllowed(ctx context.Context, client kubernetes.Interface) error {
 }
 
 func (d *demo) applyConfig(ctx context.Context) error {
-	dyn := dynamic.NewForConfigOrDie(d.cp.AdminConfig())
+	dyn := dynamic.NewForConfigOrDie(d.admin)
 	objects := []struct {
 		gvr schema.GroupVersionResource
 		obj any
@@ -178,8 +181,8 @@ func (d *demo) applyConfig(ctx context.Context) error {
 
 // work creates and edits demo objects as alice and bob.
 func (d *demo) work(ctx context.Context) error {
-	alice := kubernetes.NewForConfigOrDie(d.cp.UserConfig("alice"))
-	bob := kubernetes.NewForConfigOrDie(d.cp.UserConfig("bob"))
+	alice := kubernetes.NewForConfigOrDie(d.as("alice"))
+	bob := kubernetes.NewForConfigOrDie(d.as("bob"))
 	step("alice creates ConfigMap app-config and Deployment web")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config", Namespace: demoNS},
 		Data: map[string]string{"LOG_LEVEL": "info", "FEATURES": "search,checkout\n"}}
