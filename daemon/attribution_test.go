@@ -204,22 +204,31 @@ func TestUnreachableWebhookFallsBackToTheBot(t *testing.T) {
 	}
 }
 
+var users = []string{"alice", "bob", "carol", "dave"}
+
+// attributionWorld is a mirrored namespace with 50 ConfigMaps obj-00…obj-49 that the users may
+// edit, and a daemon whose webhook the apiserver already calls.
+func attributionWorld(t testing.TB, ns string, users []string) (*testenv.GitServer, *kubernetes.Clientset) {
+	t.Helper()
+	srv, kube := mirrorSetup(t, ns)
+	grant(t, kube, ns, users...)
+	d := startAttributingDaemon(t, "")
+	waitRegistered(t, d, kube, ns)
+	for i := range 50 {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("obj-%02d", i), Namespace: ns}}
+		if _, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return srv, kube
+}
+
 // TestInterleavedUsersAreAttributed has 4 users update 50 ConfigMaps 500 times each, interleaved.
 // Every file a commit changes must carry the content written by the commit's author.
 func TestInterleavedUsersAreAttributed(t *testing.T) {
 	ns := "interleaved"
-	srv, kube := mirrorSetup(t, ns)
-	users := []string{"alice", "bob", "carol", "dave"}
-	grant(t, kube, ns, users...)
-	d := startAttributingDaemon(t, "")
-	waitRegistered(t, d, kube, ns)
+	srv, kube := attributionWorld(t, ns, users)
 	ctx := context.Background()
-	for i := range 50 {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("obj-%02d", i), Namespace: ns}}
-		if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	var wg sync.WaitGroup
 	for _, u := range users {
 		client := userClient(cp.UserConfig(u))

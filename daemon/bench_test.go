@@ -221,18 +221,8 @@ func BenchmarkSeed10000(b *testing.B) {
 func BenchmarkAttributionAt200PerSecond(b *testing.B) {
 	for range b.N {
 		ns := fmt.Sprintf("bench-attr-%d", time.Now().UnixNano())
-		srv, kube := mirrorSetup(b, ns)
-		users := []string{"alice", "bob", "carol", "dave"}
-		grant(b, kube, ns, users...)
-		d := startAttributingDaemon(b, "")
-		waitRegistered(b, d, kube, ns)
+		srv, kube := attributionWorld(b, ns, users)
 		ctx := context.Background()
-		for i := range 50 {
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("obj-%02d", i), Namespace: ns}}
-			if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-				b.Fatal(err)
-			}
-		}
 		clients := map[string]*dynamic.DynamicClient{}
 		for _, u := range users {
 			clients[u] = dynamic.NewForConfigOrDie(cp.UserConfig(u))
