@@ -70,7 +70,7 @@ func newLogger(w io.Writer, cfg Config) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	}
 	f, isFile := w.(*os.File)
-	return slog.New(tint.NewHandler(w, &tint.Options{
+	return slog.New(tint.NewTextHandler(w, &tint.Options{
 		Level:   cfg.LogLevel,
 		NoColor: !isFile || !term.IsTerminal(int(f.Fd())),
 	}))

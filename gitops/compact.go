@@ -3,7 +3,9 @@ package gitops
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,7 +64,7 @@ func appendPackHashes(hashes []plumbing.Hash, idxPath string) ([]plumbing.Hash, 
 	if err != nil {
 		return nil, fmt.Errorf("compact clone: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	idx := idxfile.NewMemoryIndex()
 	if err := idxfile.NewDecoder(f).Decode(idx); err != nil {
 		return nil, fmt.Errorf("compact clone: read %s: %w", idxPath, err)
@@ -71,11 +73,14 @@ func appendPackHashes(hashes []plumbing.Hash, idxPath string) ([]plumbing.Hash, 
 	if err != nil {
 		return nil, fmt.Errorf("compact clone: read %s: %w", idxPath, err)
 	}
-	defer entries.Close()
+	defer func() { _ = entries.Close() }()
 	for {
 		e, err := entries.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		if err != nil {
-			break // io.EOF at the end
+			return nil, fmt.Errorf("compact clone: read %s: %w", idxPath, err)
 		}
 		hashes = append(hashes, e.Hash)
 	}

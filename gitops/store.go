@@ -60,9 +60,6 @@ func (s *store) put(typ plumbing.ObjectType, data []byte) plumbing.Hash {
 	return h
 }
 
-// pending is the number of overlay objects, i.e. objects the next push sends.
-func (s *store) pending() int { return len(s.order) }
-
 // dropOverlay forgets the objects of commits that will never be pushed (they are rebuilt on a
 // new tip).
 func (s *store) dropOverlay() {
@@ -100,7 +97,7 @@ func (s *store) read(typ plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s %s: %w", typ, h, err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	data := make([]byte, obj.Size())
 	if _, err := io.ReadFull(r, data); err != nil {
 		return nil, fmt.Errorf("read %s %s: %w", typ, h, err)

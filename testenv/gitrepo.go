@@ -88,7 +88,7 @@ func (s *GitServer) FileHashes(repo, branch string) (map[string]string, error) {
 // BlobHash is the git object hash of a file with this content.
 func BlobHash(content []byte) string {
 	h := sha1.New()
-	fmt.Fprintf(h, "blob %d\x00", len(content))
+	_, _ = fmt.Fprintf(h, "blob %d\x00", len(content))
 	h.Write(content)
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -156,7 +156,7 @@ func (s *GitServer) PushCommit(repo, branch string, author Signature, message st
 	if err != nil {
 		return "", fmt.Errorf("push commit: create work dir: %w", err)
 	}
-	defer os.RemoveAll(work)
+	defer func() { _ = os.RemoveAll(work) }()
 	env := []string{
 		"GIT_AUTHOR_NAME=" + author.Name, "GIT_AUTHOR_EMAIL=" + author.Email,
 		"GIT_COMMITTER_NAME=" + author.Name, "GIT_COMMITTER_EMAIL=" + author.Email,

@@ -91,7 +91,7 @@ func httpStatus(t *testing.T, url, user, pass string) (int, http.Header) {
 	if err != nil {
 		t.Fatalf("get %s: %v", url, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode, resp.Header
 }

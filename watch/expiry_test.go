@@ -26,7 +26,7 @@ func TestExpiredWatchRelistsAndFindsMissedDeletes(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		defer etcd.Close()
+		defer func() { _ = etcd.Close() }()
 		ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
 		defer cancel()
 		resp, err := etcd.Delete(ctx, fmt.Sprintf("/registry/configmaps/%s/doomed", e.ns))

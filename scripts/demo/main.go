@@ -102,7 +102,7 @@ func run(kubeconfig, webhookHost string) error {
 	if err != nil {
 		return err
 	}
-	defer logs.Close()
+	defer func() { _ = logs.Close() }()
 	daemonCtx, stopDaemon := context.WithCancel(ctx)
 	daemonDone := make(chan error, 1)
 	metricsAddr, webhookAddr := loopback(), freeAddr(webhookHost)
@@ -116,7 +116,9 @@ func run(kubeconfig, webhookHost string) error {
 	}()
 	defer func() {
 		stopDaemon()
-		<-daemonDone
+		if err := <-daemonDone; err != nil {
+			fmt.Fprintln(os.Stderr, "gitops-reverser:", err)
+		}
 	}()
 
 	d := &demo{cluster: c, git: git, metricsAddr: metricsAddr}
@@ -150,7 +152,7 @@ func freeAddr(host string) string {
 	if err != nil {
 		return net.JoinHostPort(host, "0")
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().String()
 }
 
@@ -160,7 +162,7 @@ func (d *demo) printLog() error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	clone := exec.Command("git", "clone", "-q", d.git.AuthURL("cluster-state"), dir)
 	clone.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
 	if out, err := clone.CombinedOutput(); err != nil {
