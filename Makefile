@@ -6,9 +6,13 @@ SHELL := /usr/bin/env bash
 TOOLS_CACHE ?= $(HOME)/.cache/gitops-reverser/tools
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT := $(TOOLS_CACHE)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
+# install/helm_test.go builds the same helm into the same place; a test keeps its version equal to this one.
+HELM_VERSION := v3.22.0
+HELM := $(TOOLS_CACHE)/helm-$(HELM_VERSION)/helm
+CHART := deploy/helm/gitops-reverser
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build test lint testenv testenv-bins demo bench clean
+.PHONY: all build test lint helm-lint testenv testenv-bins demo bench clean
 
 all: build
 
@@ -22,7 +26,7 @@ test: testenv-bins ## vet and run every test against a real apiserver and real g
 	go vet ./...
 	go test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
-lint: $(GOLANGCI_LINT) ## gofmt, go vet, golangci-lint
+lint: $(GOLANGCI_LINT) helm-lint ## gofmt, go vet, golangci-lint, helm lint
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
@@ -30,6 +34,13 @@ lint: $(GOLANGCI_LINT) ## gofmt, go vet, golangci-lint
 
 $(GOLANGCI_LINT):
 	GOBIN=$(dir $@) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+helm-lint: $(HELM) ## helm lint the chart with its default values and with every option on
+	$(HELM) lint --strict $(CHART)
+	$(HELM) lint --strict $(CHART) --values $(CHART)/ci/all-options-values.yaml
+
+$(HELM):
+	GOBIN=$(dir $@) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 testenv: ## start a control plane and a git server for manual use; prints a kubeconfig path
 	go run ./testenv/cmd/testenv

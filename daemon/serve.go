@@ -52,13 +52,18 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	ready.crdsEstablished.Store(true)
 	log.Info("started", "host", kube.Host, "installCRDs", cfg.InstallCRDs, "watchIngestion", cfg.EnableWatchIngestion)
 
-	var mirrorErr error
 	if cfg.EnableWatchIngestion {
-		mirrorErr = runMirror(ctx, cfg, kube, core, reg, log)
+		// runMirror returns when ctx ends, or early when the mirror cannot start at all (e.g. the
+		// webhook's certificate Secret cannot be created): then the daemon exits instead of
+		// staying up, ready and idle, so the failure shows as a restarting Pod.
+		if err := runMirror(ctx, cfg, kube, core, reg, log); err != nil {
+			log.Error("mirror stopped", "err", err)
+			return errors.Join(err, stopServers())
+		}
 	}
 	<-ctx.Done()
 	log.Info("shutting down")
-	return errors.Join(mirrorErr, stopServers())
+	return stopServers()
 }
 
 // runMirror runs the cluster → Git mirror, with the admission webhook crediting authors unless

@@ -1,0 +1,93 @@
+{{/* Name of the chart, for the app.kubernetes.io/name label. */}}
+{{- define "gitops-reverser.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Full name of every resource, and the Service name the daemon registers its webhook with
+(--webhook-service-name). A release named gitops-reverser gives the names of deploy/.
+*/}}
+{{- define "gitops-reverser.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "gitops-reverser.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "gitops-reverser.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "gitops-reverser.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "gitops-reverser.labels" -}}
+helm.sh/chart: {{ include "gitops-reverser.chart" . }}
+{{ include "gitops-reverser.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: gitops-reverser
+{{- end }}
+
+{{- define "gitops-reverser.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "gitops-reverser.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The certificate mode, checked once for every template that depends on it. */}}
+{{- define "gitops-reverser.certMode" -}}
+{{- $mode := .Values.webhook.certificate.mode }}
+{{- if not (has $mode (list "self-managed" "cert-manager" "existing-secret")) }}
+{{- fail (printf "webhook.certificate.mode must be self-managed, cert-manager or existing-secret, got %q" $mode) }}
+{{- end }}
+{{- $mode }}
+{{- end }}
+
+{{/*
+The Secret with tls.crt, tls.key and ca.crt that the chart mounts for the webhook, or nothing
+when the daemon manages its own certificate (or runs no webhook).
+*/}}
+{{- define "gitops-reverser.webhookCertSecret" -}}
+{{- $mode := include "gitops-reverser.certMode" . }}
+{{- if .Values.webhook.enabled }}
+{{- if eq $mode "cert-manager" }}
+{{- printf "%s-webhook-cert" (include "gitops-reverser.fullname" .) }}
+{{- else if eq $mode "existing-secret" }}
+{{- required "webhook.certificate.secretName is required with webhook.certificate.mode existing-secret" .Values.webhook.certificate.secretName }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Where the webhook's certificate Secret is mounted (--webhook-cert-dir). */}}
+{{- define "gitops-reverser.webhookCertDir" -}}
+/var/run/secrets/gitops-reverser/webhook-tls
+{{- end }}
+
+{{/* Where the config file is mounted (--config). */}}
+{{- define "gitops-reverser.configDir" -}}
+/etc/gitops-reverser
+{{- end }}
+
+{{/*
+The daemon's config file: the `config` values, which must not set what the chart passes as
+arguments (a flag overrides the file, so such a key would be silently ignored).
+*/}}
+{{- define "gitops-reverser.configFile" -}}
+{{- range $key := list "namespace" "webhook-service-name" "install-crds" "enable-webhook" "webhook-cert-dir" "webhook-bind-address" "metrics-bind-address" "health-probe-bind-address" }}
+{{- if hasKey $.Values.config $key }}
+{{- fail (printf "config.%s is passed as an argument by the chart; set the value that owns it instead (see values.yaml)" $key) }}
+{{- end }}
+{{- end }}
+{{- toYaml .Values.config }}
+{{- end }}
