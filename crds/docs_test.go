@@ -1,0 +1,115 @@
+package crds_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/configbutler/gitops-reverser/crds"
+)
+
+// TestReferenceDocumentsEveryField keeps docs/crds.md in step with the schemas: every spec field
+// of every kind has a row.
+func TestReferenceDocumentsEveryField(t *testing.T) {
+	doc, err := os.ReadFile("../docs/crds.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs, err := crds.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range defs {
+		if !strings.Contains(string(doc), "## "+crd.Spec.Names.Kind+"\n") {
+			t.Errorf("docs/crds.md has no section for %s", crd.Spec.Names.Kind)
+		}
+		spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+		for _, path := range fieldPaths(spec, "spec.") {
+			if !strings.Contains(string(doc), "| `"+path+"` |") {
+				t.Errorf("docs/crds.md lacks a row for %s %s", crd.Spec.Names.Kind, path)
+			}
+		}
+	}
+}
+
+func fieldPaths(s apiextensionsv1.JSONSchemaProps, prefix string) []string {
+	var out []string
+	for name, p := range s.Properties {
+		path := prefix + name
+		out = append(out, path)
+		out = append(out, fieldPaths(p, path+".")...)
+		if p.Items != nil && p.Items.Schema != nil {
+			out = append(out, fieldPaths(*p.Items.Schema, path+"[].")...)
+		}
+	}
+	return out
+}
+
+// TestDocumentedExamplesAreValid has the apiserver validate (dry run) every object of the YAML
+// examples in README.md and docs/crds.md, so the examples cannot rot.
+func TestDocumentedExamplesAreValid(t *testing.T) {
+	cp := mustControlPlane(t)
+	ctx := context.Background()
+	if err := crds.Install(ctx, cp.AdminConfig(), slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
+	for _, ns := range []string{"gitops-reverser-system", "team-a"} {
+		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig())
+	for _, file := range []string{"../README.md", "../docs/crds.md"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, block := range yamlBlocks(string(b)) {
+			for _, doc := range strings.Split(block, "\n---\n") {
+				u := &unstructured.Unstructured{}
+				if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+					t.Fatalf("%s: example does not parse: %v\n%s", file, err, doc)
+				}
+				if u.GetAPIVersion() != crds.GroupVersion.String() {
+					continue
+				}
+				n++
+				gvr := crds.GroupVersion.WithResource(strings.ToLower(u.GetKind()) + "s")
+				var res dynamic.ResourceInterface = dyn.Resource(gvr)
+				if ns := u.GetNamespace(); ns != "" {
+					res = dyn.Resource(gvr).Namespace(ns)
+				}
+				if _, err := res.Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"}); err != nil {
+					t.Errorf("%s: %s %s is refused: %v", file, u.GetKind(), u.GetName(), err)
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no configbutler.ai example found", file)
+		}
+	}
+}
+
+// yamlBlocks returns the contents of the ```yaml fenced blocks of a Markdown text.
+func yamlBlocks(md string) []string {
+	var out []string
+	for _, part := range strings.Split(md, "```yaml\n")[1:] {
+		block, _, _ := strings.Cut(part, "```")
+		out = append(out, block)
+	}
+	return out
+}
