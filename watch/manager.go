@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing/transport"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -214,6 +213,3 @@ func list[T any](m *Manager, gvr schema.GroupVersionResource) []*T {
 	}
 	return out
 }
-
-// authFor is the worker's auth: nil for a repository without a Secret.
-func authFor(d *destination) transport.AuthMethod { return d.repo.creds.auth }

@@ -61,22 +61,22 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	}
 	m.applyWatchers(ctx, dests, specs)
 	for _, d := range dests {
-		cond := d.cond
-		if w := m.workers[workerKeyOf(d)]; w != nil && d.usable {
-			if st := w.worker.Status(); st.LastError != nil {
-				cond = notReady("PushFailing", "pushing to %s@%s fails (retrying): %v", d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch, st.LastError)
-			}
-		}
-		errs = append(errs, m.reporter.report(ctx, crds.GitDestinations, crds.KindGitDestination, d.obj, d.obj.Status, cond))
+		errs = append(errs, m.reporter.report(ctx, crds.GitDestinations, crds.KindGitDestination, d.obj, d.obj.Status, m.destinationCondition(d)))
 	}
 	return errors.Join(errs...)
 }
 
-func workerKeyOf(d *destination) string {
+// destinationCondition is the destination's resolved condition, unless its worker's last push failed.
+func (m *Manager) destinationCondition(d *destination) condition {
 	if !d.usable {
-		return ""
+		return d.cond
 	}
-	return d.workerKey()
+	if w := m.workers[d.workerKey()]; w != nil {
+		if st := w.worker.Status(); st.LastError != nil {
+			return notReady("PushFailing", "pushing to %s@%s fails (retrying): %v", d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch, st.LastError)
+		}
+	}
+	return d.cond
 }
 
 type ruleRef struct {
@@ -188,7 +188,7 @@ func (m *Manager) startWorker(ctx context.Context, d *destination) *running {
 	ctx, cancel := context.WithCancel(ctx)
 	url, branch := d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch
 	w := gitops.NewWorker(gitops.WorkerConfig{
-		Remote:   gitops.Remote{URL: url, Branch: branch, Auth: authFor(d)},
+		Remote:   gitops.Remote{URL: url, Branch: branch, Auth: d.repo.creds.auth},
 		WorkDir:  m.opts.WorkDir,
 		Limits:   m.opts.Limits,
 		Identity: m.opts.Identity,

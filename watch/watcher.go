@@ -119,7 +119,7 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 		}
 		for i := range page.Items {
 			obj := &page.Items[i]
-			paths, h, err := w.write(ctx, obj, opCreate|opUpdate, 0, "")
+			paths, h, err := w.write(ctx, obj, "", 0)
 			if err != nil {
 				return "", err
 			}
@@ -187,11 +187,11 @@ func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstruct
 	k := key(obj)
 	switch typ {
 	case watch.Added, watch.Modified:
-		op, opName := opUpdate, "UPDATE"
+		opName := "UPDATE"
 		if typ == watch.Added {
-			op, opName = opCreate, "CREATE"
+			opName = "CREATE"
 		}
-		_, h, err := w.write(ctx, obj, op, w.hashes[k], opName)
+		_, h, err := w.write(ctx, obj, opName, w.hashes[k])
 		if err == nil {
 			w.hashes[k] = h
 		}
@@ -213,11 +213,12 @@ func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstruct
 	return nil
 }
 
-// write sanitizes obj and hands its canonical YAML to every target whose operations include op.
-// An object whose content hash equals skip (a status-only update) is not sent at all. A watch
-// event (opName CREATE or UPDATE) is credited to whoever the webhook saw making it; a listed
-// object (opName "") to the bot. It returns the path written per target and the content hash.
-func (w *watcher) write(ctx context.Context, obj *unstructured.Unstructured, op ops, skip uint64, opName string) ([]string, uint64, error) {
+// write sanitizes obj and hands its canonical YAML to every target whose operations include
+// opName. A watch event (CREATE or UPDATE) is credited to whoever the webhook saw making it; a
+// listed object (opName "", counted as either) to the bot. An object whose content hash equals
+// skip (a status-only update) is not sent at all. It returns the path per target and the hash.
+func (w *watcher) write(ctx context.Context, obj *unstructured.Unstructured, opName string, skip uint64) ([]string, uint64, error) {
+	op := writeOps[opName]
 	w.metrics.ObjectsScanned.Inc()
 	content, err := sanitize.YAML(sanitize.Object(obj.Object))
 	if err != nil {
@@ -232,10 +233,10 @@ func (w *watcher) write(ctx context.Context, obj *unstructured.Unstructured, op 
 	paths := make([]string, len(w.targets))
 	for i, t := range w.targets {
 		paths[i] = w.path(t, obj)
-		if t.ops&op == 0 || h == skip {
+		if t.ops&op.bits == 0 || h == skip {
 			continue
 		}
-		c := gitops.Change{Path: paths[i], Content: content, Author: author, Summary: verb(opName) + " " + w.describe(obj)}
+		c := gitops.Change{Path: paths[i], Content: content, Author: author, Summary: op.verb + " " + w.describe(obj)}
 		if err := t.sink.Enqueue(ctx, c); err != nil {
 			return nil, h, err
 		}
@@ -243,15 +244,15 @@ func (w *watcher) write(ctx context.Context, obj *unstructured.Unstructured, op 
 	return paths, h, nil
 }
 
-// verb names a change in a commit message: what the watch saw, or "sync" for a listed object.
-func verb(opName string) string {
-	switch opName {
-	case "CREATE":
-		return "create"
-	case "UPDATE":
-		return "update"
-	}
-	return "sync"
+// writeOps are the operations a write counts as, and its verb in commit messages, by what the
+// watch saw ("" for a listed object, which may be new or changed).
+var writeOps = map[string]struct {
+	bits ops
+	verb string
+}{
+	"CREATE": {opCreate, "create"},
+	"UPDATE": {opUpdate, "update"},
+	"":       {opCreate | opUpdate, "sync"},
 }
 
 func (w *watcher) groupKind() schema.GroupKind {
