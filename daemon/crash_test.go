@@ -29,14 +29,7 @@ import (
 func mirrorSetup(t testing.TB, ns string) (*testenv.GitServer, *kubernetes.Clientset) {
 	t.Helper()
 	ctx := context.Background()
-	srv, err := testenv.StartGitServer(t.TempDir(), "daemon", "pw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	if _, err := srv.CreateRepo("state"); err != nil {
-		t.Fatal(err)
-	}
+	srv := testenv.MustGitServer(t, "daemon", "pw", "state")
 	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
 	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig())
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -46,15 +45,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
-}
+func freeAddr(t testing.TB) string { return testenv.FreeAddr(t) }
 
 // pollStatus GETs url until it answers want or the deadline passes, and returns the last body.
 func pollStatus(t testing.TB, url string, want int, exited <-chan struct{}) string {

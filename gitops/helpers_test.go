@@ -32,12 +32,7 @@ var (
 // MustGitServer starts a smart-HTTP Git server for the test.
 func MustGitServer(tb testing.TB) *testenv.GitServer {
 	tb.Helper()
-	srv, err := testenv.StartGitServer(tb.TempDir(), "user", "pass")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = srv.Close() })
-	return srv
+	return testenv.MustGitServer(tb, "user", "pass")
 }
 
 // MustRepo creates an empty repository and returns its URL.

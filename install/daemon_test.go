@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 // shippedDaemon is the daemon binary running with deploy/config.yaml's config file.
@@ -150,15 +151,7 @@ func waitWebhookCalled(t testing.TB, d *shippedDaemon, kube kubernetes.Interface
 	})
 }
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
-}
+func freeAddr(t testing.TB) string { return testenv.FreeAddr(t) }
 
 // syncBuffer is a bytes.Buffer safe to read while the daemon process writes its log into it.
 type syncBuffer struct {

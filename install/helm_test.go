@@ -246,20 +246,7 @@ func TestChartRendersAndPassesServerDryRun(t *testing.T) {
 				t.Fatalf("the chart renders\n%v\nwant\n%v", got, tc.want)
 			}
 			stdout, stderr := kubectl(t, kubeconfig, strings.NewReader(rendered), cache, "apply", "--dry-run=server", "-f", "-")
-			for _, o := range objs {
-				ref := strings.ToLower(o.GetKind()) + "/" + o.GetName()
-				if group := o.GroupVersionKind().Group; group != "" {
-					ref = strings.ToLower(o.GetKind()) + "." + group + "/" + o.GetName()
-				}
-				if !slices.ContainsFunc(strings.Split(stdout, "\n"), func(line string) bool {
-					return strings.HasPrefix(line, ref+" ") && strings.HasSuffix(line, "(server dry run)")
-				}) {
-					t.Errorf("server dry run did not report %s:\n%s", ref, stdout)
-				}
-			}
-			if strings.Contains(stderr, "PodSecurity") {
-				t.Errorf("the Deployment does not meet the namespace's Pod Security level:\n%s", stderr)
-			}
+			checkDryRun(t, objs, stdout, stderr)
 		})
 	}
 }

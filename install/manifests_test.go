@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
@@ -105,20 +106,7 @@ func TestKustomizeManifestsPassServerDryRun(t *testing.T) {
 	// A server dry run does not create the Namespace, and the namespaced objects need it.
 	kubectl(t, kubeconfig, nil, "apply", "-f", deployPath("namespace.yaml"))
 	stdout, stderr := kubectl(t, kubeconfig, nil, "apply", "-k", deployPath(), "--dry-run=server")
-	for _, o := range objs {
-		ref := strings.ToLower(o.GetKind()) + "/" + o.GetName()
-		if group := o.GroupVersionKind().Group; group != "" {
-			ref = strings.ToLower(o.GetKind()) + "." + group + "/" + o.GetName()
-		}
-		if !slices.ContainsFunc(strings.Split(stdout, "\n"), func(line string) bool {
-			return strings.HasPrefix(line, ref+" ") && strings.HasSuffix(line, "(server dry run)")
-		}) {
-			t.Errorf("server dry run did not report %s:\n%s", ref, stdout)
-		}
-	}
-	if strings.Contains(stderr, "PodSecurity") {
-		t.Errorf("the Deployment does not meet the namespace's Pod Security level:\n%s", stderr)
-	}
+	checkDryRun(t, objs, stdout, stderr)
 
 	// The Pod Security check above is live: the same Deployment without its securityContext is
 	// reported.
@@ -366,4 +354,24 @@ func deref[T any](p *T) any {
 		return nil
 	}
 	return *p
+}
+
+// checkDryRun fails the test unless kubectl's server dry run reported every object, and no Pod
+// Security warning.
+func checkDryRun(t *testing.T, objs []*unstructured.Unstructured, stdout, stderr string) {
+	t.Helper()
+	for _, o := range objs {
+		ref := strings.ToLower(o.GetKind()) + "/" + o.GetName()
+		if group := o.GroupVersionKind().Group; group != "" {
+			ref = strings.ToLower(o.GetKind()) + "." + group + "/" + o.GetName()
+		}
+		if !slices.ContainsFunc(strings.Split(stdout, "\n"), func(line string) bool {
+			return strings.HasPrefix(line, ref+" ") && strings.HasSuffix(line, "(server dry run)")
+		}) {
+			t.Errorf("server dry run did not report %s:\n%s", ref, stdout)
+		}
+	}
+	if strings.Contains(stderr, "PodSecurity") {
+		t.Errorf("the Deployment does not meet the namespace's Pod Security level:\n%s", stderr)
+	}
 }

@@ -98,14 +98,7 @@ func prepareInstall(t *testing.T, kube kubernetes.Interface, admin string) *test
 	kubectl(t, admin, nil, "apply", "-f", deployPath("namespace.yaml"), "-f", deployPath("rbac.yaml"))
 	waitAuthorized(t, authorizationv1.ResourceAttributes{Verb: "list", Group: crds.Group, Resource: "gitrepoconfigs"})
 
-	srv, err := testenv.StartGitServer(t.TempDir(), "daemon", "pw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	if _, err := srv.CreateRepo("state"); err != nil {
-		t.Fatal(err)
-	}
+	srv := testenv.MustGitServer(t, "daemon", "pw", "state")
 	credentials := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git-credentials", Namespace: systemNamespace},
 		StringData: map[string]string{"username": "daemon", "password": "pw"}}
 	if _, err := kube.CoreV1().Secrets(systemNamespace).Create(ctx, credentials, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
