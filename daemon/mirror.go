@@ -22,7 +22,7 @@ const controllerName = "gitops-reverser"
 
 // bot is the daemon in Git: the committer of every commit, and the author of changes nobody can
 // be credited with.
-var bot = gitops.Signature{Name: controllerName, Email: controllerName + "@configbutler.ai"}
+var bot = gitops.Bot
 
 // newMirror builds the cluster → Git manager from the configuration.
 // With attr (the webhook is enabled) changes are credited to their authors.

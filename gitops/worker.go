@@ -12,9 +12,11 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
-// Defaults of a worker's identity and queue.
-var defaultBot = Signature{Name: "gitops-reverser", Email: "gitops-reverser@configbutler.ai"}
+// Bot is the daemon in Git: the committer of every commit and the author of every change nobody
+// can be credited with, unless Identity says otherwise.
+var Bot = Signature{Name: "gitops-reverser", Email: "gitops-reverser@configbutler.ai"}
 
+// Bounds of a worker's queue and shutdown.
 const (
 	queueSize       = 1024
 	shutdownTimeout = 10 * time.Second
@@ -66,7 +68,7 @@ type request struct {
 func NewWorker(cfg WorkerConfig) *Worker {
 	id := cfg.Identity
 	if id.Bot.IsZero() {
-		id.Bot = defaultBot
+		id.Bot = Bot
 	}
 	if id.Committer.IsZero() {
 		id.Committer = id.Bot
