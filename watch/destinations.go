@@ -7,7 +7,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -53,25 +52,17 @@ func (d *destination) workerKey() string {
 	return gitops.WorkerKey(d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch) + "-" + d.repo.creds.key
 }
 
-// reachability caches ls-remote results, so a reconcile does not contact every remote each time.
+// reachability caches ls-remote results until the next discovery refresh forgets them, so a
+// reconcile does not contact every remote each time the configuration changes. Only the
+// manager's goroutine uses it.
 type reachability struct {
-	mu      sync.Mutex
-	results map[string]reachResult
-	ttl     time.Duration
-}
-
-type reachResult struct {
-	err error
-	at  time.Time
+	results map[string]error
 }
 
 func (r *reachability) check(ctx context.Context, url string, creds credentials) error {
 	k := url + "\x00" + creds.key
-	r.mu.Lock()
-	res, ok := r.results[k]
-	r.mu.Unlock()
-	if ok && time.Since(res.at) < r.ttl {
-		return res.err
+	if err, ok := r.results[k]; ok {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -80,18 +71,12 @@ func (r *reachability) check(ctx context.Context, url string, creds credentials)
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		err = nil // an empty repository is a fine place to start
 	}
-	r.mu.Lock()
-	r.results[k] = reachResult{err: err, at: time.Now()}
-	r.mu.Unlock()
+	r.results[k] = err
 	return err
 }
 
 // forget drops cached results so the next check contacts the remote again.
-func (r *reachability) forget() {
-	r.mu.Lock()
-	clear(r.results)
-	r.mu.Unlock()
-}
+func (r *reachability) forget() { clear(r.results) }
 
 // resolveDestinations checks every destination against its repository: the repository exists and
 // is ready, the branch is allowed, and no other destination on the same repository and branch

@@ -97,7 +97,7 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 	return &Manager{
 		opts: opts, dyn: dyn, core: core, disco: disco,
 		reporter: &reporter{dyn: dyn, recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "gitops-reverser"})},
-		reach:    &reachability{results: map[string]reachResult{}, ttl: opts.DiscoveryRefresh},
+		reach:    &reachability{results: map[string]error{}},
 		trigger:  make(chan struct{}, 1),
 		workers:  map[string]*running{},
 		watchers: map[string]*running{},
