@@ -29,11 +29,14 @@ func notReady(reason, format string, args ...any) condition {
 	return condition{reason: reason, message: fmt.Sprintf(format, args...)}
 }
 
-// repo is a GitRepoConfig with its credentials resolved and its remote checked.
+// repo is a GitRepoConfig with its credentials resolved and its remote checked. An unreachable
+// remote is only reported: workers keep retrying until it answers again, so a passing outage
+// neither stops them nor drops what they have not pushed yet. Unusable credentials stop them.
 type repo struct {
-	obj   *crds.GitRepoConfig
-	creds credentials
-	cond  condition
+	obj     *crds.GitRepoConfig
+	creds   credentials
+	credsOK bool
+	cond    condition
 }
 
 // destination is a GitDestination resolved to a repository, a branch and a folder. Usable ones
@@ -98,7 +101,7 @@ func resolveDestinations(objs []*crds.GitDestination, repos map[string]*repo) []
 		case !ok:
 			d.cond = notReady("RepoNotFound", "GitRepoConfig %s not found", repoName)
 			continue
-		case !r.cond.ready:
+		case !r.credsOK:
 			d.cond = notReady("RepoNotReady", "GitRepoConfig %s is not ready: %s", repoName, r.cond.message)
 			continue
 		case !slices.Contains(r.obj.Spec.AllowedBranches, obj.Spec.Branch):
@@ -115,6 +118,9 @@ func resolveDestinations(objs []*crds.GitDestination, repos map[string]*repo) []
 		d.usable = true
 		d.cond = condition{ready: true, reason: "Ready", message: fmt.Sprintf("writing %s@%s under %s/",
 			r.obj.Spec.RepoURL, obj.Spec.Branch, path.Clean(obj.Spec.BaseFolder))}
+		if !r.cond.ready {
+			d.cond = notReady("RepoUnreachable", "GitRepoConfig %s: %s; changes wait and are retried", repoName, r.cond.message)
+		}
 	}
 	return out
 }
@@ -160,6 +166,7 @@ func (m *Manager) checkRepo(ctx context.Context, r *repo) condition {
 		}
 		r.creds = creds
 	}
+	r.credsOK = true
 	if err := m.reach.check(ctx, r.obj.Spec.RepoURL, r.creds); err != nil {
 		return notReady("Unreachable", "cannot list %s: %v", r.obj.Spec.RepoURL, err)
 	}
