@@ -151,20 +151,33 @@ func (m *Manager) resolveRepos(ctx context.Context) map[string]*repo {
 			m.opts.Log.Warn("report status", "err", err)
 		}
 	}
+	for name := range m.creds {
+		if out[name] == nil {
+			delete(m.creds, name) // the GitRepoConfig is gone
+		}
+	}
 	return out
 }
 
+// checkRepo loads the repository's credentials and checks that its remote answers. When the
+// Secret cannot be read for a passing reason (the API is briefly unavailable), the credentials
+// last read keep the workers going.
 func (m *Manager) checkRepo(ctx context.Context, r *repo) condition {
+	name := r.obj.Namespace + "/" + r.obj.Name
 	if ref := r.obj.Spec.SecretRef; ref != nil {
 		creds, err := loadCredentials(ctx, m.core, r.obj.Namespace, ref.Name, m.opts.WorkDir)
 		var bad errSecret
 		switch {
 		case errors.As(err, &bad):
+			delete(m.creds, name)
 			return notReady("SecretInvalid", "%s", bad.msg)
 		case err != nil:
+			last, ok := m.creds[name]
+			r.creds, r.credsOK = last, ok
 			return notReady("SecretUnreadable", "%v", err)
 		}
 		r.creds = creds
+		m.creds[name] = creds
 	}
 	r.credsOK = true
 	if err := m.reach.check(ctx, r.obj.Spec.RepoURL, r.creds); err != nil {

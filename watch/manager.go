@@ -60,7 +60,8 @@ type Manager struct {
 	resources []APIResource
 	workers   map[string]*running
 	watchers  map[string]*running
-	warned    map[string]bool // rules already warned about selecting Secrets, by uid/generation
+	warned    map[string]bool        // rules already warned about selecting Secrets, by uid/generation
+	creds     map[string]credentials // last credentials read per GitRepoConfig namespace/name
 }
 
 // running is a goroutine the manager started and can stop.
@@ -102,6 +103,7 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 		workers:  map[string]*running{},
 		watchers: map[string]*running{},
 		warned:   map[string]bool{},
+		creds:    map[string]credentials{},
 	}, nil
 }
 
