@@ -145,6 +145,6 @@ func (w *Worker) landed(pack []byte) {
 	} else if err := w.repo.compactIfNeeded(); err != nil {
 		w.log.Warn("compact clone", "err", err) // lookups get slower, nothing is lost
 	}
-	w.log.Debug("pushed", "tip", tip, "commits", stats.commits, "written", stats.written, "deleted", stats.deleted)
+	w.log.Info("pushed", "tip", tip, "commits", stats.commits, "written", stats.written, "deleted", stats.deleted)
 	w.setStatus(func(s *WorkerStatus) { s.LastPushed, s.LastError = tip.String(), nil })
 }

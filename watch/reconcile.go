@@ -214,11 +214,16 @@ func (m *Manager) startWatcher(ctx context.Context, s *watcherSpec) *running {
 	client := m.dyn.Resource(s.sel.GVR)
 	w := &watcher{
 		sel: s.sel, targets: s.targets, metrics: m.opts.Metrics, client: client, authors: m.opts.Authors,
-		log: m.opts.Log.With("resource", s.sel.GVR.String(), "namespace", s.sel.Namespace),
+		log: m.opts.Log.With("resource", s.sel.GVR.GroupResource().String(), "version", s.sel.GVR.Version, "namespace", s.sel.Namespace),
 	}
 	if s.sel.Namespace != "" {
 		w.client = client.Namespace(s.sel.Namespace)
 	}
+	dests := make([]string, len(s.targets))
+	for i, t := range s.targets {
+		dests[i] = t.destination
+	}
+	w.log.Info("watching", "destinations", dests)
 	r := &running{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
