@@ -213,3 +213,40 @@ func TestDaemonExitsWhenTheMirrorCannotStart(t *testing.T) {
 		t.Errorf("output does not say what failed:\n%s", out)
 	}
 }
+
+// TestDaemonWaitsForCRDsItDoesNotInstall: with --install-crds=false (Helm owns the CRDs) the
+// daemon does not apply them; it becomes ready once they exist.
+func TestDaemonWaitsForCRDsItDoesNotInstall(t *testing.T) {
+	if err := crds.Install(context.Background(), cp.AdminConfig(), discardLogger()); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	ensureDaemonNamespace(t)
+	healthAddr, webhookAddr := freeAddr(t), freeAddr(t)
+	// At debug level an apply logs "crd created", "crd updated" or "crd unchanged" for each CRD.
+	cmd := exec.Command(daemonBin, "--kubeconfig", kubeconfig, "--work-dir", t.TempDir(), "--install-crds=false", "--log-level=debug",
+		"--metrics-bind-address", freeAddr(t), "--health-probe-bind-address", healthAddr,
+		"--webhook-bind-address", webhookAddr, "--webhook-url", "https://"+webhookAddr)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	pollStatus(t, "http://"+healthAddr+"/readyz", http.StatusOK, exited)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	<-exited // the log is complete, and no longer written to
+	for _, applied := range []string{"crd created", "crd updated", "crd unchanged"} {
+		if strings.Contains(stderr.String(), applied) {
+			t.Errorf("the daemon applied CRDs although told not to (%q):\n%s", applied, stderr.String())
+		}
+	}
+	if !strings.Contains(stderr.String(), "crd established") {
+		t.Errorf("the daemon did not wait for the CRDs:\n%s", stderr.String())
+	}
+}
