@@ -109,6 +109,18 @@ func TestDiscoveryRefreshWatchesNewlyInstalledCRDs(t *testing.T) {
 		return err == nil, errString(err)
 	})
 	e.waitFiles(e.ns + "/gadgets.example.com/g1.yaml")
+
+	// Removing the CRD stops its watch at the next refresh. (Its instances go with it; whether the
+	// watch still sees their deletes before it stops is a race, so the files are not asserted.)
+	if err := ext.ApiextensionsV1().CustomResourceDefinitions().Delete(e.ctx, crd.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the watch of the removed CRD stops", func() (bool, string) {
+		got, _ := e.reg.Gather()
+		c := e.readyCondition(crds.WatchRules, e.ns, "gadgets")
+		return got["gitops_reverser_watches"] == 0 && c != nil && c.Reason == "NothingSelected",
+			fmt.Sprintf("%v watches, condition %+v", got["gitops_reverser_watches"], c)
+	})
 }
 
 func TestSecretsAreNeverWritten(t *testing.T) {
