@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,17 @@ type Resource struct {
 	Operations []string // CREATE | UPDATE | DELETE; empty = all three
 }
 
+// changingOperations are the admission operations that change an object.
+var changingOperations = []string{"CREATE", "UPDATE", "DELETE"}
+
+// operations are the resource's operations, all that change an object when none are listed.
+func (r Resource) operations() []string {
+	if len(r.Operations) == 0 {
+		return changingOperations
+	}
+	return r.Operations
+}
+
 // Watched is the set of resources the mirror currently watches. Set replaces it whole; readers
 // never lock. The zero value (and nil) watches nothing.
 type Watched struct {
@@ -53,17 +65,12 @@ type watchKey struct {
 func (w *Watched) Set(rs []Resource) {
 	index := make(map[watchKey]struct{}, 3*len(rs))
 	for _, r := range rs {
-		ops := r.Operations
-		if len(ops) == 0 {
-			ops = []string{"CREATE", "UPDATE", "DELETE"}
-		}
 		ns := r.Namespace
 		if !r.Namespaced {
 			ns = ""
 		}
-		for _, op := range ops {
-			switch op {
-			case "CREATE", "UPDATE", "DELETE":
+		for _, op := range r.operations() {
+			if slices.Contains(changingOperations, op) {
 				index[watchKey{gvr: r.GVR, namespace: ns, op: op}] = struct{}{}
 			}
 		}

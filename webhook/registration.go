@@ -24,10 +24,6 @@ const (
 	defaultWebhookTimeout   = 2
 )
 
-// defaultOperations are the admission operations a Resource without Operations is registered for:
-// the ones that change an object.
-var defaultOperations = []string{"CREATE", "UPDATE", "DELETE"}
-
 // RegistrationConfig says how the apiserver reaches the webhook server.
 type RegistrationConfig struct {
 	// Admission is the typed admissionregistration client (not the full clientset).
@@ -124,11 +120,7 @@ func rules(rs []Resource) []*admissionv1ac.RuleWithOperationsApplyConfiguration 
 			m = &merged{namespaced: res.Namespaced}
 			byGVR[res.GVR] = m
 		}
-		ops := res.Operations
-		if len(ops) == 0 {
-			ops = defaultOperations
-		}
-		m.ops = append(m.ops, ops...)
+		m.ops = append(m.ops, res.operations()...)
 	}
 	gvrs := make([]schema.GroupVersionResource, 0, len(byGVR))
 	for gvr := range byGVR {
