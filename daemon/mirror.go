@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
@@ -24,29 +25,59 @@ const controllerName = "gitops-reverser"
 // be credited with.
 var bot = gitops.Bot
 
-// newMirror builds the cluster → Git manager from the configuration.
-// With attr (the webhook is enabled) changes are credited to their authors.
-func newMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, m *metrics.Mirror, attr *attribution, log *slog.Logger) (*watch.Manager, error) {
+// mirror is the cluster → Git flow: the watch manager feeding the pool of Git workers.
+type mirror struct {
+	pool    *gitops.Pool
+	manager *watch.Manager
+}
+
+// newMirror builds the mirror from the configuration. The pool gets the Git settings directly;
+// the manager tells it which repositories and branches the configuration asks for. With attr
+// (the webhook is enabled) changes are credited to their authors.
+func newMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, m *metrics.Mirror, attr *attribution, log *slog.Logger) (*mirror, error) {
 	identity, err := gitIdentity(ctx, cfg, core)
 	if err != nil {
 		return nil, err
 	}
-	opts := watch.Options{
-		Expand:           watch.ExpandOptions{WatchAll: cfg.WatchAll, Exclude: cfg.DiscoveryExclude},
-		DiscoveryRefresh: cfg.DiscoveryRefresh,
-		WorkDir:          cfg.WorkDir,
+	mr := &mirror{}
+	mr.pool = gitops.NewPool(gitops.PoolConfig{
+		Secrets: core,
+		WorkDir: cfg.WorkDir,
 		Limits: gitops.BatchLimits{
 			MaxFiles: cfg.BatchMaxFiles, MaxBytes: cfg.BatchMaxBytes, MaxWait: cfg.BatchMaxWait, Quiet: cfg.BatchQuiet,
 		},
-		Identity: identity,
-		Slots:    gitops.NewSlots(cfg.WorkersMaxGlobal, cfg.WorkersMaxPerRepo),
-		Metrics:  m,
-		Log:      log,
+		Identity:   identity,
+		MaxWorkers: cfg.WorkersMaxGlobal, MaxWorkersPerRepo: cfg.WorkersMaxPerRepo,
+		Metrics:    m,
+		Log:        log,
+		OnChange:   func() { mr.manager.Changed() },
+	})
+	opts := watch.Options{
+		Expand:           watch.ExpandOptions{WatchAll: cfg.WatchAll, Exclude: cfg.DiscoveryExclude},
+		DiscoveryRefresh: cfg.DiscoveryRefresh,
+		Pool:             mr.pool,
+		Metrics:          m,
+		Log:              log,
 	}
 	if attr != nil {
 		opts.Authors, opts.OnWatched = attr.store, attr.onWatched
 	}
-	return watch.NewManager(kube, opts)
+	if mr.manager, err = watch.NewManager(kube, opts); err != nil {
+		return nil, err
+	}
+	return mr, nil
+}
+
+// Run runs the mirror until ctx ends. The watchers stop first; then the workers make a last
+// push of everything the watchers handed them.
+func (mr *mirror) Run(ctx context.Context) error {
+	poolCtx, stopPool := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopPool()
+	poolDone := make(chan error, 1)
+	go func() { poolDone <- mr.pool.Run(poolCtx) }()
+	err := mr.manager.Run(ctx)
+	stopPool()
+	return errors.Join(err, <-poolDone)
 }
 
 // gitIdentity is the committer and the trailers of every commit. The cluster is identified by the

@@ -19,6 +19,11 @@ type Signature struct{ Name, Email string }
 // IsZero reports whether the signature names nobody.
 func (s Signature) IsZero() bool { return s.Name == "" && s.Email == "" }
 
+// MaxFileBytes caps one file the mirror writes. etcd keeps objects under ~1.5 MiB of JSON, whose
+// canonical YAML stays below this; an object whose YAML would still exceed it is reported and
+// not written, so one object can neither bloat the history for good nor the daemon's memory.
+const MaxFileBytes = 2 << 20
+
 // Change is one file-level intent: write Content at Path, or delete Path when Content is nil.
 type Change struct {
 	Path    string
@@ -80,7 +85,7 @@ type Remote struct {
 	Auth        transport.AuthMethod // nil = none
 }
 
-// WorkerConfig is everything a Worker needs. Slots, Metrics and Log may be nil.
+// WorkerConfig is everything a Worker needs. Slots, Metrics, Log and OnStatus may be nil.
 type WorkerConfig struct {
 	Remote   Remote
 	WorkDir  string // the clone lives in WorkDir/WorkerKey(URL, Branch)
@@ -89,11 +94,31 @@ type WorkerConfig struct {
 	Slots    *Slots
 	Metrics  *metrics.Mirror
 	Log      *slog.Logger
+	// OnStatus is called from the worker's goroutine when it starts or stops failing, or when
+	// a bound made it coalesce waiting changes. It must not block; Status tells the rest.
+	OnStatus func()
 }
 
 // WorkerStatus is a snapshot of a worker's progress.
 type WorkerStatus struct {
-	LastPushed string // SHA of the last commit the remote accepted (or fetched)
-	LastError  error  // the last push or fetch error, nil once a push lands
-	Pending    int    // changes accepted but not yet pushed
+	URL, Branch  string    // the remote (credentials removed) and branch
+	LastPushed   string    // SHA of the last commit the remote accepted
+	LastPushTime time.Time // when it was accepted
+	LastFetched  string    // SHA of the remote tip at the last fetch
+	LastError    error     // the last push or fetch error, nil once one works again
+	FailingSince time.Time // when LastError went from nil to an error
+	Pending      int       // changes accepted but not yet pushed
+	Coalesced    int       // times a bound merged waiting changes per file (their authors are lost)
+}
+
+// FetchResult is the remote tip after a fetch.
+type FetchResult struct {
+	Tip string // SHA of the branch, "" when the remote has no such branch yet
+	Err error
+}
+
+// Sink takes a destination's file changes. Enqueue and Sync never block.
+type Sink interface {
+	Enqueue(c Change) error
+	Sync(s Sync) error
 }

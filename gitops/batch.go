@@ -14,17 +14,19 @@ const (
 
 // batch collects intents until one of the limits says it is time to commit.
 type batch struct {
-	items       []item
-	files       int
-	bytes       int64
-	first, last time.Time
+	items             []item
+	files             int
+	bytes             int64
+	first, quietUntil time.Time
 }
 
-func (b *batch) add(it item, now time.Time) {
+// add appends an intent that arrived at; the batch may be committed once quietUntil passes
+// without a new one.
+func (b *batch) add(it item, at, quietUntil time.Time) {
 	if len(b.items) == 0 {
-		b.first = now
+		b.first = at
 	}
-	b.last = now
+	b.quietUntil = quietUntil
 	b.items = append(b.items, it)
 	if it.sync == nil {
 		b.files++
@@ -37,14 +39,13 @@ func (b *batch) empty() bool { return len(b.items) == 0 }
 // full reports whether the batch reached its size limits.
 func (b *batch) full(l BatchLimits) bool { return b.files >= l.MaxFiles || b.bytes >= l.MaxBytes }
 
-// deadline is when the batch must be committed even without new changes: after a quiet
+// deadline is when the batch must be committed even without new changes: after its quiet
 // period, and never later than MaxWait after its first change.
 func (b *batch) deadline(l BatchLimits) time.Time {
-	d := b.last.Add(l.Quiet)
-	if max := b.first.Add(l.MaxWait); max.Before(d) {
-		return max
+	if latest := b.first.Add(l.MaxWait); latest.Before(b.quietUntil) {
+		return latest
 	}
-	return d
+	return b.quietUntil
 }
 
 // take empties the batch and splits it into runs of contiguous items by the same author, in

@@ -14,6 +14,7 @@ import (
 type item struct {
 	change Change
 	sync   *Sync
+	at     time.Time // when it was put in the inbox; zero once coalesced
 }
 
 // run is a contiguous run of items by one author; it becomes at most one commit.

@@ -100,7 +100,7 @@ func (w *testWorker) metric(tb testing.TB, name string) float64 {
 func MustEnqueue(tb testing.TB, w *testWorker, changes ...Change) {
 	tb.Helper()
 	for _, c := range changes {
-		if err := w.Enqueue(context.Background(), c); err != nil {
+		if err := w.Enqueue(c); err != nil {
 			tb.Fatal(err)
 		}
 	}

@@ -10,15 +10,18 @@ import (
 
 // instruments updates the mirror collectors; every method is a no-op without metrics.
 type instruments struct {
-	m     *metrics.Mirror
-	depth prometheus.Gauge
+	m         *metrics.Mirror
+	depth     prometheus.Gauge
+	coalesces prometheus.Counter
 }
 
 func newInstruments(m *metrics.Mirror, r Remote) instruments {
 	if m == nil {
 		return instruments{}
 	}
-	return instruments{m: m, depth: m.QueueDepth.WithLabelValues(redactURL(r.URL), r.Branch)}
+	repo := redactURL(r.URL)
+	return instruments{m: m, depth: m.QueueDepth.WithLabelValues(repo, r.Branch),
+		coalesces: m.QueueCoalesced.WithLabelValues(repo, r.Branch)}
 }
 
 func (i instruments) landed(s buildStats) {
@@ -46,6 +49,12 @@ func (i instruments) pushFailure() {
 func (i instruments) active(delta float64) {
 	if i.m != nil {
 		i.m.ActiveWorkers.Add(delta)
+	}
+}
+
+func (i instruments) coalesced(n int) {
+	if i.coalesces != nil {
+		i.coalesces.Add(float64(n))
 	}
 }
 

@@ -213,7 +213,7 @@ func TestSlotsBoundConcurrentWorkersEndToEnd(t *testing.T) {
 		for _, bw := range workers {
 			for i := range files {
 				path, data := content(bw, i, round)
-				if err := bw.w.Enqueue(t.Context(), Change{Path: path, Content: data}); err != nil {
+				if err := bw.w.Enqueue(Change{Path: path, Content: data}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -4,33 +4,44 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
-// Enqueue hands a change to the worker, blocking while its queue is full (backpressure). The
-// worker keeps c.Content: the caller must not modify it afterwards.
-func (w *Worker) Enqueue(ctx context.Context, c Change) error {
+// Enqueue hands a change to the worker. It never blocks: while the remote is slow the changes
+// wait in the inbox, coalesced per path past a bound. The worker keeps c.Content: the caller
+// must not modify it afterwards.
+func (w *Worker) Enqueue(c Change) error {
 	if !validPath(c.Path) {
 		return fmt.Errorf("enqueue change: invalid path %q", c.Path)
 	}
-	return w.send(ctx, request{item: item{change: c}})
+	return w.put(item{change: c})
 }
 
 // Sync declares the live paths under scopes; orphans are deleted in order with the changes
-// enqueued around it. The worker keeps s.Live: the caller must not modify it afterwards.
-func (w *Worker) Sync(ctx context.Context, s Sync) error {
+// enqueued around it. It never blocks. The worker keeps s.Live: the caller must not modify it
+// afterwards.
+func (w *Worker) Sync(s Sync) error {
 	for _, scope := range s.Scopes {
 		if !strings.HasSuffix(scope, "/") || !validPath(strings.TrimSuffix(scope, "/")) {
 			return fmt.Errorf("sync: invalid scope %q", scope)
 		}
 	}
-	return w.send(ctx, request{item: item{sync: &s}})
+	return w.put(item{sync: &s})
+}
+
+func (w *Worker) put(it item) error {
+	if !w.in.put(it, w.identity.Bot) {
+		return ErrStopped
+	}
+	return nil
 }
 
 // Flush commits everything enqueued so far and waits until the remote accepted it.
 func (w *Worker) Flush(ctx context.Context) error {
 	done := make(chan error, 1)
-	if err := w.send(ctx, request{flush: done}); err != nil {
-		return err
+	if !w.in.request(control{flush: done}) {
+		return ErrStopped
 	}
 	select {
 	case err := <-done:
@@ -47,20 +58,27 @@ func (w *Worker) Flush(ctx context.Context) error {
 	}
 }
 
-func (w *Worker) send(ctx context.Context, req request) error {
-	select {
-	case <-w.done:
-		return ErrStopped
-	default:
+// Fetch brings the worker's clone up to date with the remote branch now and returns the tip.
+// Changes not pushed yet are replayed on a moved tip at the next push.
+func (w *Worker) Fetch(ctx context.Context) (FetchResult, error) {
+	done := make(chan FetchResult, 1)
+	if !w.in.request(control{fetch: done}) {
+		return FetchResult{}, ErrStopped
 	}
 	select {
-	case w.in <- req:
-		return nil
+	case r := <-done:
+		return r, r.Err
 	case <-ctx.Done():
-		return ctx.Err()
+		return FetchResult{}, ctx.Err()
 	case <-w.done:
-		return ErrStopped
+		return FetchResult{}, ErrStopped
 	}
+}
+
+// SetAuth replaces the credentials the worker uses from its next request to the remote on; a
+// retry waiting for its backoff is made at once.
+func (w *Worker) SetAuth(auth transport.AuthMethod) {
+	w.in.request(control{auth: &authUpdate{auth: auth}})
 }
 
 // Status is a snapshot of the worker's progress.

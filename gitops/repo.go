@@ -110,6 +110,12 @@ func (r *repo) init() error {
 	return nil
 }
 
+// setAuth replaces the credentials of later fetches and pushes.
+func (r *repo) setAuth(auth transport.AuthMethod) {
+	r.auth = auth
+	r.caps = nil
+}
+
 // tip is the last known remote tip, zero when the branch does not exist (yet).
 func (r *repo) tip() (plumbing.Hash, error) {
 	ref, err := r.sto.Reference(r.tracking)

@@ -17,6 +17,10 @@ type retryPolicy struct {
 
 var defaultRetry = retryPolicy{min: 500 * time.Millisecond, max: 30 * time.Second, maxReplays: 5}
 
+// pushAttemptTimeout bounds one push (fetches and replays included), so a remote that accepts a
+// connection and then never answers is retried instead of holding the worker forever.
+const pushAttemptTimeout = 5 * time.Minute
+
 // delay is the wait after the n-th consecutive failure (n ≥ 1), with ±20% jitter so workers
 // that failed together do not retry together.
 func (p retryPolicy) delay(n int) time.Duration {
@@ -52,7 +56,9 @@ func (w *Worker) push(ctx context.Context) {
 		return // ctx ended; shutdown makes the last attempt
 	}
 	w.m.active(1)
-	err = w.pushPending(ctx)
+	attempt, cancel := context.WithTimeout(ctx, pushAttemptTimeout)
+	err = w.pushPending(attempt)
+	cancel()
 	w.m.active(-1)
 	release()
 	if err == nil {
@@ -60,15 +66,32 @@ func (w *Worker) push(ctx context.Context) {
 		w.notify(nil)
 		return
 	}
-	w.failures++
 	if !errors.Is(err, errRemoteMoved) {
 		w.m.pushFailure()
 	}
-	wait := w.retry.delay(w.failures)
+	wait := w.scheduleRetry()
 	w.log.Warn("push failed, retrying", "err", err, "failures", w.failures, "retry_in", wait)
-	w.setStatus(func(s *WorkerStatus) { s.LastError = err })
+	w.setFailing(err)
+}
+
+// scheduleRetry counts a failure and arms the retry timer with its backoff.
+func (w *Worker) scheduleRetry() time.Duration {
+	w.failures++
+	wait := w.retry.delay(w.failures)
 	w.retrying = true
 	w.retryTimer.Reset(wait)
+	return wait
+}
+
+// onRetry runs when a backoff has passed: push what is pending, or, with nothing pending after
+// a failed fetch, fetch again so the status recovers without waiting for a change.
+func (w *Worker) onRetry(ctx context.Context) {
+	w.retrying = false
+	if len(w.pending) == 0 && w.needFetch {
+		w.fetch(ctx)
+		return
+	}
+	w.pushWanted = true
 }
 
 // pushPending fetches when needed, builds commits and sends them; a rejection because the
@@ -146,5 +169,5 @@ func (w *Worker) landed(pack []byte) {
 		w.log.Warn("compact clone", "err", err) // lookups get slower, nothing is lost
 	}
 	w.log.Info("pushed", "tip", tip, "commits", stats.commits, "written", stats.written, "deleted", stats.deleted)
-	w.setStatus(func(s *WorkerStatus) { s.LastPushed, s.LastError = tip.String(), nil })
+	w.setOK(tip.String())
 }

@@ -16,17 +16,15 @@ import (
 // can be credited with, unless Identity says otherwise.
 var Bot = Signature{Name: "gitops-reverser", Email: "gitops-reverser@configbutler.ai"}
 
-// Bounds of a worker's queue and shutdown.
-const (
-	queueSize       = 1024
-	shutdownTimeout = 10 * time.Second
-)
+// shutdownTimeout bounds the last push attempt when a worker stops.
+const shutdownTimeout = 10 * time.Second
 
 // ErrStopped is returned by calls on a worker whose Run has returned.
 var ErrStopped = errors.New("git worker stopped")
 
 // Worker mirrors changes into one branch of one repository. Run owns the clone; every other
-// method only talks to Run over a bounded channel and is safe from any goroutine.
+// method only leaves work in the worker's inbox, never blocks on the remote, and is safe from
+// any goroutine.
 type Worker struct {
 	remote   Remote
 	dir      string
@@ -35,33 +33,32 @@ type Worker struct {
 	slots    *Slots
 	log      *slog.Logger
 	m        instruments
-	in       chan request
+	in       *inbox
 	done     chan struct{}
 	retry    retryPolicy
+	onStatus func() // told when the failing state flips or the queue was coalesced
 
 	// Owned by the Run goroutine.
-	repo       *repo
-	store      *store
-	base       plumbing.Hash // the remote tip our commits start from
-	needFetch  bool
-	batch      batch
-	pending    []run // committed intents not yet accepted by the remote
-	built      build
-	waiters    []chan error
-	batchTimer *time.Timer
-	retryTimer *time.Timer
-	retrying   bool // a retry is scheduled: new batches wait for it
-	pushWanted bool // a batch was flushed since the last push
-	failures   int
+	repo        *repo
+	store       *store
+	base        plumbing.Hash // the remote tip our commits start from
+	needFetch   bool
+	batch       batch
+	lastArrival time.Time // of the latest change, for the adaptive quiet period
+	pending     []run     // committed intents not yet accepted by the remote
+	built       build
+	waiters     []chan error
+	batchTimer  *time.Timer
+	retryTimer  *time.Timer
+	retrying    bool // a retry is scheduled: new batches wait for it
+	pushWanted  bool // a batch was flushed since the last push
+	failures    int
+	// Coalescings: of the inbox (its running count) and of the pending runs, and the total
+	// already reported.
+	inboxCoalesced, pendingCoalesced, reportedCoalesced int
 
 	mu     sync.Mutex
 	status WorkerStatus
-}
-
-// request is an intent, or a flush when flush is set.
-type request struct {
-	item  item
-	flush chan error
 }
 
 // NewWorker creates a worker; nothing happens until Run.
@@ -77,6 +74,10 @@ func NewWorker(cfg WorkerConfig) *Worker {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	onStatus := cfg.OnStatus
+	if onStatus == nil {
+		onStatus = func() {}
+	}
 	return &Worker{
 		remote:   cfg.Remote,
 		dir:      filepath.Join(cfg.WorkDir, WorkerKey(cfg.Remote.URL, cfg.Remote.Branch)),
@@ -85,9 +86,11 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		slots:    cfg.Slots,
 		log:      log.With("repo", redactURL(cfg.Remote.URL), "branch", cfg.Remote.Branch),
 		m:        newInstruments(cfg.Metrics, cfg.Remote),
-		in:       make(chan request, queueSize),
+		in:       newInbox(),
 		done:     make(chan struct{}),
 		retry:    defaultRetry,
+		onStatus: onStatus,
+		status:   WorkerStatus{URL: redactURL(cfg.Remote.URL), Branch: cfg.Remote.Branch},
 	}
 }
 
@@ -97,30 +100,31 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer close(w.done)
 	rp, err := openRepo(w.dir, w.remote, w.log)
 	if err != nil {
-		w.setStatus(func(s *WorkerStatus) { s.LastError = err })
+		w.in.close()
+		w.setFailing(err)
 		return err
 	}
 	defer rp.close()
 	w.repo, w.store = rp, newStore(rp.sto)
 	if w.base, err = rp.tip(); err != nil {
+		w.in.close()
 		return err
 	}
 	w.batchTimer, w.retryTimer = stoppedTimer(), stoppedTimer()
 	defer w.batchTimer.Stop()
 	defer w.retryTimer.Stop()
 	w.needFetch = true
-	w.fetchAtStart(ctx)
+	w.fetch(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return w.shutdown()
-		case req := <-w.in:
-			w.handle(req)
-			w.drain()
+		case <-w.in.wake:
+			w.takeInbox(ctx)
 		case <-w.batchTimer.C:
 			w.onBatchDeadline()
 		case <-w.retryTimer.C:
-			w.retrying, w.pushWanted = false, true
+			w.onRetry(ctx)
 		}
 		if w.pushWanted && !w.retrying {
 			w.pushWanted = false
@@ -130,50 +134,86 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
-// drain handles the requests already waiting, so that batches flushed back to back under load
-// travel in one push instead of one push each.
-func (w *Worker) drain() {
-	for range queueSize {
-		select {
-		case req := <-w.in:
-			w.handle(req)
-		default:
-			return
+// takeInbox moves everything waiting in the inbox into the batch, then answers the controls.
+func (w *Worker) takeInbox(ctx context.Context) {
+	items, controls, coalesced := w.in.take()
+	w.inboxCoalesced = coalesced
+	for _, it := range items {
+		w.add(it)
+	}
+	for _, c := range controls {
+		switch {
+		case c.flush != nil:
+			w.waiters = append(w.waiters, c.flush)
+			w.flushBatch()
+		case c.fetch != nil:
+			c.fetch <- w.fetch(ctx)
+		case c.auth != nil:
+			w.repo.setAuth(c.auth.auth)
+			if w.retrying { // the failure may have been the old credentials: try again now
+				w.retryTimer.Stop()
+				w.retrying, w.pushWanted = false, true
+			}
 		}
 	}
 }
 
-// fetchAtStart brings the clone up to date; on failure the first push fetches again.
-func (w *Worker) fetchAtStart(ctx context.Context) {
+// fetch brings the clone up to date with the remote branch. When it fails and nothing is
+// pending, a retry fetches again, so the status recovers even without new changes.
+func (w *Worker) fetch(ctx context.Context) FetchResult {
 	tip, err := w.repo.fetch(ctx)
 	if err != nil {
-		w.log.Warn("initial fetch failed, will retry before the first push", "err", err)
-		w.setStatus(func(s *WorkerStatus) { s.LastError = err })
-		return
+		w.log.Warn("fetch failed; retrying", "err", err)
+		w.setFailing(err)
+		w.needFetch = true
+		if len(w.pending) == 0 && !w.retrying {
+			_ = w.scheduleRetry()
+		}
+		return FetchResult{Err: err}
 	}
-	w.base, w.needFetch = tip, false
-	w.setStatus(func(s *WorkerStatus) { s.LastPushed = hashString(tip) })
+	w.base, w.needFetch, w.failures = tip, false, 0
+	w.setStatus(func(s *WorkerStatus) { s.LastFetched = hashString(tip) })
+	if len(w.pending) == 0 {
+		w.setOK("")
+	}
+	return FetchResult{Tip: hashString(tip)}
 }
 
-func (w *Worker) handle(req request) {
-	if req.flush != nil {
-		w.waiters = append(w.waiters, req.flush)
+// add puts one intent into the batch. The quiet period adapts to the traffic: a change after a
+// quiet spell is committed almost at once, while changes that keep coming are batched.
+func (w *Worker) add(it item) {
+	now := time.Now()
+	at := it.at
+	if at.IsZero() || at.After(now) {
+		at = now
+	}
+	w.batch.add(it, at, at.Add(w.quietAfter(at)))
+	if w.batch.full(w.limits) {
 		w.flushBatch()
 		return
 	}
-	now := time.Now()
-	first := w.batch.empty()
-	w.batch.add(req.item, now)
-	switch {
-	case w.batch.full(w.limits):
-		w.flushBatch()
-	case first:
-		w.batchTimer.Reset(w.batch.deadline(w.limits).Sub(now))
+	w.batchTimer.Reset(w.batch.deadline(w.limits).Sub(now))
+}
+
+// idleQuiet is the wait before committing a change that arrives after a quiet spell.
+const idleQuiet = 50 * time.Millisecond
+
+// quietAfter is how long to wait for more changes after one that arrived at. After a spell
+// longer than the configured quiet period the wait is short; otherwise it is twice the gap to
+// the previous change, within [idleQuiet, Quiet], so a steady stream stays in one batch.
+func (w *Worker) quietAfter(at time.Time) time.Duration {
+	short := min(idleQuiet, w.limits.Quiet)
+	gap := at.Sub(w.lastArrival)
+	first := w.lastArrival.IsZero()
+	w.lastArrival = at
+	if first || gap >= w.limits.Quiet {
+		return short
 	}
+	return min(max(2*gap, short), w.limits.Quiet)
 }
 
 // onBatchDeadline commits the batch when its deadline passed; a change that arrived since the
-// timer was set moved the quiet deadline, so the timer is set again instead.
+// timer was set moved the deadline, so the timer is set again instead.
 func (w *Worker) onBatchDeadline() {
 	if w.batch.empty() {
 		return
@@ -185,7 +225,7 @@ func (w *Worker) onBatchDeadline() {
 	w.flushBatch()
 }
 
-// flushBatch turns the batch into pending runs, to be pushed once the queue is drained.
+// flushBatch turns the batch into pending runs, to be pushed once the inbox is taken.
 func (w *Worker) flushBatch() {
 	w.batchTimer.Stop()
 	if !w.batch.empty() {
@@ -193,16 +233,26 @@ func (w *Worker) flushBatch() {
 		if n, b := pendingSize(w.pending); n > maxPendingItems || b > maxPendingBytes {
 			w.pending = coalesce(w.pending, w.identity.Bot)
 			w.built.valid = false
+			w.pendingCoalesced++
 		}
 	}
 	w.pushWanted = true
 }
 
-// report publishes the queue depth and pending count.
+// report publishes the queue depth and pending count, and any new coalescing: a bound was
+// reached and the attribution of the merged changes is lost, which the owner is told.
 func (w *Worker) report() {
+	if total := w.inboxCoalesced + w.pendingCoalesced; total > w.reportedCoalesced {
+		w.m.coalesced(total - w.reportedCoalesced)
+		w.reportedCoalesced = total
+		w.log.Warn("the remote is not keeping up: waiting changes were merged per file and are credited to the bot",
+			"pending", len(w.pending), "times", total)
+		w.setStatus(func(s *WorkerStatus) { s.Coalesced = total })
+		w.onStatus()
+	}
 	n, _ := pendingSize(w.pending)
 	n += len(w.batch.items)
-	w.m.queue(n + len(w.in))
+	w.m.queue(n + w.in.depth())
 	w.setStatus(func(s *WorkerStatus) { s.Pending = n })
 }
 
@@ -212,11 +262,54 @@ func (w *Worker) setStatus(f func(*WorkerStatus)) {
 	f(&w.status)
 }
 
+// setFailing records err; the owner is told when the worker starts failing.
+func (w *Worker) setFailing(err error) {
+	var flipped bool
+	w.setStatus(func(s *WorkerStatus) {
+		flipped = s.LastError == nil
+		s.LastError = err
+		if flipped {
+			s.FailingSince = time.Now()
+		}
+	})
+	if flipped {
+		w.onStatus()
+	}
+}
+
+// setOK records a push that landed (tip) or a fetch that worked (""); the owner is told when
+// the worker stops failing.
+func (w *Worker) setOK(tip string) {
+	var flipped bool
+	w.setStatus(func(s *WorkerStatus) {
+		flipped = s.LastError != nil
+		s.LastError, s.FailingSince = nil, time.Time{}
+		if tip != "" {
+			s.LastPushed, s.LastPushTime = tip, time.Now()
+		}
+	})
+	if flipped {
+		w.onStatus()
+	}
+}
+
 // shutdown takes what is already queued and makes a last, bounded attempt to push it.
 func (w *Worker) shutdown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	w.drain()
+	items, controls, coalesced := w.in.close()
+	w.inboxCoalesced = coalesced
+	for _, it := range items {
+		w.add(it)
+	}
+	for _, c := range controls {
+		switch {
+		case c.flush != nil:
+			w.waiters = append(w.waiters, c.flush)
+		case c.fetch != nil:
+			c.fetch <- FetchResult{Err: ErrStopped}
+		}
+	}
 	w.retrying = false
 	w.flushBatch()
 	w.push(ctx)

@@ -172,7 +172,7 @@ func TestSyncDeletesOrphansOnlyInScope(t *testing.T) {
 	w := StartWorker(t, url, "", BatchLimits{})
 	created := cmPath("created-then-orphaned")
 	MustEnqueue(t, w, Change{Path: created, Content: []byte("x\n")})
-	if err := w.Sync(t.Context(), Sync{Scopes: []string{"clusters/prod/"}, Live: map[string]struct{}{keep: {}}}); err != nil {
+	if err := w.Sync(Sync{Scopes: []string{"clusters/prod/"}, Live: map[string]struct{}{keep: {}}}); err != nil {
 		t.Fatal(err)
 	}
 	MustFlush(t, w)
@@ -201,7 +201,7 @@ func TestSyncWildcardScopeCoversEveryNamespaceFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := StartWorker(t, url, "", BatchLimits{})
-	if err := w.Sync(t.Context(), Sync{Scopes: []string{"clusters/prod/*/configmaps/"}, Live: map[string]struct{}{live: {}}}); err != nil {
+	if err := w.Sync(Sync{Scopes: []string{"clusters/prod/*/configmaps/"}, Live: map[string]struct{}{live: {}}}); err != nil {
 		t.Fatal(err)
 	}
 	MustFlush(t, w)

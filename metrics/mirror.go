@@ -4,17 +4,20 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // Mirror are the collectors of the cluster → Git flow (seed 000 §7).
 type Mirror struct {
-	ObjectsScanned prometheus.Counter // objects read from the cluster by a list or a watch event
-	ObjectsWritten prometheus.Counter // files written into a commit (content changed)
-	FilesDeleted   prometheus.Counter // files removed from Git (object deleted or orphaned)
-	Commits        prometheus.Counter // commits created (pushed or pending)
-	CommitBytes    prometheus.Counter // bytes of file content written into commits
-	RebaseRetries  prometheus.Counter // pushes rejected because the remote moved, then replayed
-	PushFailures   prometheus.Counter // pushes that failed for any other reason and will be retried
-	SecretsSkipped prometheus.Counter // Secrets selected by a rule but never written in plain text
-	ActiveWorkers  prometheus.Gauge   // Git workers currently committing or pushing
-	Watches        prometheus.Gauge   // resources being listed and watched
-	QueueDepth     *prometheus.GaugeVec
+	ObjectsScanned  prometheus.Counter // objects read from the cluster by a list or a watch event
+	ObjectsWritten  prometheus.Counter // files written into a commit (content changed)
+	FilesDeleted    prometheus.Counter // files removed from Git (object deleted or orphaned)
+	Commits         prometheus.Counter // commits created (pushed or pending)
+	CommitBytes     prometheus.Counter // bytes of file content written into commits
+	RebaseRetries   prometheus.Counter // pushes rejected because the remote moved, then replayed
+	PushFailures    prometheus.Counter // pushes that failed for any other reason and will be retried
+	SecretsSkipped  prometheus.Counter // Secrets selected by a rule but never written in plain text
+	ActiveWorkers   prometheus.Gauge   // Git workers currently committing or pushing
+	Watches         prometheus.Gauge   // resources being listed and watched
+	QueueDepth      *prometheus.GaugeVec
+	QueueCoalesced  *prometheus.CounterVec // times waiting changes were merged per file past a bound
+	ObjectsTooLarge prometheus.Counter     // objects not written because their file would exceed the cap
+	Relists         prometheus.Counter     // lists after the first of a watch: its resourceVersion expired or it restarted
 }
 
 func newMirror(reg prometheus.Registerer) *Mirror {
@@ -38,7 +41,12 @@ func newMirror(reg prometheus.Registerer) *Mirror {
 			Help: "Resources being listed and watched: one per resource and namespace scope selected by the rules."}),
 		QueueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "repo_branch_queue_depth",
 			Help: "Changes waiting in a Git worker's batch or queue, or committed and not yet pushed."}, []string{"repo", "branch"}),
+		QueueCoalesced: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "repo_branch_queue_coalesced_total",
+			Help: "Times a Git worker merged its waiting changes per file because the remote did not keep up; the merged changes are credited to the bot."},
+			[]string{"repo", "branch"}),
+		ObjectsTooLarge: counter("objects_too_large_total", "Objects not written to Git because their canonical YAML exceeds the file size cap."),
+		Relists:         counter("relists_total", "Lists of a resource after its first: the watch expired (410) or failed and was restarted."),
 	}
-	reg.MustRegister(m.ActiveWorkers, m.Watches, m.QueueDepth)
+	reg.MustRegister(m.ActiveWorkers, m.Watches, m.QueueDepth, m.QueueCoalesced)
 	return m
 }

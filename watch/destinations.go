@@ -2,17 +2,10 @@ package watch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path"
 	"slices"
 	"strings"
-	"time"
-
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
@@ -29,14 +22,14 @@ func notReady(reason, format string, args ...any) condition {
 	return condition{reason: reason, message: fmt.Sprintf(format, args...)}
 }
 
-// repo is a GitRepoConfig with its credentials resolved and its remote checked. An unreachable
+// repo is a GitRepoConfig with the pool's verdict on its credentials and remote. An unreachable
 // remote is only reported: workers keep retrying until it answers again, so a passing outage
 // neither stops them nor drops what they have not pushed yet. Unusable credentials stop them.
 type repo struct {
 	obj     *crds.GitRepoConfig
-	creds   credentials
 	credsOK bool
 	cond    condition
+	checked bool // the remote was contacted: cond is worth reporting
 }
 
 // destination is a GitDestination resolved to a repository, a branch and a folder. Usable ones
@@ -50,36 +43,10 @@ type destination struct {
 
 func (d *destination) name() string { return d.obj.Namespace + "/" + d.obj.Name }
 
-// workerKey identifies the worker of the destination: one per repository, branch and credentials.
+// workerKey identifies the worker of the destination: one per repository URL and branch.
 func (d *destination) workerKey() string {
-	return gitops.WorkerKey(d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch) + "-" + d.repo.creds.key
+	return gitops.WorkerKey(d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch)
 }
-
-// reachability caches ls-remote results until the next discovery refresh forgets them, so a
-// reconcile does not contact every remote each time the configuration changes. Only the
-// manager's goroutine uses it.
-type reachability struct {
-	results map[string]error
-}
-
-func (r *reachability) check(ctx context.Context, url string, creds credentials) error {
-	k := url + "\x00" + creds.key
-	if err, ok := r.results[k]; ok {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{url}})
-	_, err := remote.ListContext(ctx, &git.ListOptions{Auth: creds.auth})
-	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
-		err = nil // an empty repository is a fine place to start
-	}
-	r.results[k] = err
-	return err
-}
-
-// forget drops cached results so the next check contacts the remote again.
-func (r *reachability) forget() { clear(r.results) }
 
 // resolveDestinations checks every destination against its repository: the repository exists and
 // is ready, the branch is allowed, and no other destination on the same repository and branch
@@ -139,49 +106,36 @@ func overlapping(d *destination, earlier []*destination) *destination {
 	return nil
 }
 
-// resolveRepos loads every GitRepoConfig's credentials, checks that its remote answers, and
-// reports the result in its status.
+// resolveRepos hands every GitRepoConfig to the pool, which loads its credentials and checks its
+// remote, and reports the result in its status.
 func (m *Manager) resolveRepos(ctx context.Context) map[string]*repo {
+	objs := list[crds.GitRepoConfig](m, crds.GitRepoConfigs)
+	specs := make([]gitops.Repository, 0, len(objs))
+	for _, obj := range objs {
+		r := gitops.Repository{Name: obj.Namespace + "/" + obj.Name, URL: obj.Spec.RepoURL}
+		if ref := obj.Spec.SecretRef; ref != nil {
+			r.SecretRef = &gitops.SecretRef{Namespace: obj.Namespace, Name: ref.Name}
+		}
+		specs = append(specs, r)
+	}
+	states := m.opts.Pool.SetRepositories(ctx, specs)
 	out := map[string]*repo{}
-	for _, obj := range list[crds.GitRepoConfig](m, crds.GitRepoConfigs) {
-		r := &repo{obj: obj}
-		out[obj.Namespace+"/"+obj.Name] = r
-		r.cond = m.checkRepo(ctx, r)
+	for _, obj := range objs {
+		name := obj.Namespace + "/" + obj.Name
+		st := states[name]
+		r := &repo{obj: obj, credsOK: st.Usable, checked: st.Reason != "Checking"}
+		if st.Reason == "Reachable" || !r.checked {
+			r.cond = condition{ready: true, reason: st.Reason, message: st.Message}
+		} else {
+			r.cond = notReady(st.Reason, "%s", st.Message)
+		}
+		out[name] = r
+		if !r.checked {
+			continue // nothing to say until the remote answered or failed
+		}
 		if err := m.reporter.report(ctx, crds.GitRepoConfigs, crds.KindGitRepoConfig, obj, obj.Status, r.cond); err != nil {
 			m.opts.Log.Warn("report status", "err", err)
 		}
 	}
-	for name := range m.creds {
-		if out[name] == nil {
-			delete(m.creds, name) // the GitRepoConfig is gone
-		}
-	}
 	return out
-}
-
-// checkRepo loads the repository's credentials and checks that its remote answers. When the
-// Secret cannot be read for a passing reason (the API is briefly unavailable), the credentials
-// last read keep the workers going.
-func (m *Manager) checkRepo(ctx context.Context, r *repo) condition {
-	name := r.obj.Namespace + "/" + r.obj.Name
-	if ref := r.obj.Spec.SecretRef; ref != nil {
-		creds, err := loadCredentials(ctx, m.core, r.obj.Namespace, ref.Name, m.opts.WorkDir)
-		var bad errSecret
-		switch {
-		case errors.As(err, &bad):
-			delete(m.creds, name)
-			return notReady("SecretInvalid", "%s", bad.msg)
-		case err != nil:
-			last, ok := m.creds[name]
-			r.creds, r.credsOK = last, ok
-			return notReady("SecretUnreadable", "%v", err)
-		}
-		r.creds = creds
-		m.creds[name] = creds
-	}
-	r.credsOK = true
-	if err := m.reach.check(ctx, r.obj.Spec.RepoURL, r.creds); err != nil {
-		return notReady("Unreachable", "cannot list %s: %v", r.obj.Spec.RepoURL, err)
-	}
-	return condition{ready: true, reason: "Reachable", message: "remote " + r.obj.Spec.RepoURL + " answers"}
 }

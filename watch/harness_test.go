@@ -175,25 +175,44 @@ func (e *env) watchRule(name string, resources ...string) {
 			Rules: []crds.ResourceRule{{Resources: resources}}}})
 }
 
-// startManager runs a Manager with short batching until the test ends or stop is called.
+// startManager runs a Manager and its Git worker pool with short batching until the test ends
+// or stop is called. The manager stops first, then the pool pushes what it holds, as in the
+// daemon.
 func (e *env) startManager() (stop func()) {
 	e.t.Helper()
-	m, err := NewManager(cp.AdminConfig(), Options{
-		DiscoveryRefresh: 2 * time.Second,
-		WorkDir:          e.t.TempDir(),
-		Limits:           gitops.BatchLimits{MaxFiles: 200, MaxBytes: 1 << 20, MaxWait: 2 * time.Second, Quiet: 100 * time.Millisecond},
+	return e.startManagerWith(2 * time.Second)
+}
+
+func (e *env) startManagerWith(discoveryRefresh time.Duration) (stop func()) {
+	e.t.Helper()
+	log := slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var m *Manager
+	pool := gitops.NewPool(gitops.PoolConfig{
+		Secrets:  e.kube.CoreV1(),
+		WorkDir:  e.t.TempDir(),
+		Limits:   gitops.BatchLimits{MaxFiles: 200, MaxBytes: 1 << 20, MaxWait: 2 * time.Second, Quiet: 100 * time.Millisecond},
 		Identity: gitops.Identity{
 			Committer: gitops.Signature{Name: "gitops-reverser", Email: "bot@example.com"},
 			Bot:       gitops.Signature{Name: "gitops-reverser", Email: "bot@example.com"},
 			Trailers:  [][2]string{{"X-ConfigButler-ClusterUID", "test-cluster"}},
 		},
-		Slots:   gitops.NewSlots(4, 2),
-		Metrics: e.reg.Mirror,
-		Log:     slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		MaxWorkers: 4, MaxWorkersPerRepo: 2,
+		Metrics:    e.reg.Mirror,
+		Log:        log,
+		OnChange:   func() { m.Changed() },
+	})
+	m, err := NewManager(cp.AdminConfig(), Options{
+		DiscoveryRefresh: discoveryRefresh,
+		Pool:             pool,
+		Metrics:          e.reg.Mirror,
+		Log:              log,
 	})
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	poolCtx, stopPool := context.WithCancel(e.ctx)
+	poolDone := make(chan error, 1)
+	go func() { poolDone <- pool.Run(poolCtx) }()
 	ctx, cancel := context.WithCancel(e.ctx)
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
@@ -203,6 +222,10 @@ func (e *env) startManager() (stop func()) {
 			cancel()
 			if err := <-done; err != nil {
 				e.t.Errorf("manager: %v", err)
+			}
+			stopPool()
+			if err := <-poolDone; err != nil {
+				e.t.Errorf("pool: %v", err)
 			}
 		})
 	}

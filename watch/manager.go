@@ -8,9 +8,9 @@ package watch
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,27 +18,33 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/metrics"
 )
 
+// Pool is what the manager needs of the owner of the Git workers (gitops.Pool).
+type Pool interface {
+	SetRepositories(ctx context.Context, repos []gitops.Repository) map[string]gitops.RepoState
+	SetWorkers(wants []gitops.Branch)
+	Sink(url, branch string) (gitops.Sink, bool)
+	WorkerStatus(url, branch string) (gitops.WorkerStatus, bool)
+	Recheck()
+}
+
 // Options are the daemon-wide settings of the mirror.
 type Options struct {
 	Expand           ExpandOptions
 	DiscoveryRefresh time.Duration
-	WorkDir          string
-	Limits           gitops.BatchLimits
-	Identity         gitops.Identity
-	Slots            *gitops.Slots
-	Metrics          *metrics.Mirror
-	Log              *slog.Logger
+	// Pool runs the Git workers; the manager tells it which repositories and branches the
+	// configuration asks for. Its OnChange should call the manager's Changed.
+	Pool    Pool
+	Metrics *metrics.Mirror
+	Log     *slog.Logger
 	// Authors credits watch events to the users the admission webhook saw; nil credits the bot.
 	Authors Authors
 	// OnWatched, if set, is told every watched resource after each change of the selection, so
@@ -46,29 +52,26 @@ type Options struct {
 	OnWatched func(ctx context.Context, sels []Selection)
 }
 
-// Manager owns the Git workers and the resource watchers and keeps them in step with the
-// configuration. Everything it owns is touched only from its Run goroutine.
+// Manager owns the resource watchers, tells the pool which Git workers the configuration asks
+// for, and reports the status of the configuration objects. Everything it owns is touched only
+// from its Run goroutine.
 type Manager struct {
 	opts      Options
 	dyn       dynamic.Interface
-	core      corev1client.CoreV1Interface
 	disco     discovery.DiscoveryInterface
 	reporter  *reporter
-	reach     *reachability
 	trigger   chan struct{}
 	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
 	resources []APIResource
-	workers   map[string]*running
 	watchers  map[string]*running
-	warned    map[string]bool        // rules already warned about selecting Secrets, by uid/generation
-	creds     map[string]credentials // last credentials read per GitRepoConfig namespace/name
+	warned    map[string]bool // rules already warned about selecting Secrets, by uid/generation
+	coalesced map[string]int  // coalescings already reported, by destination
 }
 
 // running is a goroutine the manager started and can stop.
 type running struct {
 	cancel context.CancelFunc
 	done   chan struct{}
-	worker *gitops.Worker // for workers
 }
 
 func (r *running) stop() {
@@ -93,22 +96,26 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: core.Events("")})
 	return &Manager{
-		opts: opts, dyn: dyn, core: core, disco: disco,
-		reporter: &reporter{dyn: dyn, recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "gitops-reverser"})},
-		reach:    &reachability{results: map[string]error{}},
-		trigger:  make(chan struct{}, 1),
-		workers:  map[string]*running{},
-		watchers: map[string]*running{},
-		warned:   map[string]bool{},
-		creds:    map[string]credentials{},
+		opts: opts, dyn: dyn, disco: disco,
+		reporter:  &reporter{dyn: dyn, events: core},
+		trigger:   make(chan struct{}, 1),
+		watchers:  map[string]*running{},
+		warned:    map[string]bool{},
+		coalesced: map[string]int{},
 	}, nil
 }
 
-// Run follows the configuration until ctx ends, then stops the watchers and flushes the workers.
+// Run follows the configuration until ctx ends, then stops the watchers and returns once they
+// and the informers have. The pool's workers outlive it: the daemon stops them afterwards, so
+// they push what the watchers handed them.
 func (m *Manager) Run(ctx context.Context) error {
+	stopEvents := m.reporter.start()
+	defer stopEvents()
+	var informers sync.WaitGroup
+	defer informers.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	m.informers = map[schema.GroupVersionResource]cache.SharedIndexInformer{}
 	poke := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { m.poke() },
@@ -121,7 +128,7 @@ func (m *Manager) Run(ctx context.Context) error {
 			return err
 		}
 		m.informers[gvr] = inf
-		go inf.RunWithContext(ctx)
+		informers.Go(func() { inf.RunWithContext(ctx) })
 	}
 	for _, inf := range m.informers {
 		cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
@@ -143,7 +150,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		case <-retry.C:
 		case <-refresh.C:
 			m.rediscover()
-			m.reach.forget()
+			m.opts.Pool.Recheck()
 		}
 		if err := m.reconcile(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -179,8 +186,10 @@ func (m *Manager) poke() {
 	}
 }
 
-// Poke asks for a reconcile now, e.g. after a webhook says a remote changed.
-func (m *Manager) Poke() { m.poke() }
+// Changed tells the manager that the pool's state moved (a push started or stopped failing, a
+// credentials Secret changed, a remote answered), so the status it reports follows within
+// moments instead of at the next refresh. It never blocks.
+func (m *Manager) Changed() { m.poke() }
 
 func (m *Manager) rediscover() {
 	resources, err := discover(m.disco)
@@ -195,10 +204,6 @@ func (m *Manager) stopAll() {
 	for k, w := range m.watchers {
 		w.stop()
 		delete(m.watchers, k)
-	}
-	for k, w := range m.workers {
-		w.stop()
-		delete(m.workers, k)
 	}
 }
 

@@ -20,13 +20,12 @@ import (
 type watcherSpec struct {
 	sel     Selection
 	targets []target
-	workers []string // worker key per target
 }
 
 func (s *watcherSpec) signature() string {
 	parts := []string{s.sel.GVR.String(), s.sel.Namespace}
-	for i, t := range s.targets {
-		parts = append(parts, fmt.Sprintf("%s|%s|%d|%s", t.destination, t.baseFolder, t.ops, s.workers[i]))
+	for _, t := range s.targets {
+		parts = append(parts, fmt.Sprintf("%s|%s|%d|%s", t.destination, t.baseFolder, t.ops, gitops.WorkerKey(t.url, t.branch)))
 	}
 	return strings.Join(parts, "\x00")
 }
@@ -63,18 +62,32 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	for _, d := range dests {
 		errs = append(errs, m.reporter.report(ctx, crds.GitDestinations, crds.KindGitDestination, d.obj, d.obj.Status, m.destinationCondition(d)))
 	}
+	for name := range m.coalesced {
+		if byName[name] == nil {
+			delete(m.coalesced, name)
+		}
+	}
 	return errors.Join(errs...)
 }
 
-// destinationCondition is the destination's resolved condition, unless its worker's last push failed.
+// destinationCondition is the destination's resolved condition, unless its worker's last push
+// failed. A coalesced queue is told once as a Warning Event.
 func (m *Manager) destinationCondition(d *destination) condition {
 	if !d.usable {
 		return d.cond
 	}
-	if w := m.workers[d.workerKey()]; w != nil {
-		if st := w.worker.Status(); st.LastError != nil {
-			return notReady("PushFailing", "pushing to %s@%s fails (retrying): %v", d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch, st.LastError)
-		}
+	st, ok := m.opts.Pool.WorkerStatus(d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch)
+	if !ok {
+		return d.cond
+	}
+	if st.Coalesced > m.coalesced[d.name()] {
+		m.coalesced[d.name()] = st.Coalesced
+		m.reporter.recorder.Eventf(objectRef(crds.KindGitDestination, d.obj), corev1.EventTypeWarning, "QueueCoalesced",
+			"the remote %s@%s did not keep up: waiting changes were merged per file and are credited to the bot",
+			d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch)
+	}
+	if st.LastError != nil {
+		return notReady("PushFailing", "pushing to %s@%s fails (retrying): %v", d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch, st.LastError)
 	}
 	return d.cond
 }
@@ -110,8 +123,8 @@ func (m *Manager) addRule(ctx context.Context, specs map[string]*watcherSpec, re
 		if i := slices.IndexFunc(spec.targets, func(t target) bool { return t.destination == dest.name() }); i >= 0 {
 			spec.targets[i].ops |= sel.Ops
 		} else {
-			spec.targets = append(spec.targets, target{destination: dest.name(), baseFolder: dest.obj.Spec.BaseFolder, ops: sel.Ops})
-			spec.workers = append(spec.workers, dest.workerKey())
+			spec.targets = append(spec.targets, target{destination: dest.name(), baseFolder: dest.obj.Spec.BaseFolder, ops: sel.Ops,
+				url: dest.repo.obj.Spec.RepoURL, branch: dest.obj.Spec.Branch})
 		}
 		names = append(names, sel.GVR.GroupResource().String())
 	}
@@ -130,13 +143,12 @@ func (m *Manager) warnSecrets(ref ruleRef) {
 	}
 	m.warned[k] = true
 	m.opts.Metrics.SecretsSkipped.Inc()
-	m.reporter.recorder.Event(&corev1.ObjectReference{
-		APIVersion: crds.GroupVersion.String(), Kind: ref.kind, Namespace: ref.meta.Namespace, Name: ref.meta.Name, UID: ref.meta.UID,
-	}, corev1.EventTypeWarning, "SecretsSkipped", "the rules select Secrets; they are never written to Git in plain text and are skipped")
+	m.reporter.recorder.Event(objectRef(ref.kind, ref.meta), corev1.EventTypeWarning, "SecretsSkipped",
+		"the rules select Secrets; they are never written to Git in plain text and are skipped")
 }
 
-// applyWatchers stops what is no longer wanted (watchers before the workers they feed), then
-// starts new workers and watchers.
+// applyWatchers stops the watchers no longer wanted, asks the pool for exactly the workers the
+// usable destinations need, then starts the new watchers.
 func (m *Manager) applyWatchers(ctx context.Context, dests []*destination, specs map[string]*watcherSpec) {
 	wantWatchers := map[string]*watcherSpec{}
 	for _, s := range specs {
@@ -148,23 +160,13 @@ func (m *Manager) applyWatchers(ctx context.Context, dests []*destination, specs
 			delete(m.watchers, sig)
 		}
 	}
-	wantWorkers := map[string]*destination{}
+	var branches []gitops.Branch
 	for _, d := range dests {
 		if d.usable {
-			wantWorkers[d.workerKey()] = d
+			branches = append(branches, gitops.Branch{Repo: d.repo.obj.Namespace + "/" + d.repo.obj.Name, Branch: d.obj.Spec.Branch})
 		}
 	}
-	for k, w := range m.workers {
-		if wantWorkers[k] == nil {
-			w.stop()
-			delete(m.workers, k)
-		}
-	}
-	for k, d := range wantWorkers {
-		if m.workers[k] == nil {
-			m.workers[k] = m.startWorker(ctx, d)
-		}
-	}
+	m.opts.Pool.SetWorkers(branches)
 	for sig, s := range wantWatchers {
 		if m.watchers[sig] == nil {
 			m.watchers[sig] = m.startWatcher(ctx, s)
@@ -184,37 +186,20 @@ func (m *Manager) applyWatchers(ctx context.Context, dests []*destination, specs
 	}
 }
 
-func (m *Manager) startWorker(ctx context.Context, d *destination) *running {
-	ctx, cancel := context.WithCancel(ctx)
-	url, branch := d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch
-	w := gitops.NewWorker(gitops.WorkerConfig{
-		Remote:   gitops.Remote{URL: url, Branch: branch, Auth: d.repo.creds.auth},
-		WorkDir:  m.opts.WorkDir,
-		Limits:   m.opts.Limits,
-		Identity: m.opts.Identity,
-		Slots:    m.opts.Slots,
-		Metrics:  m.opts.Metrics,
-		Log:      m.opts.Log,
-	})
-	r := &running{cancel: cancel, done: make(chan struct{}), worker: w}
-	go func() {
-		defer close(r.done)
-		if err := w.Run(ctx); err != nil {
-			m.opts.Log.Error("git worker stopped", "repo", url, "branch", branch, "err", err)
-		}
-	}()
-	return r
-}
-
 func (m *Manager) startWatcher(ctx context.Context, s *watcherSpec) *running {
 	ctx, cancel := context.WithCancel(ctx)
 	for i := range s.targets {
-		s.targets[i].sink = m.workers[s.workers[i]].worker
+		sink, ok := m.opts.Pool.Sink(s.targets[i].url, s.targets[i].branch)
+		if !ok {
+			sink = stoppedSink{}
+		}
+		s.targets[i].sink = sink
 	}
 	client := m.dyn.Resource(s.sel.GVR)
 	w := &watcher{
 		sel: s.sel, targets: s.targets, metrics: m.opts.Metrics, client: client, authors: m.opts.Authors,
-		log: m.opts.Log.With("resource", s.sel.GVR.GroupResource().String(), "version", s.sel.GVR.Version, "namespace", s.sel.Namespace),
+		recorder: m.reporter.recorder,
+		log:      m.opts.Log.With("resource", s.sel.GVR.GroupResource().String(), "version", s.sel.GVR.Version, "namespace", s.sel.Namespace),
 	}
 	if s.sel.Namespace != "" {
 		w.client = client.Namespace(s.sel.Namespace)
@@ -231,3 +216,10 @@ func (m *Manager) startWatcher(ctx context.Context, s *watcherSpec) *running {
 	}()
 	return r
 }
+
+// stoppedSink stands in for a worker the pool does not run (it is shutting down): the watcher
+// backs off and lists again once the configuration settles.
+type stoppedSink struct{}
+
+func (stoppedSink) Enqueue(gitops.Change) error { return gitops.ErrStopped }
+func (stoppedSink) Sync(gitops.Sync) error      { return gitops.ErrStopped }

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes/scheme"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/configbutler/gitops-reverser/crds"
@@ -20,7 +22,16 @@ import (
 // readiness changes, so `kubectl get` and `kubectl describe` tell the user what is wrong.
 type reporter struct {
 	dyn      dynamic.Interface
-	recorder record.EventRecorder
+	events   corev1client.EventsGetter
+	recorder record.EventRecorder // set by start
+}
+
+// start begins sending Events to the apiserver; the returned func stops it.
+func (r *reporter) start() (stop func()) {
+	b := record.NewBroadcaster()
+	b.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: r.events.Events("")})
+	r.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "gitops-reverser"})
+	return b.Shutdown
 }
 
 // report patches status when the Ready condition or the observed generation changed. A changed
@@ -53,10 +64,7 @@ func (r *reporter) report(ctx context.Context, gvr schema.GroupVersionResource, 
 		return fmt.Errorf("update status of %s %s: %w", kind, obj.GetName(), err)
 	}
 	if current == nil || current.Status != want.Status || current.Reason != want.Reason || current.Message != want.Message {
-		ref := &corev1.ObjectReference{
-			APIVersion: crds.GroupVersion.String(), Kind: kind,
-			Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID(),
-		}
+		ref := objectRef(kind, obj)
 		eventType := corev1.EventTypeWarning
 		if cond.ready {
 			eventType = corev1.EventTypeNormal
@@ -64,4 +72,12 @@ func (r *reporter) report(ctx context.Context, gvr schema.GroupVersionResource, 
 		r.recorder.Event(ref, eventType, cond.reason, cond.message)
 	}
 	return nil
+}
+
+// objectRef points an Event at one of the daemon's objects.
+func objectRef(kind string, obj metav1.Object) *corev1.ObjectReference {
+	return &corev1.ObjectReference{
+		APIVersion: crds.GroupVersion.String(), Kind: kind,
+		Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID(),
+	}
 }

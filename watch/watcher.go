@@ -7,25 +7,22 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/sanitize"
 )
-
-// sink is what a watcher needs of a Git worker.
-type sink interface {
-	Enqueue(ctx context.Context, c gitops.Change) error
-	Sync(ctx context.Context, s gitops.Sync) error
-}
 
 // Authors tells who made a change the watch saw; the admission webhook records them. op is
 // CREATE, UPDATE or DELETE and content the canonical YAML the watch will write (nil for DELETE).
@@ -45,7 +42,8 @@ type target struct {
 	destination string // namespace/name of the GitDestination, for logs
 	baseFolder  string
 	ops         ops
-	sink        sink
+	url, branch string      // the Git worker that writes it
+	sink        gitops.Sink // that worker: never blocks, so one slow remote holds up no watch
 }
 
 // watcher lists and then watches one resource in one namespace ("" = all namespaces or a
@@ -53,12 +51,13 @@ type target struct {
 // It keeps no objects, only a content hash per object, so memory stays flat however big the
 // objects are.
 type watcher struct {
-	sel     Selection
-	targets []target
-	client  dynamic.ResourceInterface
-	authors Authors
-	metrics *metrics.Mirror
-	log     *slog.Logger
+	sel      Selection
+	targets  []target
+	client   dynamic.ResourceInterface
+	authors  Authors
+	metrics  *metrics.Mirror
+	recorder record.EventRecorder
+	log      *slog.Logger
 
 	seed   maphash.Seed
 	hashes map[string]uint64 // namespace/name → hash of the canonical YAML last sent
@@ -75,9 +74,14 @@ func (w *watcher) run(ctx context.Context) {
 	w.seed = maphash.MakeSeed()
 	backoff := 500 * time.Millisecond
 	rv := ""
+	listed := false
 	for ctx.Err() == nil {
 		var err error
 		if rv == "" {
+			if listed {
+				w.metrics.Relists.Inc()
+			}
+			listed = true
 			rv, err = w.list(ctx)
 		} else {
 			rv, err = w.watch(ctx, rv)
@@ -119,7 +123,7 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 		}
 		for i := range page.Items {
 			obj := &page.Items[i]
-			paths, h, err := w.write(ctx, obj, "", 0)
+			paths, h, err := w.write(obj, "", 0)
 			if err != nil {
 				return "", err
 			}
@@ -132,18 +136,18 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 		}
 		if page.GetContinue() == "" {
 			w.hashes = hashes
-			return page.GetResourceVersion(), w.syncOrphans(ctx, live)
+			return page.GetResourceVersion(), w.syncOrphans(live)
 		}
 		opts.Continue = page.GetContinue()
 	}
 }
 
-func (w *watcher) syncOrphans(ctx context.Context, live []map[string]struct{}) error {
+func (w *watcher) syncOrphans(live []map[string]struct{}) error {
 	for i, t := range w.targets {
 		if t.ops&opDelete == 0 {
 			continue
 		}
-		if err := t.sink.Sync(ctx, gitops.Sync{Scopes: []string{scope(t.baseFolder, w.sel)}, Live: live[i]}); err != nil {
+		if err := t.sink.Sync(gitops.Sync{Scopes: []string{scope(t.baseFolder, w.sel)}, Live: live[i]}); err != nil {
 			return fmt.Errorf("sync %s for %s: %w", w.sel.GVR.Resource, t.destination, err)
 		}
 	}
@@ -176,14 +180,14 @@ func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 			continue
 		}
 		rv = obj.GetResourceVersion()
-		if err := w.handle(ctx, ev.Type, obj); err != nil {
+		if err := w.handle(ev.Type, obj); err != nil {
 			return rv, err
 		}
 	}
 	return rv, nil
 }
 
-func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstructured.Unstructured) error {
+func (w *watcher) handle(typ watch.EventType, obj *unstructured.Unstructured) error {
 	k := key(obj)
 	switch typ {
 	case watch.Added, watch.Modified:
@@ -191,7 +195,7 @@ func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstruct
 		if typ == watch.Added {
 			opName = "CREATE"
 		}
-		_, h, err := w.write(ctx, obj, opName, w.hashes[k])
+		_, h, err := w.write(obj, opName, w.hashes[k])
 		if err == nil {
 			w.hashes[k] = h
 		}
@@ -205,7 +209,7 @@ func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstruct
 				continue
 			}
 			c := gitops.Change{Path: w.path(t, obj), Author: author, Summary: "delete " + w.describe(obj)}
-			if err := t.sink.Enqueue(ctx, c); err != nil {
+			if err := t.sink.Enqueue(c); err != nil {
 				return err
 			}
 		}
@@ -217,31 +221,55 @@ func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstruct
 // opName. A watch event (CREATE or UPDATE) is credited to whoever the webhook saw making it; a
 // listed object (opName "", counted as either) to the bot. An object whose content hash equals
 // skip (a status-only update) is not sent at all. It returns the path per target and the hash.
-func (w *watcher) write(ctx context.Context, obj *unstructured.Unstructured, opName string, skip uint64) ([]string, uint64, error) {
+func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint64) ([]string, uint64, error) {
 	op := writeOps[opName]
 	w.metrics.ObjectsScanned.Inc()
+	paths := make([]string, len(w.targets))
+	for i, t := range w.targets {
+		paths[i] = w.path(t, obj)
+	}
 	content, err := sanitize.YAML(sanitize.Object(obj.Object))
 	if err != nil {
 		w.log.Error("render object; skipped", "object", w.describe(obj), "err", err)
-		return make([]string, len(w.targets)), skip, nil
+		return paths, skip, nil // its file, if any, stays
 	}
 	h := maphash.Bytes(w.seed, content)
+	if len(content) > gitops.MaxFileBytes {
+		if h != skip {
+			w.tooLarge(obj, len(content))
+		}
+		return paths, h, nil // its file, if any, stays as it was
+	}
 	var author gitops.Signature
 	if opName != "" && h != skip {
 		author, _ = w.authors.Author(opName, w.groupKind(), obj.GetNamespace(), obj.GetName(), content)
 	}
-	paths := make([]string, len(w.targets))
 	for i, t := range w.targets {
-		paths[i] = w.path(t, obj)
 		if t.ops&op.bits == 0 || h == skip {
 			continue
 		}
 		c := gitops.Change{Path: paths[i], Content: content, Author: author, Summary: op.verb + " " + w.describe(obj)}
-		if err := t.sink.Enqueue(ctx, c); err != nil {
+		if err := t.sink.Enqueue(c); err != nil {
 			return nil, h, err
 		}
 	}
 	return paths, h, nil
+}
+
+// tooLarge reports an object whose file would exceed the cap: one such object must not bloat
+// the history for good or exhaust the daemon's memory on every clone and push.
+func (w *watcher) tooLarge(obj *unstructured.Unstructured, size int) {
+	w.metrics.ObjectsTooLarge.Inc()
+	dests := make([]string, len(w.targets))
+	for i, t := range w.targets {
+		dests[i] = t.destination
+	}
+	msg := fmt.Sprintf("not mirrored to Git (%s): its canonical YAML is %d bytes, over the %d-byte cap per file",
+		strings.Join(dests, ", "), size, gitops.MaxFileBytes)
+	w.log.Warn("object too large; not written", "object", w.describe(obj), "bytes", size, "cap", gitops.MaxFileBytes)
+	w.recorder.Event(&corev1.ObjectReference{
+		APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID(),
+	}, corev1.EventTypeWarning, "TooLargeForGit", msg)
 }
 
 // writeOps are the operations a write counts as, and its verb in commit messages, by what the

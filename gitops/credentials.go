@@ -1,7 +1,6 @@
-package watch
+package gitops
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -12,13 +11,10 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // credentials are what a GitRepoConfig's Secret resolves to. Key identifies their content, so a
-// rotated Secret restarts the worker that uses it.
+// rotated Secret reaches the workers that use it.
 type credentials struct {
 	auth transport.AuthMethod
 	key  string
@@ -29,20 +25,10 @@ type errSecret struct{ msg string }
 
 func (e errSecret) Error() string { return e.msg }
 
-// loadCredentials reads the Secret with the keys Flux users already use: username + password
+// credentialsFrom reads a Secret with the keys Flux users already use: username + password
 // (HTTPS basic, or a token as the password), bearerToken, or identity + known_hosts for SSH.
-// known_hosts is required for SSH: a host key is never accepted blindly.
-func loadCredentials(ctx context.Context, core corev1client.CoreV1Interface, namespace, name, workDir string) (credentials, error) {
-	secret, err := core.Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return credentials{}, errSecret{fmt.Sprintf("Secret %s/%s not found", namespace, name)}
-	}
-	if err != nil {
-		return credentials{}, fmt.Errorf("read Secret %s/%s: %w", namespace, name, err)
-	}
-	return credentialsFrom(secret, workDir)
-}
-
+// known_hosts is required for SSH: a host key is never accepted blindly. Unusable content is an
+// errSecret.
 func credentialsFrom(secret *corev1.Secret, workDir string) (credentials, error) {
 	d := secret.Data
 	h := sha256.New()

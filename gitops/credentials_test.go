@@ -1,4 +1,4 @@
-package watch
+package gitops
 
 import (
 	"crypto/ed25519"

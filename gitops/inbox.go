@@ -1,0 +1,102 @@
+package gitops
+
+import (
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+)
+
+// maxInboxItems is how many intents may wait in an inbox before they are coalesced per path.
+// The inbox only grows while its worker is busy with one push attempt; past the bound the
+// intents are merged (latest content per path, credited to the bot), so what waits for a slow
+// remote is bounded by the number of files, however long the remote takes.
+const maxInboxItems = 2000
+
+// inbox is where other goroutines leave work for a worker. Putting never blocks: a slow or dead
+// remote must never stall a watch, nor the other destinations that share the watch.
+type inbox struct {
+	mu        sync.Mutex
+	items     []item
+	controls  []control
+	limit     int // coalesce when items exceed it; grows with what coalescing cannot shrink
+	coalesced int // times the inbox was coalesced, reported with the worker's status
+	closed    bool
+	wake      chan struct{} // one token: "there is something to take"
+}
+
+// control is a request other than a file change: flush, fetch now, or new credentials.
+type control struct {
+	flush chan error       // answered once everything put before it is pushed
+	fetch chan FetchResult // answered after a fetch of the remote branch
+	auth  *authUpdate      // replaces the credentials
+}
+
+type authUpdate struct{ auth transport.AuthMethod }
+
+func newInbox() *inbox {
+	return &inbox{limit: maxInboxItems, wake: make(chan struct{}, 1)}
+}
+
+// put adds an intent; false when the worker has stopped.
+func (in *inbox) put(it item, bot Signature) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed {
+		return false
+	}
+	it.at = time.Now()
+	in.items = append(in.items, it)
+	if len(in.items) > in.limit {
+		in.items = coalesce([]run{{items: in.items}}, bot)[0].items
+		in.limit = max(maxInboxItems, 2*len(in.items))
+		in.coalesced++
+	}
+	in.signal()
+	return true
+}
+
+// request adds a control; false when the worker has stopped.
+func (in *inbox) request(c control) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed {
+		return false
+	}
+	in.controls = append(in.controls, c)
+	in.signal()
+	return true
+}
+
+func (in *inbox) signal() {
+	select {
+	case in.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take empties the inbox. Every control refers to the items put before it, all of which are in
+// this take or an earlier one.
+func (in *inbox) take() ([]item, []control, int) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	items, controls := in.items, in.controls
+	in.items, in.controls = nil, nil
+	in.limit = maxInboxItems
+	return items, controls, in.coalesced
+}
+
+// close refuses further puts and returns what is left.
+func (in *inbox) close() ([]item, []control, int) {
+	in.mu.Lock()
+	in.closed = true
+	in.mu.Unlock()
+	return in.take()
+}
+
+// depth is the number of intents waiting.
+func (in *inbox) depth() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.items)
+}

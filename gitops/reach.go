@@ -1,0 +1,62 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/memory"
+)
+
+// reachTimeout bounds one reachability check.
+const reachTimeout = 15 * time.Second
+
+// reachCheck is the result of listing a remote's references, done once it is known.
+type reachCheck struct {
+	done bool
+	err  error
+}
+
+// reachability returns what is known of url with creds, starting a check in the background when
+// nothing is: a dead remote never holds up the caller. Called with p.mu held.
+func (p *Pool) reachability(url string, creds credentials) *reachCheck {
+	k := url + "\x00" + creds.key
+	if rc := p.reach[k]; rc != nil {
+		return rc
+	}
+	rc := &reachCheck{}
+	p.reach[k] = rc
+	p.wg.Go(func() {
+		err := listRemote(p.ctx, url, creds.auth)
+		if p.ctx.Err() != nil {
+			return
+		}
+		p.mu.Lock()
+		rc.done, rc.err = true, err
+		p.mu.Unlock()
+		p.cfg.OnChange()
+	})
+	return rc
+}
+
+// Recheck forgets what is known of the remotes, so the next SetRepositories contacts them again.
+func (p *Pool) Recheck() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.reach)
+}
+
+// listRemote lists the remote's references; an empty repository is a fine place to start.
+func listRemote(ctx context.Context, url string, auth transport.AuthMethod) error {
+	ctx, cancel := context.WithTimeout(ctx, reachTimeout)
+	defer cancel()
+	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{url}})
+	_, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return nil
+	}
+	return err
+}
