@@ -66,7 +66,7 @@ func StartWorker(tb testing.TB, url, workDir string, limits BatchLimits) *testWo
 		Identity: Identity{Committer: testBot, Bot: testBot, Trailers: testTrailers},
 		Slots:    NewSlots(4, 1),
 		Metrics:  reg.Mirror,
-		Log:      slog.New(slog.NewTextHandler(testLogWriter{tb}, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Log:      testLogger(tb),
 	})
 	w.retry = testRetry
 	ctx, cancel := context.WithCancel(context.Background())
@@ -180,6 +180,10 @@ func mustFsck(tb testing.TB, srv *testenv.GitServer, repo string) {
 // testenvSig is a competing user.
 func testenvSig(name string) testenv.Signature {
 	return testenv.Signature{Name: name, Email: name + "@example.com"}
+}
+
+func testLogger(tb testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testLogWriter{tb}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
 // testLogWriter sends the worker's log to the test log.

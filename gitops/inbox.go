@@ -20,7 +20,6 @@ type inbox struct {
 	items     []item
 	controls  []control
 	limit     int // coalesce when items exceed it; grows with what coalescing cannot shrink
-	coalesced int // times the inbox was coalesced, reported with the worker's status
 	closed    bool
 	wake      chan struct{} // one token: "there is something to take"
 }
@@ -38,22 +37,23 @@ func newInbox() *inbox {
 	return &inbox{limit: maxInboxItems, wake: make(chan struct{}, 1)}
 }
 
-// put adds an intent; false when the worker has stopped.
-func (in *inbox) put(it item, bot Signature) bool {
+// put adds an intent; ok is false when the worker has stopped, coalesced true when the bound
+// was reached and the waiting intents were merged.
+func (in *inbox) put(it item, bot Signature) (ok, coalesced bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.closed {
-		return false
+		return false, false
 	}
 	it.at = time.Now()
 	in.items = append(in.items, it)
 	if len(in.items) > in.limit {
 		in.items = coalesce([]run{{items: in.items}}, bot)[0].items
 		in.limit = max(maxInboxItems, 2*len(in.items))
-		in.coalesced++
+		coalesced = true
 	}
 	in.signal()
-	return true
+	return true, coalesced
 }
 
 // request adds a control; false when the worker has stopped.
@@ -77,17 +77,17 @@ func (in *inbox) signal() {
 
 // take empties the inbox. Every control refers to the items put before it, all of which are in
 // this take or an earlier one.
-func (in *inbox) take() ([]item, []control, int) {
+func (in *inbox) take() ([]item, []control) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	items, controls := in.items, in.controls
 	in.items, in.controls = nil, nil
 	in.limit = maxInboxItems
-	return items, controls, in.coalesced
+	return items, controls
 }
 
 // close refuses further puts and returns what is left.
-func (in *inbox) close() ([]item, []control, int) {
+func (in *inbox) close() ([]item, []control) {
 	in.mu.Lock()
 	in.closed = true
 	in.mu.Unlock()

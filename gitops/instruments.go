@@ -52,9 +52,9 @@ func (i instruments) active(delta float64) {
 	}
 }
 
-func (i instruments) coalesced(n int) {
+func (i instruments) coalesced() {
 	if i.coalesces != nil {
-		i.coalesces.Add(float64(n))
+		i.coalesces.Inc()
 	}
 }
 

@@ -31,8 +31,12 @@ func (w *Worker) Sync(s Sync) error {
 }
 
 func (w *Worker) put(it item) error {
-	if !w.in.put(it, w.identity.Bot) {
+	ok, coalesced := w.in.put(it, w.identity.Bot)
+	if !ok {
 		return ErrStopped
+	}
+	if coalesced {
+		w.noteCoalesced("waiting")
 	}
 	return nil
 }

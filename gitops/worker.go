@@ -53,9 +53,6 @@ type Worker struct {
 	retrying    bool // a retry is scheduled: new batches wait for it
 	pushWanted  bool // a batch was flushed since the last push
 	failures    int
-	// Coalescings: of the inbox (its running count) and of the pending runs, and the total
-	// already reported.
-	inboxCoalesced, pendingCoalesced, reportedCoalesced int
 
 	mu     sync.Mutex
 	status WorkerStatus
@@ -136,8 +133,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // takeInbox moves everything waiting in the inbox into the batch, then answers the controls.
 func (w *Worker) takeInbox(ctx context.Context) {
-	items, controls, coalesced := w.in.take()
-	w.inboxCoalesced = coalesced
+	items, controls := w.in.take()
 	for _, it := range items {
 		w.add(it)
 	}
@@ -233,23 +229,25 @@ func (w *Worker) flushBatch() {
 		if n, b := pendingSize(w.pending); n > maxPendingItems || b > maxPendingBytes {
 			w.pending = coalesce(w.pending, w.identity.Bot)
 			w.built.valid = false
-			w.pendingCoalesced++
+			w.noteCoalesced("unpushed")
 		}
 	}
 	w.pushWanted = true
 }
 
-// report publishes the queue depth and pending count, and any new coalescing: a bound was
-// reached and the attribution of the merged changes is lost, which the owner is told.
+// noteCoalesced reports that a bound was reached and which changes (waiting in the inbox, or
+// committed and unpushed) were merged per file: their attribution is lost. It is counted, logged
+// and the owner is told. Safe from any goroutine.
+func (w *Worker) noteCoalesced(which string) {
+	w.m.coalesced()
+	var times int
+	w.setStatus(func(s *WorkerStatus) { s.Coalesced++; times = s.Coalesced })
+	w.log.Warn("the remote is not keeping up: "+which+" changes were merged per file and are credited to the bot", "times", times)
+	w.onStatus()
+}
+
+// report publishes the queue depth and pending count.
 func (w *Worker) report() {
-	if total := w.inboxCoalesced + w.pendingCoalesced; total > w.reportedCoalesced {
-		w.m.coalesced(total - w.reportedCoalesced)
-		w.reportedCoalesced = total
-		w.log.Warn("the remote is not keeping up: waiting changes were merged per file and are credited to the bot",
-			"pending", len(w.pending), "times", total)
-		w.setStatus(func(s *WorkerStatus) { s.Coalesced = total })
-		w.onStatus()
-	}
 	n, _ := pendingSize(w.pending)
 	n += len(w.batch.items)
 	w.m.queue(n + w.in.depth())
@@ -297,8 +295,7 @@ func (w *Worker) setOK(tip string) {
 func (w *Worker) shutdown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	items, controls, coalesced := w.in.close()
-	w.inboxCoalesced = coalesced
+	items, controls := w.in.close()
 	for _, it := range items {
 		w.add(it)
 	}

@@ -57,6 +57,8 @@ type GitServer struct {
 	srv       *http.Server
 	served    chan struct{}
 	down      atomic.Bool
+	hangMu    sync.Mutex
+	hang      chan struct{} // while set, requests wait for it to close
 	requests  atomic.Int64
 	closeOnce sync.Once
 	closeErr  error
@@ -121,6 +123,7 @@ func StartGitServer(root, username, password string) (*GitServer, error) {
 // are left in place. Close is safe to call more than once.
 func (s *GitServer) Close() error {
 	s.closeOnce.Do(func() {
+		s.SetHanging(false)
 		ctx, cancel := context.WithTimeout(context.Background(), gitShutdownTimeout)
 		defer cancel()
 		if err := s.srv.Shutdown(ctx); err != nil {
@@ -169,6 +172,26 @@ func (s *GitServer) AuthURL(name string) string {
 // answered with 503 Service Unavailable.
 func (s *GitServer) SetAvailable(up bool) { s.down.Store(!up) }
 
+// SetHanging simulates a remote that accepts connections and never answers: while true, every
+// request waits, until SetHanging(false) lets it through or its client gives up.
+func (s *GitServer) SetHanging(hang bool) {
+	s.hangMu.Lock()
+	defer s.hangMu.Unlock()
+	switch {
+	case hang && s.hang == nil:
+		s.hang = make(chan struct{})
+	case !hang && s.hang != nil:
+		close(s.hang)
+		s.hang = nil
+	}
+}
+
+func (s *GitServer) hanging() chan struct{} {
+	s.hangMu.Lock()
+	defer s.hangMu.Unlock()
+	return s.hang
+}
+
 // Requests is the number of HTTP requests received so far, including
 // rejected ones.
 func (s *GitServer) Requests() int64 { return s.requests.Load() }
@@ -189,6 +212,13 @@ func (s *GitServer) handler() http.Handler {
 	backend := s.backend()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
+		if hang := s.hanging(); hang != nil {
+			select {
+			case <-hang:
+			case <-r.Context().Done():
+				return
+			}
+		}
 		if s.down.Load() {
 			http.Error(w, gitUnavailableMessage, http.StatusServiceUnavailable)
 			return

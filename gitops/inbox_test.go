@@ -1,0 +1,106 @@
+package gitops
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+// TestEnqueueNeverBlocksWhileTheRemoteHangs holds the worker in a push to a remote that accepts
+// the connection and never answers, and enqueues far more changes than any queue would hold:
+// every call returns, what waits is bounded by coalescing per path (counted), and once the
+// remote answers again the branch holds the latest content of every path.
+func TestEnqueueNeverBlocksWhileTheRemoteHangs(t *testing.T) {
+	srv := MustGitServer(t)
+	w := StartWorker(t, MustRepo(t, srv, "hang"), "", BatchLimits{Quiet: 10 * time.Millisecond})
+	MustEnqueue(t, w, Change{Path: cmPath("first"), Content: configMap("first", "0", 100)})
+	MustFlush(t, w)
+
+	srv.SetHanging(true)
+	before := srv.Requests()
+	MustEnqueue(t, w, Change{Path: cmPath("stuck"), Content: configMap("stuck", "0", 100)})
+	testenv.Eventually(t, 30*time.Second, "the worker to be stuck in a push", func() (bool, string) {
+		return srv.Requests() > before, fmt.Sprintf("%d requests", srv.Requests()-before)
+	})
+
+	const paths, changes = 50, 6 * maxInboxItems
+	want := map[string]string{
+		cmPath("first"): testenv.BlobHash(configMap("first", "0", 100)),
+		cmPath("stuck"): testenv.BlobHash(configMap("stuck", "0", 100)),
+	}
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		for i := range changes {
+			name := fmt.Sprintf("cm-%02d", i%paths)
+			c := Change{Path: cmPath(name), Content: configMap(name, fmt.Sprint(i), 100), Author: testAlice}
+			if err := w.Enqueue(c); err != nil {
+				t.Error(err)
+				return
+			}
+			want[c.Path] = testenv.BlobHash(c.Content)
+		}
+	}()
+	select {
+	case <-returned:
+	case <-time.After(time.Minute):
+		t.Fatal("Enqueue blocked while the remote hangs")
+	}
+	if depth := w.in.depth(); depth > 2*maxInboxItems {
+		t.Errorf("%d changes wait in the inbox, want at most %d: it must be bounded", depth, 2*maxInboxItems)
+	}
+	if got := w.metric(t, "repo_branch_queue_coalesced_total"); got == 0 {
+		t.Error("the inbox passed its bound without counting a coalescing")
+	}
+
+	srv.SetHanging(false)
+	MustFlush(t, w)
+	mustTree(t, srv, "hang", "main", want)
+	if s := w.Status(); s.Coalesced == 0 || s.Pending != 0 {
+		t.Errorf("status after the stall = %+v, want coalescings counted and nothing pending", s)
+	}
+	mustFsck(t, srv, "hang")
+}
+
+// TestSingleChangeAfterIdleDoesNotWaitForTheQuietPeriod: with an hour of quiet period and two
+// of max wait, a lone change still reaches the remote at once; batching is for streams.
+func TestSingleChangeAfterIdleDoesNotWaitForTheQuietPeriod(t *testing.T) {
+	srv := MustGitServer(t)
+	w := StartWorker(t, MustRepo(t, srv, "idle"), "", BatchLimits{Quiet: time.Hour, MaxWait: 2 * time.Hour})
+	MustEnqueue(t, w, Change{Path: cmPath("lone"), Content: configMap("lone", "1", 100)})
+	testenv.Eventually(t, 30*time.Second, "the lone change on the remote without a flush", func() (bool, string) {
+		files := mustFiles(t, srv, "idle")
+		return len(files) == 1, fmt.Sprint(files)
+	})
+}
+
+func TestQuietPeriodAdaptsToTheGapBetweenChanges(t *testing.T) {
+	limits := BatchLimits{Quiet: 1500 * time.Millisecond}.withDefaults()
+	start := time.Unix(1_000_000, 0)
+	cases := []struct {
+		name string
+		gaps []time.Duration // since the previous change; the first follows a long idle spell
+		want time.Duration   // the quiet period after the last change
+	}{
+		{"a lone change after idle", []time.Duration{time.Hour}, idleQuiet},
+		{"a burst", []time.Duration{time.Hour, 3 * time.Millisecond, 3 * time.Millisecond}, idleQuiet},
+		{"a steady stream every 200 ms", []time.Duration{time.Hour, 200 * time.Millisecond, 200 * time.Millisecond}, 400 * time.Millisecond},
+		{"a slow stream every second", []time.Duration{time.Hour, time.Second}, 1500 * time.Millisecond},
+		{"a change after a spell longer than the quiet period", []time.Duration{time.Hour, 100 * time.Millisecond, 2 * time.Second}, idleQuiet},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &Worker{limits: limits}
+			at, got := start, time.Duration(0)
+			for _, gap := range tc.gaps {
+				at = at.Add(gap)
+				got = w.quietAfter(at)
+			}
+			if got != tc.want {
+				t.Errorf("quiet period %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,19 @@
+package gitops
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package when a goroutine outlives its test: every worker, Secret watch and
+// reachability check must be joined by the Run that started it.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// net/http keeps idle keep-alive connections to the test Git servers in the default
+		// transport; they are the standard library's, not ours.
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+	)
+}
