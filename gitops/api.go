@@ -40,20 +40,24 @@ type Sync struct {
 }
 
 // BatchLimits decide when a batch becomes commits: at MaxFiles changes, MaxBytes of content,
-// MaxWait after the first change (the bound under constant churn) or after Quiet without a new
-// change, whichever comes first. Zero fields take the defaults.
+// MaxWait after the first change (the bound under constant churn) or after a quiet period
+// without a new change, whichever comes first. The quiet period adapts: IdleQuiet after a
+// change that follows a spell of at least Quiet without one (a lone change is pushed at once),
+// else twice the gap between the last two changes, within [IdleQuiet, Quiet] (a stream stays in
+// one batch). Zero fields take the defaults; IdleQuiet ≥ Quiet turns the adaptation off.
 type BatchLimits struct {
-	MaxFiles       int
-	MaxBytes       int64
-	MaxWait, Quiet time.Duration
+	MaxFiles                  int
+	MaxBytes                  int64
+	MaxWait, Quiet, IdleQuiet time.Duration
 }
 
 // Default batch limits.
 const (
-	DefaultMaxFiles = 200
-	DefaultMaxBytes = 1 << 20
-	DefaultMaxWait  = 20 * time.Second
-	DefaultQuiet    = 1500 * time.Millisecond
+	DefaultMaxFiles  = 200
+	DefaultMaxBytes  = 1 << 20
+	DefaultMaxWait   = 20 * time.Second
+	DefaultQuiet     = 1500 * time.Millisecond
+	DefaultIdleQuiet = 50 * time.Millisecond
 )
 
 func (l BatchLimits) withDefaults() BatchLimits {
@@ -69,6 +73,10 @@ func (l BatchLimits) withDefaults() BatchLimits {
 	if l.Quiet <= 0 {
 		l.Quiet = DefaultQuiet
 	}
+	if l.IdleQuiet <= 0 {
+		l.IdleQuiet = DefaultIdleQuiet
+	}
+	l.IdleQuiet = min(l.IdleQuiet, l.Quiet)
 	return l
 }
 

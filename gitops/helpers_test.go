@@ -116,24 +116,6 @@ func MustFlush(tb testing.TB, w *testWorker) {
 	}
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(tb testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for {
-		ok, err := cond()
-		if ok && err == nil {
-			return
-		}
-		lastErr = err
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // configMap renders a ConfigMap of about size bytes.
 func configMap(name, value string, size int) []byte {
 	head := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: default\ndata:\n  value: %q\n  pad: \"", name, value)

@@ -16,12 +16,12 @@ const maxInboxItems = 2000
 // inbox is where other goroutines leave work for a worker. Putting never blocks: a slow or dead
 // remote must never stall a watch, nor the other destinations that share the watch.
 type inbox struct {
-	mu        sync.Mutex
-	items     []item
-	controls  []control
-	limit     int // coalesce when items exceed it; grows with what coalescing cannot shrink
-	closed    bool
-	wake      chan struct{} // one token: "there is something to take"
+	mu       sync.Mutex
+	items    []item
+	controls []control
+	limit    int // coalesce when items exceed it; grows with what coalescing cannot shrink
+	closed   bool
+	wake     chan struct{} // one token: "there is something to take"
 }
 
 // control is a request other than a file change: flush, fetch now, or new credentials.

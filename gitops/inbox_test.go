@@ -84,11 +84,11 @@ func TestQuietPeriodAdaptsToTheGapBetweenChanges(t *testing.T) {
 		gaps []time.Duration // since the previous change; the first follows a long idle spell
 		want time.Duration   // the quiet period after the last change
 	}{
-		{"a lone change after idle", []time.Duration{time.Hour}, idleQuiet},
-		{"a burst", []time.Duration{time.Hour, 3 * time.Millisecond, 3 * time.Millisecond}, idleQuiet},
+		{"a lone change after idle", []time.Duration{time.Hour}, DefaultIdleQuiet},
+		{"a burst", []time.Duration{time.Hour, 3 * time.Millisecond, 3 * time.Millisecond}, DefaultIdleQuiet},
 		{"a steady stream every 200 ms", []time.Duration{time.Hour, 200 * time.Millisecond, 200 * time.Millisecond}, 400 * time.Millisecond},
 		{"a slow stream every second", []time.Duration{time.Hour, time.Second}, 1500 * time.Millisecond},
-		{"a change after a spell longer than the quiet period", []time.Duration{time.Hour, 100 * time.Millisecond, 2 * time.Second}, idleQuiet},
+		{"a change after a spell longer than the quiet period", []time.Duration{time.Hour, 100 * time.Millisecond, 2 * time.Second}, DefaultIdleQuiet},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

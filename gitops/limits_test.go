@@ -51,12 +51,15 @@ func TestSlotsBoundConcurrentWorkers(t *testing.T) {
 				return bounded(n, c.maxGlobal)
 			}
 			for step := range c.repos * c.branches {
-				eventually(t, 10*time.Second, "every free slot taken", func() (bool, error) {
-					return int(h.global.cur.Load()) >= saturated(), h.err()
+				testenv.Eventually(t, 10*time.Second, "every free slot taken", func() (bool, string) {
+					if err := h.err(); err != nil {
+						t.Fatal(err)
+					}
+					return int(h.global.cur.Load()) >= saturated(), fmt.Sprint(h.global.cur.Load())
 				})
 				h.release <- struct{}{}
-				eventually(t, 10*time.Second, "the released holder to finish", func() (bool, error) {
-					return h.finished.Load() == int64(step+1), nil
+				testenv.Eventually(t, 10*time.Second, "the released holder to finish", func() (bool, string) {
+					return h.finished.Load() == int64(step+1), fmt.Sprint(h.finished.Load())
 				})
 			}
 

@@ -223,10 +223,10 @@ func TestPendingStaysBoundedDuringOutage(t *testing.T) {
 	}
 	// Once the queue is empty every change was taken by the worker; it reports its status after
 	// each push attempt, so after two more failures the status counts them all.
-	eventually(t, 30*time.Second, "the queue to drain", func() (bool, error) { return w.in.depth() == 0, nil })
+	testenv.Eventually(t, 30*time.Second, "the queue to drain", func() (bool, string) { return w.in.depth() == 0, fmt.Sprint(w.in.depth()) })
 	failures := w.metric(t, "push_failures_total")
-	eventually(t, 30*time.Second, "two more failed pushes", func() (bool, error) {
-		return w.metric(t, "push_failures_total") >= failures+2, nil
+	testenv.Eventually(t, 30*time.Second, "two more failed pushes", func() (bool, string) {
+		return w.metric(t, "push_failures_total") >= failures+2, fmt.Sprint(w.metric(t, "push_failures_total"))
 	})
 	s := w.Status()
 	peak = max(peak, s.Pending)

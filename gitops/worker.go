@@ -191,14 +191,9 @@ func (w *Worker) add(it item) {
 	w.batchTimer.Reset(w.batch.deadline(w.limits).Sub(now))
 }
 
-// idleQuiet is the wait before committing a change that arrives after a quiet spell.
-const idleQuiet = 50 * time.Millisecond
-
-// quietAfter is how long to wait for more changes after one that arrived at. After a spell
-// longer than the configured quiet period the wait is short; otherwise it is twice the gap to
-// the previous change, within [idleQuiet, Quiet], so a steady stream stays in one batch.
+// quietAfter is how long to wait for more changes after one that arrived at (see BatchLimits).
 func (w *Worker) quietAfter(at time.Time) time.Duration {
-	short := min(idleQuiet, w.limits.Quiet)
+	short := w.limits.IdleQuiet
 	gap := at.Sub(w.lastArrival)
 	first := w.lastArrival.IsZero()
 	w.lastArrival = at

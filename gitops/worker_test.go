@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 func TestPathIsVersionless(t *testing.T) {
@@ -111,32 +113,32 @@ func TestCommitPerContiguousAuthorRun(t *testing.T) {
 func TestFlushTriggers(t *testing.T) {
 	srv := MustGitServer(t)
 	never := time.Hour
-	commits := func(repo string) func() (bool, error) {
-		return func() (bool, error) {
-			log, err := srv.Log(repo, "main")
-			return len(log) > 0, err
+	commits := func(repo string) func() (bool, string) {
+		return func() (bool, string) {
+			log := mustLog(t, srv, repo)
+			return len(log) > 0, fmt.Sprintf("%d commits", len(log))
 		}
 	}
 	t.Run("max files", func(t *testing.T) {
-		w := StartWorker(t, MustRepo(t, srv, "files"), "", BatchLimits{MaxFiles: 5, MaxWait: never, Quiet: never})
+		w := StartWorker(t, MustRepo(t, srv, "files"), "", BatchLimits{MaxFiles: 5, MaxWait: never, Quiet: never, IdleQuiet: never})
 		for i := range 5 {
 			MustEnqueue(t, w, Change{Path: cmPath(fmt.Sprint(i)), Content: configMap(fmt.Sprint(i), "1", 100)})
 		}
-		eventually(t, 30*time.Second, "a commit at 5 files", commits("files"))
+		testenv.Eventually(t, 30*time.Second, "a commit at 5 files", commits("files"))
 	})
 	t.Run("max bytes", func(t *testing.T) {
-		w := StartWorker(t, MustRepo(t, srv, "bytes"), "", BatchLimits{MaxBytes: 1000, MaxWait: never, Quiet: never})
+		w := StartWorker(t, MustRepo(t, srv, "bytes"), "", BatchLimits{MaxBytes: 1000, MaxWait: never, Quiet: never, IdleQuiet: never})
 		MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 600)},
 			Change{Path: cmPath("b"), Content: configMap("b", "1", 600)})
-		eventually(t, 30*time.Second, "a commit at 1000 bytes", commits("bytes"))
+		testenv.Eventually(t, 30*time.Second, "a commit at 1000 bytes", commits("bytes"))
 	})
 	t.Run("quiet period", func(t *testing.T) {
 		w := StartWorker(t, MustRepo(t, srv, "quiet"), "", BatchLimits{MaxWait: never, Quiet: 100 * time.Millisecond})
 		MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 100)})
-		eventually(t, 30*time.Second, "a commit after the quiet period", commits("quiet"))
+		testenv.Eventually(t, 30*time.Second, "a commit after the quiet period", commits("quiet"))
 	})
 	t.Run("max wait under constant churn", func(t *testing.T) {
-		w := StartWorker(t, MustRepo(t, srv, "churn"), "", BatchLimits{MaxWait: 300 * time.Millisecond, Quiet: never})
+		w := StartWorker(t, MustRepo(t, srv, "churn"), "", BatchLimits{MaxWait: 300 * time.Millisecond, Quiet: never, IdleQuiet: never})
 		landed := false
 		for i := 0; i < 1000 && !landed; i++ { // a change every 10 ms never leaves a quiet period
 			MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", fmt.Sprint(i), 100)})

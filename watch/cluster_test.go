@@ -3,6 +3,7 @@ package watch
 import (
 	"slices"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -30,7 +31,7 @@ func TestClusterWatchRuleMirrorsEveryNamespaceAndClusterScope(t *testing.T) {
 	e.startManager()
 
 	want := []string{e.cmPath("here"), other + "/configmaps/there.yaml", "_cluster/namespaces/" + e.ns + ".yaml", "_cluster/namespaces/" + other + ".yaml"}
-	e.eventually("every namespace and the cluster scope mirrored, the orphan gone", func() (bool, string) {
+	testenv.Eventually(e.t, time.Minute, "every namespace and the cluster scope mirrored, the orphan gone", func() (bool, string) {
 		files := e.files()
 		for _, w := range want {
 			if !slices.Contains(files, w) {
@@ -42,7 +43,7 @@ func TestClusterWatchRuleMirrorsEveryNamespaceAndClusterScope(t *testing.T) {
 		}
 		return true, ""
 	})
-	e.eventually("rule ready", func() (bool, string) {
+	testenv.Eventually(e.t, time.Minute, "rule ready", func() (bool, string) {
 		c := e.readyCondition(crds.ClusterWatchRules, "", e.ns+"-everything")
 		return c != nil && c.Status == metav1.ConditionTrue, "not ready"
 	})

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -45,7 +46,22 @@ func TestMain(m *testing.M) {
 	code := testenv.RunMain(m, &cp)
 	_ = gitSrv.Close()
 	_ = os.RemoveAll(dir)
+	if code == 0 {
+		// Every watcher, informer and Git worker a test started must have been joined.
+		if err := goleak.Find(leakIgnores...); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
 	os.Exit(code)
+}
+
+// leakIgnores are goroutines that are not ours: client-go and net/http keep them per process.
+var leakIgnores = []goleak.Option{
+	goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+	goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+	goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+	goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
 }
 
 var (
@@ -188,18 +204,18 @@ func (e *env) startManagerWith(discoveryRefresh time.Duration) (stop func()) {
 	log := slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var m *Manager
 	pool := gitops.NewPool(gitops.PoolConfig{
-		Secrets:  e.kube.CoreV1(),
-		WorkDir:  e.t.TempDir(),
-		Limits:   gitops.BatchLimits{MaxFiles: 200, MaxBytes: 1 << 20, MaxWait: 2 * time.Second, Quiet: 100 * time.Millisecond},
+		Secrets: e.kube.CoreV1(),
+		WorkDir: e.t.TempDir(),
+		Limits:  gitops.BatchLimits{MaxFiles: 200, MaxBytes: 1 << 20, MaxWait: 2 * time.Second, Quiet: 100 * time.Millisecond},
 		Identity: gitops.Identity{
 			Committer: gitops.Signature{Name: "gitops-reverser", Email: "bot@example.com"},
 			Bot:       gitops.Signature{Name: "gitops-reverser", Email: "bot@example.com"},
 			Trailers:  [][2]string{{"X-ConfigButler-ClusterUID", "test-cluster"}},
 		},
 		MaxWorkers: 4, MaxWorkersPerRepo: 2,
-		Metrics:    e.reg.Mirror,
-		Log:        log,
-		OnChange:   func() { m.Changed() },
+		Metrics:  e.reg.Mirror,
+		Log:      log,
+		OnChange: func() { m.Changed() },
 	})
 	m, err := NewManager(cp.AdminConfig(), Options{
 		DiscoveryRefresh: discoveryRefresh,
@@ -256,26 +272,11 @@ func (e *env) files() []string {
 	return out
 }
 
-// eventually polls cond until it holds or a minute passes.
-func (e *env) eventually(what string, cond func() (bool, string)) {
-	e.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	var last string
-	for time.Now().Before(deadline) {
-		var ok bool
-		if ok, last = cond(); ok {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	e.t.Fatalf("%s: not reached within a minute; last: %s", what, last)
-}
-
 // waitFiles waits until the files under the base folder are exactly want.
 func (e *env) waitFiles(want ...string) {
 	e.t.Helper()
 	slices.Sort(want)
-	e.eventually("remote files", func() (bool, string) {
+	testenv.Eventually(e.t, time.Minute, "remote files", func() (bool, string) {
 		got := e.files()
 		return slices.Equal(got, want), fmt.Sprintf("got %v, want %v", got, want)
 	})

@@ -174,4 +174,3 @@ func TestDeadRemoteDoesNotHoldUpAnotherDestination(t *testing.T) {
 		return true, ""
 	})
 }
-

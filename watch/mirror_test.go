@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -91,7 +92,7 @@ func TestTrailFollowsCreateUpdateDeleteAndIgnoresStatusOnlyUpdates(t *testing.T)
 	if _, err := cms.Patch(e.ctx, "one", types.MergePatchType, []byte(`{"data":{"a":"2"}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually("update reaches the remote", func() (bool, string) {
+	testenv.Eventually(e.t, time.Minute, "update reaches the remote", func() (bool, string) {
 		got := e.remoteContent(e.cmPath("one"))
 		return strings.Contains(got, `a: "2"`), got
 	})

@@ -3,10 +3,12 @@ package watch
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 // TestRemoteOutageConvergesWithoutFurtherChanges takes the Git server down, changes the cluster,
@@ -27,17 +29,17 @@ func TestRemoteOutageConvergesWithoutFurtherChanges(t *testing.T) {
 		e.configMap(name, map[string]string{"i": fmt.Sprint(i)})
 		want = append(want, e.cmPath(name))
 	}
-	e.eventually("push failures are counted", func() (bool, string) {
+	testenv.Eventually(e.t, time.Minute, "push failures are counted", func() (bool, string) {
 		got, _ := e.reg.Gather()
 		return got["gitops_reverser_push_failures_total"] > 0, fmt.Sprint(got["gitops_reverser_push_failures_total"])
 	})
-	e.eventually("the destination reports the failing push", func() (bool, string) {
+	testenv.Eventually(e.t, time.Minute, "the destination reports the failing push", func() (bool, string) {
 		c := e.readyCondition(crds.GitDestinations, e.ns, "dest")
 		return c != nil && c.Reason == "PushFailing", fmt.Sprintf("%+v", c)
 	})
 	gitSrv.SetAvailable(true)
 	e.waitFiles(append(want, e.cmPath("before"))...)
-	e.eventually("the destination is ready again", func() (bool, string) {
+	testenv.Eventually(e.t, time.Minute, "the destination is ready again", func() (bool, string) {
 		c := e.readyCondition(crds.GitDestinations, e.ns, "dest")
 		return c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("%+v", c)
 	})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 func TestSecondSeedIsNoOp(t *testing.T) {
@@ -46,7 +48,7 @@ func TestRulesAreFollowedAtRuntime(t *testing.T) {
 
 	// Editing a rule: the ConfigMap rule also selects Deployments now.
 	e.watchRule("cms", "configmaps", "deployments")
-	e.eventually("edited rule followed", func() (bool, string) {
+	testenv.Eventually(e.t, time.Minute, "edited rule followed", func() (bool, string) {
 		got, _ := e.reg.Gather()
 		return got["gitops_reverser_watches"] == 3, fmt.Sprintf("%v watches", got["gitops_reverser_watches"])
 	})
@@ -55,7 +57,7 @@ func TestRulesAreFollowedAtRuntime(t *testing.T) {
 	if err := e.dyn.Resource(crds.WatchRules).Namespace(e.ns).Delete(e.ctx, "cms", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually("the ConfigMap watch stops", func() (bool, string) {
+	testenv.Eventually(e.t, time.Minute, "the ConfigMap watch stops", func() (bool, string) {
 		got, _ := e.reg.Gather()
 		return got["gitops_reverser_watches"] == 1, fmt.Sprintf("%v watches", got["gitops_reverser_watches"])
 	})
@@ -72,7 +74,7 @@ func TestDiscoveryRefreshWatchesNewlyInstalledCRDs(t *testing.T) {
 	e := newEnv(t)
 	e.watchRule("gadgets", "gadgets")
 	e.startManager()
-	e.eventually("rule reports that nothing matches yet", func() (bool, string) {
+	testenv.Eventually(e.t, time.Minute, "rule reports that nothing matches yet", func() (bool, string) {
 		c := e.readyCondition(crds.WatchRules, e.ns, "gadgets")
 		return c != nil && c.Reason == "NothingSelected", "no condition yet"
 	})
@@ -104,7 +106,7 @@ func TestDiscoveryRefreshWatchesNewlyInstalledCRDs(t *testing.T) {
 		"apiVersion": "example.com/v1", "kind": "Gadget",
 		"metadata": map[string]any{"name": "g1", "namespace": e.ns}, "spec": map[string]any{"size": int64(3)},
 	}}
-	e.eventually("gadget created once the CRD is served", func() (bool, string) {
+	testenv.Eventually(e.t, time.Minute, "gadget created once the CRD is served", func() (bool, string) {
 		_, err := gadgets.Create(e.ctx, obj, metav1.CreateOptions{})
 		return err == nil, errString(err)
 	})
@@ -115,7 +117,7 @@ func TestDiscoveryRefreshWatchesNewlyInstalledCRDs(t *testing.T) {
 	if err := ext.ApiextensionsV1().CustomResourceDefinitions().Delete(e.ctx, crd.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually("the watch of the removed CRD stops", func() (bool, string) {
+	testenv.Eventually(e.t, time.Minute, "the watch of the removed CRD stops", func() (bool, string) {
 		got, _ := e.reg.Gather()
 		c := e.readyCondition(crds.WatchRules, e.ns, "gadgets")
 		return got["gitops_reverser_watches"] == 0 && c != nil && c.Reason == "NothingSelected",
@@ -135,7 +137,7 @@ func TestSecretsAreNeverWritten(t *testing.T) {
 			t.Errorf("a Secret reached Git: %s", f)
 		}
 	}
-	e.eventually("SecretsSkipped warning event and metric", func() (bool, string) {
+	testenv.Eventually(e.t, time.Minute, "SecretsSkipped warning event and metric", func() (bool, string) {
 		events, err := e.kube.CoreV1().Events(e.ns).List(e.ctx, metav1.ListOptions{FieldSelector: "reason=SecretsSkipped"})
 		got, _ := e.reg.Gather()
 		return err == nil && len(events.Items) > 0 && got["gitops_reverser_secrets_skipped_total"] >= 1,

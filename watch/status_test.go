@@ -3,12 +3,14 @@ package watch
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 func TestStatusExplainsEveryDestinationProblem(t *testing.T) {
@@ -51,7 +53,7 @@ func TestStatusExplainsEveryDestinationProblem(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.gvr.Resource+"/"+tc.name, func(t *testing.T) {
-			e.eventually("Ready condition", func() (bool, string) {
+			testenv.Eventually(e.t, time.Minute, "Ready condition", func() (bool, string) {
 				c := e.readyCondition(tc.gvr, e.ns, tc.name)
 				if c == nil {
 					return false, "no Ready condition"
@@ -61,7 +63,7 @@ func TestStatusExplainsEveryDestinationProblem(t *testing.T) {
 			if tc.wantStatus == metav1.ConditionTrue {
 				return
 			}
-			e.eventually("Warning event", func() (bool, string) {
+			testenv.Eventually(e.t, time.Minute, "Warning event", func() (bool, string) {
 				events, err := e.kube.CoreV1().Events(e.ns).List(e.ctx, metav1.ListOptions{
 					FieldSelector: "involvedObject.name=" + tc.name + ",reason=" + tc.wantReason + ",type=Warning"})
 				return err == nil && len(events.Items) > 0, "no event"
