@@ -163,6 +163,7 @@ var notExercised = map[string]string{
 	"list gitdestinations.configbutler.ai":   "the configuration informers, on apiservers without WatchList",
 	"list watchrules.configbutler.ai":        "the configuration informers, on apiservers without WatchList",
 	"list clusterwatchrules.configbutler.ai": "the configuration informers, on apiservers without WatchList",
+	"list secrets":                           "the credentials Secret watch, on apiservers without WatchList",
 }
 
 // checkRecordedRequests fails on any request the apiserver refused, and on any granted permission
@@ -351,9 +352,9 @@ func TestShippedIdentityCannotReadForeignSecretsNorWrite(t *testing.T) {
 		attr    attr
 		allowed bool
 	}{
-		// Secrets: its own namespace only, and only by name.
+		// Secrets: its own namespace only (credentials are watched by name).
 		{"gets Secrets in its own namespace", attr{Verb: "get", Resource: "secrets", Namespace: systemNamespace}, true},
-		{"cannot list Secrets in its own namespace", attr{Verb: "list", Resource: "secrets", Namespace: systemNamespace}, false},
+		{"watches Secrets in its own namespace", attr{Verb: "watch", Resource: "secrets", Namespace: systemNamespace}, true},
 		{"cannot get Secrets in another namespace", attr{Verb: "get", Resource: "secrets", Namespace: workloadNamespace}, false},
 		{"cannot get Secrets in kube-system", attr{Verb: "get", Resource: "secrets", Namespace: "kube-system"}, false},
 		{"cannot list Secrets in another namespace", attr{Verb: "list", Resource: "secrets", Namespace: workloadNamespace}, false},
