@@ -12,7 +12,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -39,13 +38,10 @@ func grant(t testing.TB, kube *kubernetes.Clientset, ns string, users ...string)
 	}
 	for _, u := range users {
 		client := kubernetes.NewForConfigOrDie(cp.ImpersonatingConfig(u))
-		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		testenv.Eventually(t, time.Minute, u+" allowed to use ConfigMaps", func() (bool, string) {
 			_, err := client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{Limit: 1})
-			return err == nil, nil
+			return err == nil, fmt.Sprint(err)
 		})
-		if err != nil {
-			t.Fatalf("%s never allowed to use ConfigMaps: %v", u, err)
-		}
 	}
 }
 
@@ -53,34 +49,31 @@ func userClient(cfg *rest.Config) kubernetes.Interface { return kubernetes.NewFo
 
 // startAttributingDaemon runs the daemon with its webhook on a loopback port the apiserver calls,
 // or tells the apiserver to call webhookURL instead when it is set.
-func startAttributingDaemon(t testing.TB, webhookURL string) *daemonProcess {
+func startAttributingDaemon(t testing.TB, webhookURL string) *testenv.Daemon {
 	t.Helper()
 	args := []string{"--git-batch-quiet-ms", "200"}
 	if webhookURL != "" {
 		args = append(args, "--webhook-url", webhookURL)
 	}
 	d := startDaemon(t, t.TempDir(), args...)
-	waitUntil(t, "daemon watching", func() bool { return d.metric(t, "gitops_reverser_watches") >= 1 })
+	testenv.Eventually(t, time.Minute, "daemon watching", metricAtLeast(t, d, "gitops_reverser_watches", 1), d.FailFast())
 	return d
 }
 
 // waitRegistered writes ConfigMaps as the admin until the daemon's webhook has recorded one: the
 // ValidatingWebhookConfiguration takes a moment to be used by the apiserver.
-func waitRegistered(t testing.TB, d *daemonProcess, kube kubernetes.Interface, ns string) {
+func waitRegistered(t testing.TB, d *testenv.Daemon, kube kubernetes.Interface, ns string) {
 	t.Helper()
-	for i := 0; ; i++ {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("probe-%d", i), Namespace: ns}}
+	probes := 0
+	recorded := metricAtLeast(t, d, `gitops_reverser_admission_reviews_total{result="recorded"}`, 1)
+	testenv.Eventually(t, time.Minute, "the apiserver calling the webhook", func() (bool, string) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("probe-%d", probes), Namespace: ns}}
 		if _, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if d.metric(t, `gitops_reverser_admission_reviews_total{result="recorded"}`) > 0 {
-			return
-		}
-		if i > 600 {
-			t.Fatal("the apiserver never called the webhook")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		probes++
+		return recorded()
+	}, d.FailFast())
 }
 
 // authorOf returns the author of the newest commit that touched path.
@@ -109,7 +102,7 @@ func TestCommitsAreAuthoredByWhoeverChangedTheObject(t *testing.T) {
 	file := "live/" + ns + "/configmaps/shared.yaml"
 	commitsBy := func(want ...string) {
 		t.Helper()
-		waitUntil(t, fmt.Sprintf("commits by %v", want), func() bool {
+		testenv.Eventually(t, time.Minute, fmt.Sprintf("commits by %v", want), func() (bool, string) {
 			log, _ := srv.Log("state", "main")
 			var got []string
 			for _, c := range log {
@@ -117,8 +110,8 @@ func TestCommitsAreAuthoredByWhoeverChangedTheObject(t *testing.T) {
 					got = append(got, c.AuthorName)
 				}
 			}
-			return fmt.Sprint(got) == fmt.Sprint(want)
-		})
+			return fmt.Sprint(got) == fmt.Sprint(want), fmt.Sprintf("commits by %v", got)
+		}, d.FailFast())
 	}
 	alice, bob, carol := userClient(cp.UserConfig("alice")), userClient(cp.UserConfig("bob")), userClient(cp.UserConfig("carol"))
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: ns}, Data: map[string]string{"v": "1"}}
@@ -158,7 +151,7 @@ func TestDryRunDoesNotStealTheAuthorship(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := "live/" + ns + "/configmaps/target.yaml"
-	waitUntil(t, "created", func() bool { return authorOf(t, srv, "target") != "" })
+	testenv.Eventually(t, time.Minute, "created", func() (bool, string) { return authorOf(t, srv, "target") != "", "" }, d.FailFast())
 	patch := []byte(`{"data":{"v":"2"}}`)
 	mallory, alice := userClient(cp.UserConfig("mallory")), userClient(cp.UserConfig("alice"))
 	if _, err := mallory.CoreV1().ConfigMaps(ns).Patch(ctx, "target", types.MergePatchType, patch,
@@ -168,10 +161,10 @@ func TestDryRunDoesNotStealTheAuthorship(t *testing.T) {
 	if _, err := alice.CoreV1().ConfigMaps(ns).Patch(ctx, "target", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "alice's update in Git", func() bool {
+	testenv.Eventually(t, time.Minute, "alice's update in Git", func() (bool, string) {
 		b, _ := srv.ReadFile("state", "main", path)
-		return strings.Contains(string(b), `v: "2"`)
-	})
+		return strings.Contains(string(b), `v: "2"`), string(b)
+	}, d.FailFast())
 	if got := authorOf(t, srv, "target"); got != "alice" {
 		t.Fatalf("update authored by %q, want alice (mallory's dry run must not count)", got)
 	}
@@ -183,7 +176,7 @@ func TestUnreachableWebhookFallsBackToTheBot(t *testing.T) {
 	grant(t, kube, ns, "alice")
 	// The apiserver is told to call a port where nothing listens: failurePolicy Ignore lets every
 	// write through, and the watch finds no record of who made it.
-	d := startAttributingDaemon(t, "https://"+freeAddr(t))
+	d := startAttributingDaemon(t, "https://"+testenv.FreeAddr(t))
 	ctx := context.Background()
 	alice := userClient(cp.UserConfig("alice"))
 	for i := range 3 {
@@ -192,14 +185,14 @@ func TestUnreachableWebhookFallsBackToTheBot(t *testing.T) {
 			t.Fatalf("write with the webhook unreachable: %v", err)
 		}
 	}
-	waitUntil(t, "all three in Git", func() bool {
+	testenv.Eventually(t, time.Minute, "all three in Git", func() (bool, string) {
 		files, _ := srv.Files("state", "main")
-		return strings.Count(strings.Join(files, " "), "orphaned-") == 3
-	})
+		return strings.Count(strings.Join(files, " "), "orphaned-") == 3, fmt.Sprint(files)
+	}, d.FailFast())
 	if got := authorOf(t, srv, "orphaned-2"); got != "gitops-reverser" {
 		t.Errorf("author %q, want the bot", got)
 	}
-	if misses := d.metric(t, "gitops_reverser_enrich_misses_total"); misses < 3 {
+	if misses := d.Metric(t, "gitops_reverser_enrich_misses_total"); misses < 3 {
 		t.Errorf("enrich_misses_total = %v, want at least 3", misses)
 	}
 }
@@ -261,17 +254,17 @@ func attributedFiles(t testing.TB, srv *testenv.GitServer, kube kubernetes.Inter
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "Git matches the cluster", func() bool {
+	testenv.Eventually(t, time.Minute, "Git matches the cluster", func() (bool, string) {
 		for _, cm := range list.Items {
 			if cm.Data["writer"] == "" {
 				continue
 			}
 			b, _ := srv.ReadFile("state", "main", "live/"+ns+"/configmaps/"+cm.Name+".yaml")
 			if !strings.Contains(string(b), "seq: \""+cm.Data["seq"]+"\"") || !strings.Contains(string(b), "writer: "+cm.Data["writer"]) {
-				return false
+				return false, cm.Name + " differs"
 			}
 		}
-		return true
+		return true, ""
 	})
 	history, err := srv.History("state", "main")
 	if err != nil {

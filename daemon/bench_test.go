@@ -130,17 +130,14 @@ func (m *mirrorBench) delete(from, to int) {
 // converged waits until the files under live/ are exactly the expected ones and returns how long
 // that took from start.
 func (m *mirrorBench) converged(start time.Time) time.Duration {
-	deadline := start.Add(5 * time.Minute)
-	for {
+	testenv.Eventually(m.b, time.Until(start.Add(5*time.Minute)), "remote matching the cluster", func() (bool, string) {
 		got, err := m.srv.FileHashes("state", "main")
-		if err == nil && m.matches(got) {
-			return time.Since(start)
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			m.b.Fatalf("remote never matched the cluster (%d files, want %d)", len(got), len(m.want))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return m.matches(got), fmt.Sprintf("%d files, want %d", len(got), len(m.want))
+	})
+	return time.Since(start)
 }
 
 func (m *mirrorBench) matches(got map[string]string) bool {
@@ -198,7 +195,7 @@ func BenchmarkMirror2000(b *testing.B) {
 		report("create 500: last write → remote matches: %.2f s", m.converged(time.Now()).Seconds())
 		m.delete(2000, 2500)
 		report("delete 500: last write → remote matches: %.2f s", m.converged(time.Now()).Seconds())
-		rss, cpu := usage(b, d.cmd.Process.Pid)
+		rss, cpu := usage(b, d.Pid())
 		report("peak RSS over the whole run: %.0f MiB; CPU over the whole run: %.2f s", rss, cpu)
 	}
 }
@@ -211,7 +208,7 @@ func BenchmarkSeed10000(b *testing.B) {
 		start := time.Now()
 		d := startDaemon(b, b.TempDir())
 		took := m.converged(start)
-		rss, cpu := usage(b, d.cmd.Process.Pid)
+		rss, cpu := usage(b, d.Pid())
 		report("seed 10,000: daemon start → all files on the remote: %.2f s; peak RSS %.0f MiB; CPU %.2f s", took.Seconds(), rss, cpu)
 	}
 }

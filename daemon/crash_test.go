@@ -1,14 +1,12 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,14 +70,6 @@ func mirrorSetup(t testing.TB, ns string) (*testenv.GitServer, *kubernetes.Clien
 	return srv, kube
 }
 
-// daemonProcess is the built daemon running against the test control plane.
-type daemonProcess struct {
-	cmd         *exec.Cmd
-	metricsAddr string
-	exited      chan struct{}
-	stderr      bytes.Buffer
-}
-
 // ensureDaemonNamespace creates the daemon's own namespace, as an install would; the webhook keeps
 // its certificate Secret there.
 func ensureDaemonNamespace(t testing.TB) {
@@ -91,55 +81,38 @@ func ensureDaemonNamespace(t testing.TB) {
 	}
 }
 
-func startDaemon(t testing.TB, workDir string, extra ...string) *daemonProcess {
+// startDaemon runs the built daemon against the test control plane with its listeners on free
+// loopback ports; extra flags come last, so they override.
+func startDaemon(t testing.TB, workDir string, extra ...string) *testenv.Daemon {
 	t.Helper()
 	ensureDaemonNamespace(t)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemonProcess{metricsAddr: freeAddr(t), exited: make(chan struct{})}
-	webhookAddr := freeAddr(t)
-	args := append([]string{"--kubeconfig", kubeconfig, "--work-dir", workDir, "--metrics-bind-address", d.metricsAddr,
-		"--health-probe-bind-address", freeAddr(t), "--discovery-refresh", "10s",
+	metricsAddr, webhookAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
+	args := append([]string{"--kubeconfig", kubeconfig, "--work-dir", workDir, "--metrics-bind-address", metricsAddr,
+		"--health-probe-bind-address", testenv.FreeAddr(t), "--discovery-refresh", "10s",
 		"--webhook-bind-address", webhookAddr, "--webhook-url", "https://" + webhookAddr}, extra...)
-	d.cmd = exec.Command(daemonBin, args...)
-	d.cmd.Stderr = &d.stderr
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = d.cmd.Wait(); close(d.exited) }()
-	t.Cleanup(func() {
-		_ = d.cmd.Process.Kill()
-		<-d.exited
-		if t.Failed() {
-			t.Logf("daemon log:\n%s", d.stderr.String())
-		}
-	})
-	return d
+	return testenv.StartDaemon(t, testenv.DaemonConfig{Binary: daemonBin, Args: args, MetricsAddr: metricsAddr})
 }
 
-// metric scrapes one counter or gauge from the daemon's /metrics.
-func (d *daemonProcess) metric(t testing.TB, name string) float64 {
-	t.Helper()
-	body := pollStatus(t, "http://"+d.metricsAddr+"/metrics", 200, d.exited)
-	for _, line := range strings.Split(body, "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return f
-		}
+// metricAtLeast is a condition for testenv.Eventually: the daemon's sample name has reached want.
+func metricAtLeast(t testing.TB, d *testenv.Daemon, name string, want float64) func() (bool, string) {
+	return func() (bool, string) {
+		v := d.Metric(t, name)
+		return v >= want, fmt.Sprintf("%s = %v", name, v)
 	}
-	return 0
 }
 
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within a minute", what)
+// remoteHas is a condition for testenv.Eventually: the branch main of repository "state" holds file.
+func remoteHas(srv *testenv.GitServer, file string) func() (bool, string) {
+	return func() (bool, string) {
+		files, err := srv.Files("state", "main")
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(50 * time.Millisecond)
+		return slices.Contains(files, file), fmt.Sprintf("%d files, not %s", len(files), file)
 	}
 }
 
@@ -151,27 +124,21 @@ func TestKilledBeforePushConvergesAfterRestart(t *testing.T) {
 	srv, kube := mirrorSetup(t, ns)
 	workDir := t.TempDir()
 	slow := startDaemon(t, workDir, "--git-batch-max-wait-sec", "3600", "--git-batch-quiet-ms", "3600000")
-	waitUntil(t, "daemon watching", func() bool { return slow.metric(t, "gitops_reverser_watches") >= 1 })
+	testenv.Eventually(t, time.Minute, "daemon watching", metricAtLeast(t, slow, "gitops_reverser_watches", 1), slow.FailFast())
 
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "survivor", Namespace: ns}, Data: map[string]string{"k": "v"}}
 	if _, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "change taken in", func() bool { return slow.metric(t, "gitops_reverser_objects_scanned_total") >= 1 })
-	if err := slow.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-slow.exited
+	testenv.Eventually(t, time.Minute, "change taken in", metricAtLeast(t, slow, "gitops_reverser_objects_scanned_total", 1), slow.FailFast())
+	slow.Kill(t)
 	want := "live/" + ns + "/configmaps/survivor.yaml"
 	if files, _ := srv.Files("state", "main"); slices.Contains(files, want) {
 		t.Fatalf("the change was pushed before the kill; the test proves nothing: %v", files)
 	}
 
-	startDaemon(t, workDir, "--git-batch-quiet-ms", "100")
-	waitUntil(t, "remote converges after restart", func() bool {
-		files, _ := srv.Files("state", "main")
-		return slices.Contains(files, want)
-	})
+	restarted := startDaemon(t, workDir, "--git-batch-quiet-ms", "100")
+	testenv.Eventually(t, time.Minute, "remote converges after restart", remoteHas(srv, want), restarted.FailFast())
 	content, err := srv.ReadFile("state", "main", want)
 	if err != nil || !strings.Contains(string(content), "name: survivor") {
 		t.Fatalf("file content %q, err %v", content, err)

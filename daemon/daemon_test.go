@@ -1,18 +1,15 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -45,64 +42,26 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func freeAddr(t testing.TB) string { return testenv.FreeAddr(t) }
-
-// pollStatus GETs url until it answers want or the deadline passes, and returns the last body.
-func pollStatus(t testing.TB, url string, want int, exited <-chan struct{}) string {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	var last string
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(url)
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			_ = resp.Body.Close()
-			if resp.StatusCode == want {
-				return string(body)
-			}
-			last = fmt.Sprintf("status %d: %s", resp.StatusCode, body)
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-exited:
-			t.Fatalf("daemon exited while waiting for %s", url)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	t.Fatalf("%s never answered %d; last: %s", url, want, last)
-	return ""
-}
-
 func TestDaemonServesHealthReadyAndMetricsThenStopsOnSIGTERM(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	metricsAddr, healthAddr := freeAddr(t), freeAddr(t)
+	metricsAddr, healthAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	configFile := filepath.Join(dir, "config.yaml")
 	config := fmt.Sprintf("metrics-bind-address: %q\nlog-format: json\nwork-dir: %q\n", metricsAddr, dir)
 	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	webhookAddr := freeAddr(t)
+	webhookAddr := testenv.FreeAddr(t)
 	ensureDaemonNamespace(t)
-	cmd := exec.Command(daemonBin, "--config", configFile, "--kubeconfig", kubeconfig,
-		"--health-probe-bind-address", healthAddr, "--webhook-bind-address", webhookAddr, "--webhook-url", "https://"+webhookAddr)
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	d := testenv.StartDaemon(t, testenv.DaemonConfig{Binary: daemonBin, Args: []string{"--config", configFile, "--kubeconfig", kubeconfig,
+		"--health-probe-bind-address", healthAddr, "--webhook-bind-address", webhookAddr, "--webhook-url", "https://" + webhookAddr}})
 
-	pollStatus(t, "http://"+healthAddr+"/healthz", http.StatusOK, exited)
-	pollStatus(t, "http://"+healthAddr+"/readyz", http.StatusOK, exited)
-	body := pollStatus(t, "http://"+metricsAddr+"/metrics", http.StatusOK, exited)
+	d.WaitForStatus(t, "http://"+healthAddr+"/healthz", http.StatusOK)
+	d.WaitForStatus(t, "http://"+healthAddr+"/readyz", http.StatusOK)
+	body := d.WaitForStatus(t, "http://"+metricsAddr+"/metrics", http.StatusOK)
 	for _, want := range []string{"gitops_reverser_build_info", "go_goroutines", "process_resident_memory_bytes"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
@@ -131,19 +90,9 @@ func TestDaemonServesHealthReadyAndMetricsThenStopsOnSIGTERM(t *testing.T) {
 		}
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-exited:
-	case <-time.After(time.Minute):
-		t.Fatal("daemon did not stop within a minute of SIGTERM")
-	}
-	if waitErr != nil {
-		t.Fatalf("daemon exit after SIGTERM: %v\n%s", waitErr, stderr.String())
-	}
+	d.Stop(t)
 	// log-format from the config file applied: every line is JSON.
-	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(d.Output()), "\n") {
 		if !json.Valid([]byte(line)) {
 			t.Errorf("log line is not JSON: %s", line)
 		}
@@ -171,13 +120,14 @@ func TestDaemonBinaryRejectsBadConfigWithExitCode2(t *testing.T) {
 				}
 				args = append(args, "--config", path)
 			}
-			out, err := exec.Command(daemonBin, args...).CombinedOutput()
+			d := testenv.StartDaemon(t, testenv.DaemonConfig{Binary: daemonBin, Args: args})
+			err := d.Wait(t, time.Minute)
 			var exitErr *exec.ExitError
 			if !errors.As(err, &exitErr) || exitErr.ExitCode() != 2 {
-				t.Fatalf("err = %v, want exit code 2; output:\n%s", err, out)
+				t.Fatalf("err = %v, want exit code 2; output:\n%s", err, d.Output())
 			}
-			if !strings.Contains(string(out), tc.wantText) {
-				t.Errorf("output does not name %q:\n%s", tc.wantText, out)
+			if !strings.Contains(d.Output(), tc.wantText) {
+				t.Errorf("output does not name %q:\n%s", tc.wantText, d.Output())
 			}
 		})
 	}
@@ -191,26 +141,17 @@ func TestDaemonExitsWhenTheMirrorCannotStart(t *testing.T) {
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	webhookAddr := freeAddr(t)
-	cmd := exec.Command(daemonBin, "--kubeconfig", kubeconfig, "--work-dir", t.TempDir(),
-		"--namespace", "no-such-namespace", "--metrics-bind-address", freeAddr(t), "--health-probe-bind-address", freeAddr(t),
-		"--webhook-bind-address", webhookAddr, "--webhook-url", "https://"+webhookAddr)
-	done := make(chan struct{})
-	var out []byte
-	var err error
-	go func() { out, err = cmd.CombinedOutput(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Minute):
-		_ = cmd.Process.Kill()
-		t.Fatal("the daemon kept running without its webhook")
-	}
+	webhookAddr := testenv.FreeAddr(t)
+	d := testenv.StartDaemon(t, testenv.DaemonConfig{Binary: daemonBin, Args: []string{"--kubeconfig", kubeconfig, "--work-dir", t.TempDir(),
+		"--namespace", "no-such-namespace", "--metrics-bind-address", testenv.FreeAddr(t), "--health-probe-bind-address", testenv.FreeAddr(t),
+		"--webhook-bind-address", webhookAddr, "--webhook-url", "https://" + webhookAddr}})
+	err := d.Wait(t, 2*time.Minute) // still running: it kept running without its webhook
 	var exitErr *exec.ExitError
 	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 1 {
-		t.Fatalf("err = %v, want exit code 1; output:\n%s", err, out)
+		t.Fatalf("err = %v, want exit code 1; output:\n%s", err, d.Output())
 	}
-	if !strings.Contains(string(out), "no-such-namespace") {
-		t.Errorf("output does not say what failed:\n%s", out)
+	if !strings.Contains(d.Output(), "no-such-namespace") {
+		t.Errorf("output does not say what failed:\n%s", d.Output())
 	}
 }
 
@@ -225,28 +166,19 @@ func TestDaemonWaitsForCRDsItDoesNotInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	ensureDaemonNamespace(t)
-	healthAddr, webhookAddr := freeAddr(t), freeAddr(t)
+	healthAddr, webhookAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	// At debug level an apply logs "crd created", "crd updated" or "crd unchanged" for each CRD.
-	cmd := exec.Command(daemonBin, "--kubeconfig", kubeconfig, "--work-dir", t.TempDir(), "--install-crds=false", "--log-level=debug",
-		"--metrics-bind-address", freeAddr(t), "--health-probe-bind-address", healthAddr,
-		"--webhook-bind-address", webhookAddr, "--webhook-url", "https://"+webhookAddr)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-	pollStatus(t, "http://"+healthAddr+"/readyz", http.StatusOK, exited)
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	<-exited // the log is complete, and no longer written to
+	d := testenv.StartDaemon(t, testenv.DaemonConfig{Binary: daemonBin, Args: []string{"--kubeconfig", kubeconfig, "--work-dir", t.TempDir(),
+		"--install-crds=false", "--log-level=debug", "--metrics-bind-address", testenv.FreeAddr(t), "--health-probe-bind-address", healthAddr,
+		"--webhook-bind-address", webhookAddr, "--webhook-url", "https://" + webhookAddr}})
+	d.WaitForStatus(t, "http://"+healthAddr+"/readyz", http.StatusOK)
+	d.Stop(t) // the log is complete, and no longer written to
 	for _, applied := range []string{"crd created", "crd updated", "crd unchanged"} {
-		if strings.Contains(stderr.String(), applied) {
-			t.Errorf("the daemon applied CRDs although told not to (%q):\n%s", applied, stderr.String())
+		if strings.Contains(d.Output(), applied) {
+			t.Errorf("the daemon applied CRDs although told not to (%q):\n%s", applied, d.Output())
 		}
 	}
-	if !strings.Contains(stderr.String(), "crd established") {
-		t.Errorf("the daemon did not wait for the CRDs:\n%s", stderr.String())
+	if !strings.Contains(d.Output(), "crd established") {
+		t.Errorf("the daemon did not wait for the CRDs:\n%s", d.Output())
 	}
 }

@@ -176,30 +176,19 @@ func grantWorkloads(t testing.TB, kube kubernetes.Interface, namespace, user str
 		t.Fatal(err)
 	}
 	client := kubernetes.NewForConfigOrDie(cp.UserConfig(user))
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testenv.Eventually(t, time.Minute, user+" allowed to list deployments", func() (bool, string) {
 		_, err := client.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{Limit: 1})
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never allowed to list deployments: %v", user, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil, fmt.Sprint(err)
+	})
 }
 
 // waitAuthorized waits until the shipped ServiceAccount is allowed attr: RBAC objects just applied
 // take a moment to reach the authorizer.
 func waitAuthorized(t testing.TB, attr authorizationv1.ResourceAttributes) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !accessAllowed(t, attr) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the shipped ServiceAccount is never allowed %+v", attr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, time.Minute, fmt.Sprintf("the shipped ServiceAccount allowed %+v", attr), func() (bool, string) {
+		return accessAllowed(t, attr), ""
+	})
 }
 
 // accessAllowed asks the apiserver, as the shipped ServiceAccount, whether it may do attr.

@@ -3,6 +3,7 @@ package install
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -42,10 +43,13 @@ func TestDaemonRunsWithExactlyTheShippedRBAC(t *testing.T) {
 
 	rec := startAPIRecorder(t)
 	d := startShippedDaemon(t, rec)
-	pollHTTP(t, d, "http://"+d.healthAddr+"/readyz") // CRDs installed by the daemon itself
+	d.WaitForStatus(t, "http://"+d.healthAddr+"/readyz", http.StatusOK) // CRDs installed by the daemon itself
 
 	kubectl(t, admin, strings.NewReader(fmt.Sprintf(mirrorConfig, srv.RepoURL("state"))), "apply", "-f", "-")
-	waitFor(t, d, "watching configmaps, deployments and namespaces", func() bool { return d.metric(t, "gitops_reverser_watches") >= 3 })
+	testenv.Eventually(t, converge, "watching configmaps, deployments and namespaces", func() (bool, string) {
+		watches := d.Metric(t, "gitops_reverser_watches")
+		return watches >= 3, fmt.Sprintf("%v watches", watches)
+	}, d.FailFast())
 	waitWebhookCalled(t, d, kube)
 
 	alice := kubernetes.NewForConfigOrDie(cp.UserConfig("alice"))
@@ -60,11 +64,11 @@ func TestDaemonRunsWithExactlyTheShippedRBAC(t *testing.T) {
 		"clusters/prod/" + workloadNamespace + "/configmaps/app-settings.yaml",
 		"clusters/prod/" + workloadNamespace + "/deployments.apps/web.yaml",
 	}
-	waitFor(t, d, "alice's objects and the namespace in Git", func() bool {
+	testenv.Eventually(t, converge, "alice's objects and the namespace in Git", func() (bool, string) {
 		got, _ := srv.Files("state", "main")
 		return !slices.ContainsFunc(files, func(f string) bool { return !slices.Contains(got, f) }) &&
-			slices.Contains(got, "clusters/prod/_cluster/namespaces/"+workloadNamespace+".yaml")
-	})
+			slices.Contains(got, "clusters/prod/_cluster/namespaces/"+workloadNamespace+".yaml"), fmt.Sprint(got)
+	}, d.FailFast())
 	for _, f := range files {
 		if author := lastAuthor(t, srv, f); author != "alice" {
 			t.Errorf("%s committed by %q, want alice (attribution under the shipped RBAC)", f, author)
@@ -76,13 +80,13 @@ func TestDaemonRunsWithExactlyTheShippedRBAC(t *testing.T) {
 		{"watchrules", workloadNamespace, "team-a"},
 		{"clusterwatchrules", "", "namespaces"},
 	} {
-		waitFor(t, d, o.resource+" "+o.name+" Ready=True", func() bool { return ready(ctx, o.resource, o.namespace, o.name) })
+		testenv.Eventually(t, converge, o.resource+" "+o.name+" Ready=True", func() (bool, string) { return ready(ctx, o.resource, o.namespace, o.name), "" }, d.FailFast())
 	}
 	checkDaemonArtifacts(t, kube, d)
 
-	d.stop(t)
-	if strings.Contains(strings.ToLower(d.log.String()), "forbidden") {
-		t.Errorf("the daemon's log reports a forbidden request:\n%s", d.log.String())
+	d.Stop(t)
+	if strings.Contains(strings.ToLower(d.Output()), "forbidden") {
+		t.Errorf("the daemon's log reports a forbidden request:\n%s", d.Output())
 	}
 	checkRecordedRequests(t, rec)
 }
@@ -265,18 +269,11 @@ func removeDaemonArtifacts(t testing.TB, kube kubernetes.Interface) {
 	for _, name := range crdResources {
 		ignoreMissing(ext.Delete(ctx, name+"."+crds.Group, metav1.DeleteOptions{}))
 	}
-	deadline := time.Now().Add(time.Minute)
 	for _, name := range crdResources {
-		for {
+		testenv.Eventually(t, time.Minute, "CRD "+name+" gone after its delete", func() (bool, string) {
 			_, err := ext.Get(ctx, name+"."+crds.Group, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("CRD %s still there a minute after its delete: %v", name, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
 	}
 	t.Cleanup(func() {
 		_ = kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "gitops-reverser", metav1.DeleteOptions{})

@@ -17,7 +17,12 @@ import (
 
 var cp *ControlPlane
 
-func TestMain(m *testing.M) { os.Exit(RunMain(m, &cp)) }
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(fakeDaemonEnv); mode != "" {
+		os.Exit(runFakeDaemon(mode)) // the test binary plays a daemon for the harness tests
+	}
+	os.Exit(RunMain(m, &cp))
+}
 
 func mustClient(t *testing.T, cfg *rest.Config) *kubernetes.Clientset {
 	t.Helper()
