@@ -174,10 +174,17 @@ func TestUnreachableWebhookFallsBackToTheBot(t *testing.T) {
 	ns := "no-webhook"
 	srv, kube := mirrorSetup(t, ns)
 	grant(t, kube, ns, "alice")
+	ctx := context.Background()
+	// Once the object that exists at start is in Git, the first list is over: later writes reach
+	// the daemon as watch events, which look their author up.
+	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "marker", Namespace: ns}}
+	if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, marker, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	// The apiserver is told to call a port where nothing listens: failurePolicy Ignore lets every
 	// write through, and the watch finds no record of who made it.
 	d := startAttributingDaemon(t, "https://"+testenv.FreeAddr(t))
-	ctx := context.Background()
+	testenv.Eventually(t, time.Minute, "the first list in Git", remoteHas(srv, "live/"+ns+"/configmaps/marker.yaml"), d.FailFast())
 	alice := userClient(cp.UserConfig("alice"))
 	for i := range 3 {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("orphaned-%d", i), Namespace: ns}}
@@ -189,8 +196,10 @@ func TestUnreachableWebhookFallsBackToTheBot(t *testing.T) {
 		files, _ := srv.Files("state", "main")
 		return strings.Count(strings.Join(files, " "), "orphaned-") == 3, fmt.Sprint(files)
 	}, d.FailFast())
-	if got := authorOf(t, srv, "orphaned-2"); got != "gitops-reverser" {
-		t.Errorf("author %q, want the bot", got)
+	for i := range 3 {
+		if got := authorOf(t, srv, fmt.Sprintf("orphaned-%d", i)); got != "gitops-reverser" {
+			t.Errorf("orphaned-%d authored by %q, want the bot", i, got)
+		}
 	}
 	if misses := d.Metric(t, "gitops_reverser_enrich_misses_total"); misses < 3 {
 		t.Errorf("enrich_misses_total = %v, want at least 3", misses)
