@@ -70,3 +70,24 @@ func BenchmarkSanitizeAndHashDeployment(b *testing.B) {
 		Hash(y)
 	}
 }
+
+// BenchmarkSanitizeDeepObject sanitizes and renders a custom resource nested 1,000, 3,000 and 9,000
+// levels deep (6, 18 and 54 KB of JSON). It reports the bytes of JSON in and YAML out next to the
+// bytes allocated, so a return of quadratic output or allocation shows in the figures.
+func BenchmarkSanitizeDeepObject(b *testing.B) {
+	for _, depth := range []int{1000, 3000, 9000} {
+		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
+			obj := deepChain(depth)
+			var out []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				if out, err = YAML(Object(obj)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(mustJSON(b, obj))), "json-B")
+			b.ReportMetric(float64(len(out)), "yaml-B")
+		})
+	}
+}

@@ -17,6 +17,17 @@ import (
 // leadingKeys open every document in this order, as kubectl prints them; the rest follow sorted.
 var leadingKeys = [...]string{"apiVersion", "kind", "metadata"}
 
+// flowDepth is the nesting level (the document's root mapping is level 0) from which mappings and
+// sequences are written in flow style, {a: {b: 1}} and [1, 2], instead of block style. Block
+// indentation grows with depth, so a deeply nested object (a custom resource with preserved unknown
+// fields can nest thousands of levels) would cost bytes quadratic in its depth. A flow subtree is
+// written on one line with no indentation (yaml.v3's encoder sets no line width, so it never wraps
+// and re-indents a long line): the output stays linear in the object's size. 64 is far deeper than
+// real objects go (a Deployment's pod template reaches ~12 levels, the openAPIV3Schema of a CRD that
+// embeds a pod template ~30), so their files keep their block layout, while indentation never
+// exceeds 2×flowDepth columns.
+const flowDepth = 64
+
 // YAML renders a (sanitized) object as canonical YAML: apiVersion, kind, metadata first, then every
 // other top-level key sorted; nested map keys sorted; 2-space indent with kubectl-style sequences;
 // multi-line strings as literal blocks; integers stay integers (also when a JSON decoder made them
@@ -24,6 +35,9 @@ var leadingKeys = [...]string{"apiVersion", "kind", "metadata"}
 //
 // The node tree is built by hand rather than by marshalling through reflection or JSON, because this
 // runs on every watch event and inside the admission handler.
+//
+// Collections nested flowDepth levels deep or more are written in flow style, with multi-line
+// strings double-quoted, so the bytes grow linearly with the object however deep it nests.
 func YAML(obj map[string]any) ([]byte, error) {
 	root := &yaml.Node{Kind: yaml.MappingNode, Content: make([]*yaml.Node, 0, 2*len(obj))}
 	rest := make([]string, 0, len(obj))
@@ -35,13 +49,13 @@ func YAML(obj map[string]any) ([]byte, error) {
 	slices.Sort(rest)
 	for _, k := range leadingKeys {
 		if v, ok := obj[k]; ok {
-			if err := appendPair(root, k, v); err != nil {
+			if err := appendPair(root, k, v, 1); err != nil {
 				return nil, err
 			}
 		}
 	}
 	for _, k := range rest {
-		if err := appendPair(root, k, obj[k]); err != nil {
+		if err := appendPair(root, k, obj[k], 1); err != nil {
 			return nil, err
 		}
 	}
@@ -66,16 +80,20 @@ func Hash(canonicalYAML []byte) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-func appendPair(m *yaml.Node, k string, v any) error {
-	n, err := node(v)
+// appendPair adds key k and value v, whose nesting level is level, to mapping m.
+func appendPair(m *yaml.Node, k string, v any, level int) error {
+	n, err := node(v, level)
 	if err != nil {
 		return fmt.Errorf("%s: %w", k, err)
 	}
-	m.Content = append(m.Content, keyNode(k), n)
+	m.Content = append(m.Content, keyNode(k, level > flowDepth), n)
 	return nil
 }
 
-func node(v any) (*yaml.Node, error) {
+// node builds the node of v, nested level levels below the document's root.
+func node(v any, level int) (*yaml.Node, error) {
+	// Inside a flow collection every scalar is in flow context.
+	inFlow := level > flowDepth
 	switch x := v.(type) {
 	case map[string]any:
 		keys := make([]string, 0, len(x))
@@ -83,17 +101,17 @@ func node(v any) (*yaml.Node, error) {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		n := &yaml.Node{Kind: yaml.MappingNode, Content: make([]*yaml.Node, 0, 2*len(x))}
+		n := &yaml.Node{Kind: yaml.MappingNode, Style: collectionStyle(level), Content: make([]*yaml.Node, 0, 2*len(x))}
 		for _, k := range keys {
-			if err := appendPair(n, k, x[k]); err != nil {
+			if err := appendPair(n, k, x[k], level+1); err != nil {
 				return nil, err
 			}
 		}
 		return n, nil
 	case []any:
-		n := &yaml.Node{Kind: yaml.SequenceNode, Content: make([]*yaml.Node, len(x))}
+		n := &yaml.Node{Kind: yaml.SequenceNode, Style: collectionStyle(level), Content: make([]*yaml.Node, len(x))}
 		for i, e := range x {
-			c, err := node(e)
+			c, err := node(e, level+1)
 			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
@@ -101,7 +119,7 @@ func node(v any) (*yaml.Node, error) {
 		}
 		return n, nil
 	case string:
-		return stringNode(x), nil
+		return stringNode(x, inFlow), nil
 	case bool:
 		return scalar("!!bool", strconv.FormatBool(x)), nil
 	case nil:
@@ -133,6 +151,15 @@ func node(v any) (*yaml.Node, error) {
 	}
 }
 
+// collectionStyle is flow style for collections nested flowDepth levels deep or more, block above.
+// Everything inside a flow collection is flow too: the emitter allows nothing else.
+func collectionStyle(level int) yaml.Style {
+	if level >= flowDepth {
+		return yaml.FlowStyle
+	}
+	return 0
+}
+
 func scalar(tag, value string) *yaml.Node {
 	return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: value}
 }
@@ -160,9 +187,15 @@ func floatNode(f float64) *yaml.Node {
 // stringNode lets yaml.v3 quote strings that would read back as another type, shows multi-line
 // text as a literal block, and double-quotes YAML 1.1 booleans (yes, on, n, ...) that yaml.v3
 // considers plain strings but kubectl's YAML 1.1 parser would turn into bools.
-func stringNode(s string) *yaml.Node {
+//
+// In flow context (inFlow) a literal block is not allowed and text with line breaks is
+// double-quoted, its breaks escaped: a plain or single-quoted scalar would continue each line
+// indented by the flow depth, which for a deep object costs bytes quadratic in that depth.
+func stringNode(s string, inFlow bool) *yaml.Node {
 	n := scalar("!!str", s)
 	switch {
+	case inFlow && hasLineBreak(s):
+		n.Style = yaml.DoubleQuotedStyle
 	case strings.Contains(s, "\n"):
 		n.Style = yaml.LiteralStyle
 	case isYAML11Bool(s):
@@ -171,12 +204,18 @@ func stringNode(s string) *yaml.Node {
 	return n
 }
 
-func keyNode(s string) *yaml.Node {
+// keyNode is a mapping key, quoted by the rules of stringNode except that a key is never a block.
+func keyNode(s string, inFlow bool) *yaml.Node {
 	n := scalar("!!str", s)
-	if isYAML11Bool(s) {
+	if isYAML11Bool(s) || inFlow && hasLineBreak(s) {
 		n.Style = yaml.DoubleQuotedStyle
 	}
 	return n
+}
+
+// hasLineBreak reports whether s holds a character YAML reads as a line break: LF, CR, NEL, LS, PS.
+func hasLineBreak(s string) bool {
+	return strings.ContainsAny(s, "\n\r\u0085\u2028\u2029")
 }
 
 func isYAML11Bool(s string) bool {
