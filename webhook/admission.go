@@ -95,7 +95,9 @@ func (w *Watched) Has(gvr schema.GroupVersionResource, namespace, op string) boo
 }
 
 // admissionReview is the part of an admission.k8s.io/v1 AdmissionReview we read. oldObject and
-// the rest are skipped by the decoder rather than built.
+// the rest are skipped by the decoder rather than built, and the object is kept raw: encoding/json
+// passes over both with its iterative scanner, so however deep they nest the envelope costs a copy
+// of the object's bytes, and record can measure the object's depth before decoding it.
 type admissionReview struct {
 	APIVersion string            `json:"apiVersion"`
 	Kind       string            `json:"kind"`
@@ -228,6 +230,10 @@ func (h *admissionHandler) record(req *admissionRequest) (string, error) {
 	if req.Operation == "DELETE" {
 		h.store.Record(req.Operation, gk, req.Namespace, req.Name, nil, req.UserInfo)
 		return metrics.ReviewRecorded, nil
+	}
+	// Measured on the raw bytes first: the decode below recurses and allocates per level.
+	if depth := jsonDepth(req.Object); depth > maxObjectDepth {
+		return metrics.ReviewError, fmt.Errorf("%w: %d levels, at most %d are attributed", errTooDeep, depth, maxObjectDepth)
 	}
 	// A plain decode into a map, as sanitize expects: numbers become float64, which sanitize.YAML
 	// renders like the dynamic client's int64, so both sides hash the same bytes.
