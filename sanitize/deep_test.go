@@ -153,8 +153,8 @@ func TestYAMLSwitchesToFlowStyleAtFlowDepth(t *testing.T) {
 		lastLine string
 	}{
 		{"deepest block level", flowDepth - 1, strings.Repeat("  ", flowDepth-1) + "a: 1"},
-		{"first flow level", flowDepth, strings.Repeat("  ", flowDepth-1) + "a: {a: 1}"},
-		{"deeper flow levels", flowDepth + 2, strings.Repeat("  ", flowDepth-1) + "a: {a: {a: {a: 1}}}"},
+		{"first flow level", flowDepth, strings.Repeat("  ", flowDepth-1) + `a: {"a":1}`},
+		{"deeper flow levels", flowDepth + 2, strings.Repeat("  ", flowDepth-1) + `a: {"a":{"a":{"a":1}}}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,8 +166,8 @@ func TestYAMLSwitchesToFlowStyleAtFlowDepth(t *testing.T) {
 	}
 }
 
-// In flow context a scalar keeps the meaning it has in block context, and a line break never
-// starts an indented continuation line (which would cost bytes per level of depth).
+// In flow context (JSON, one line) a scalar keeps the meaning it has in block context, and a line
+// break never starts an indented continuation line (which would cost bytes per level of depth).
 func TestYAMLQuotesScalarsInFlowStyle(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -175,18 +175,18 @@ func TestYAMLQuotesScalarsInFlowStyle(t *testing.T) {
 		value any
 		want  string
 	}{
-		{"plain string", "v", "hello", "{v: hello}"},
-		{"multi-line string", "v", "a\nb\n", `{v: "a\nb\n"}`},
-		{"carriage returns only", "v", "a\rb", `{v: "a\rb"}`},
-		{"unicode line separator", "v", "a\u2028b", `{v: "a\Lb"}`},
-		{"string that looks like an int", "v", "8080", `{v: "8080"}`},
-		{"YAML 1.1 bool", "v", "on", `{v: "on"}`},
-		{"YAML 1.1 bool key", "yes", int64(1), `{"yes": 1}`},
-		{"flow indicators", "v", "a, [b]", `{v: 'a, [b]'}`},
-		{"empty string", "v", "", `{v: ""}`},
-		{"key with a line break", "a\nb", "v", `{? "a\nb" : v}`},
-		{"integral float", "v", float64(3), "{v: 3}"},
-		{"null", "v", nil, "{v: null}"},
+		{"plain string", "v", "hello", `{"v":"hello"}`},
+		{"multi-line string", "v", "a\nb\n", `{"v":"a\nb\n"}`},
+		{"carriage returns only", "v", "a\rb", `{"v":"a\rb"}`},
+		{"unicode line separator", "v", "a\u2028b", `{"v":"a\u2028b"}`},
+		{"string that looks like an int", "v", "8080", `{"v":"8080"}`},
+		{"YAML 1.1 bool", "v", "on", `{"v":"on"}`},
+		{"YAML 1.1 bool key", "yes", int64(1), `{"yes":1}`},
+		{"flow indicators", "v", "a, [b]", `{"v":"a, [b]"}`},
+		{"empty string", "v", "", `{"v":""}`},
+		{"key with a line break", "a\nb", "v", `{"a\nb":"v"}`},
+		{"integral float", "v", float64(3), `{"v":3}`},
+		{"null", "v", nil, `{"v":null}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

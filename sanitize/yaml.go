@@ -18,14 +18,13 @@ import (
 var leadingKeys = [...]string{"apiVersion", "kind", "metadata"}
 
 // flowDepth is the nesting level (the document's root mapping is level 0) from which mappings and
-// sequences are written in flow style, {a: {b: 1}} and [1, 2], instead of block style. Block
-// indentation grows with depth, so a deeply nested object (a custom resource with preserved unknown
-// fields can nest thousands of levels) would cost bytes quadratic in its depth. A flow subtree is
-// written on one line with no indentation (yaml.v3's encoder sets no line width, so it never wraps
-// and re-indents a long line): the output stays linear in the object's size. 64 is far deeper than
-// real objects go (a Deployment's pod template reaches ~12 levels, the openAPIV3Schema of a CRD that
-// embeds a pod template ~30), so their files keep their block layout, while indentation never
-// exceeds 2×flowDepth columns.
+// sequences are written in flow style, as one line of JSON ({"a":{"b":1}}, [1,2]), instead of
+// block style. Block indentation grows with depth, so a deeply nested object (a custom resource
+// with preserved unknown fields can nest thousands of levels) would cost bytes quadratic in its
+// depth; a flow subtree on one line keeps the output linear in the object's size. 64 is far
+// deeper than real objects go (a Deployment's pod template reaches ~12 levels, the openAPIV3Schema
+// of a CRD that embeds a pod template ~30), so their files keep their block layout, while
+// indentation never exceeds 2×flowDepth columns.
 const flowDepth = 64
 
 // YAML renders a (sanitized) object as canonical YAML: apiVersion, kind, metadata first, then every
@@ -36,9 +35,11 @@ const flowDepth = 64
 // The node tree is built by hand rather than by marshalling through reflection or JSON, because this
 // runs on every watch event and inside the admission handler.
 //
-// Collections nested flowDepth levels deep or more are written in flow style, with multi-line
-// strings double-quoted, so the bytes grow linearly with the object however deep it nests.
+// Collections nested flowDepth levels deep or more are written in flow style, as JSON on one line
+// with sorted keys (see renderer), so the bytes grow linearly with the object however deep it
+// nests.
 func YAML(obj map[string]any) ([]byte, error) {
+	r := &renderer{}
 	root := &yaml.Node{Kind: yaml.MappingNode, Content: make([]*yaml.Node, 0, 2*len(obj))}
 	rest := make([]string, 0, len(obj))
 	for k := range obj {
@@ -49,13 +50,13 @@ func YAML(obj map[string]any) ([]byte, error) {
 	slices.Sort(rest)
 	for _, k := range leadingKeys {
 		if v, ok := obj[k]; ok {
-			if err := appendPair(root, k, v, 1); err != nil {
+			if err := r.appendPair(root, k, v, 1); err != nil {
 				return nil, err
 			}
 		}
 	}
 	for _, k := range rest {
-		if err := appendPair(root, k, obj[k], 1); err != nil {
+		if err := r.appendPair(root, k, obj[k], 1); err != nil {
 			return nil, err
 		}
 	}
@@ -70,7 +71,7 @@ func YAML(obj map[string]any) ([]byte, error) {
 	if err := enc.Close(); err != nil {
 		return nil, fmt.Errorf("encode yaml: %w", err)
 	}
-	return buf.Bytes(), nil
+	return r.substitute(buf.Bytes()), nil
 }
 
 // Hash is a short, stable content hash of canonical YAML bytes (the first 16 hex digits of their
@@ -81,19 +82,23 @@ func Hash(canonicalYAML []byte) string {
 }
 
 // appendPair adds key k and value v, whose nesting level is level, to mapping m.
-func appendPair(m *yaml.Node, k string, v any, level int) error {
-	n, err := node(v, level)
+func (r *renderer) appendPair(m *yaml.Node, k string, v any, level int) error {
+	n, err := r.node(v, level)
 	if err != nil {
 		return fmt.Errorf("%s: %w", k, err)
 	}
-	m.Content = append(m.Content, keyNode(k, level > flowDepth), n)
+	m.Content = append(m.Content, keyNode(k), n)
 	return nil
 }
 
 // node builds the node of v, nested level levels below the document's root.
-func node(v any, level int) (*yaml.Node, error) {
-	// Inside a flow collection every scalar is in flow context.
-	inFlow := level > flowDepth
+func (r *renderer) node(v any, level int) (*yaml.Node, error) {
+	switch x := v.(type) {
+	case map[string]any, []any:
+		if level >= flowDepth {
+			return r.flow(x)
+		}
+	}
 	switch x := v.(type) {
 	case map[string]any:
 		keys := make([]string, 0, len(x))
@@ -101,17 +106,17 @@ func node(v any, level int) (*yaml.Node, error) {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		n := &yaml.Node{Kind: yaml.MappingNode, Style: collectionStyle(level), Content: make([]*yaml.Node, 0, 2*len(x))}
+		n := &yaml.Node{Kind: yaml.MappingNode, Content: make([]*yaml.Node, 0, 2*len(x))}
 		for _, k := range keys {
-			if err := appendPair(n, k, x[k], level+1); err != nil {
+			if err := r.appendPair(n, k, x[k], level+1); err != nil {
 				return nil, err
 			}
 		}
 		return n, nil
 	case []any:
-		n := &yaml.Node{Kind: yaml.SequenceNode, Style: collectionStyle(level), Content: make([]*yaml.Node, len(x))}
+		n := &yaml.Node{Kind: yaml.SequenceNode, Content: make([]*yaml.Node, len(x))}
 		for i, e := range x {
-			c, err := node(e, level+1)
+			c, err := r.node(e, level+1)
 			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
@@ -119,7 +124,7 @@ func node(v any, level int) (*yaml.Node, error) {
 		}
 		return n, nil
 	case string:
-		return stringNode(x, inFlow), nil
+		return stringNode(x), nil
 	case bool:
 		return scalar("!!bool", strconv.FormatBool(x)), nil
 	case nil:
@@ -151,15 +156,6 @@ func node(v any, level int) (*yaml.Node, error) {
 	}
 }
 
-// collectionStyle is flow style for collections nested flowDepth levels deep or more, block above.
-// Everything inside a flow collection is flow too: the emitter allows nothing else.
-func collectionStyle(level int) yaml.Style {
-	if level >= flowDepth {
-		return yaml.FlowStyle
-	}
-	return 0
-}
-
 func scalar(tag, value string) *yaml.Node {
 	return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: value}
 }
@@ -187,15 +183,9 @@ func floatNode(f float64) *yaml.Node {
 // stringNode lets yaml.v3 quote strings that would read back as another type, shows multi-line
 // text as a literal block, and double-quotes YAML 1.1 booleans (yes, on, n, ...) that yaml.v3
 // considers plain strings but kubectl's YAML 1.1 parser would turn into bools.
-//
-// In flow context (inFlow) a literal block is not allowed and text with line breaks is
-// double-quoted, its breaks escaped: a plain or single-quoted scalar would continue each line
-// indented by the flow depth, which for a deep object costs bytes quadratic in that depth.
-func stringNode(s string, inFlow bool) *yaml.Node {
+func stringNode(s string) *yaml.Node {
 	n := scalar("!!str", s)
 	switch {
-	case inFlow && hasLineBreak(s):
-		n.Style = yaml.DoubleQuotedStyle
 	case strings.Contains(s, "\n"):
 		n.Style = yaml.LiteralStyle
 	case isYAML11Bool(s):
@@ -205,17 +195,12 @@ func stringNode(s string, inFlow bool) *yaml.Node {
 }
 
 // keyNode is a mapping key, quoted by the rules of stringNode except that a key is never a block.
-func keyNode(s string, inFlow bool) *yaml.Node {
+func keyNode(s string) *yaml.Node {
 	n := scalar("!!str", s)
-	if isYAML11Bool(s) || inFlow && hasLineBreak(s) {
+	if isYAML11Bool(s) {
 		n.Style = yaml.DoubleQuotedStyle
 	}
 	return n
-}
-
-// hasLineBreak reports whether s holds a character YAML reads as a line break: LF, CR, NEL, LS, PS.
-func hasLineBreak(s string) bool {
-	return strings.ContainsAny(s, "\n\r\u0085\u2028\u2029")
 }
 
 func isYAML11Bool(s string) bool {
