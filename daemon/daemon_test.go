@@ -183,37 +183,6 @@ func TestDaemonBinaryRejectsBadConfigWithExitCode2(t *testing.T) {
 	}
 }
 
-// TestDaemonExitsWhenTheMirrorCannotStart: a daemon that cannot set up its webhook (here: its
-// namespace does not exist, so the certificate Secret cannot be created) must exit non-zero and
-// say why, not stay up ready and idle.
-func TestDaemonExitsWhenTheMirrorCannotStart(t *testing.T) {
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	webhookAddr := freeAddr(t)
-	cmd := exec.Command(daemonBin, "--kubeconfig", kubeconfig, "--work-dir", t.TempDir(),
-		"--namespace", "no-such-namespace", "--metrics-bind-address", freeAddr(t), "--health-probe-bind-address", freeAddr(t),
-		"--webhook-bind-address", webhookAddr, "--webhook-url", "https://"+webhookAddr)
-	done := make(chan struct{})
-	var out []byte
-	var err error
-	go func() { out, err = cmd.CombinedOutput(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Minute):
-		_ = cmd.Process.Kill()
-		t.Fatal("the daemon kept running without its webhook")
-	}
-	var exitErr *exec.ExitError
-	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 1 {
-		t.Fatalf("err = %v, want exit code 1; output:\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "no-such-namespace") {
-		t.Errorf("output does not say what failed:\n%s", out)
-	}
-}
-
 // TestDaemonWaitsForCRDsItDoesNotInstall: with --install-crds=false (Helm owns the CRDs) the
 // daemon does not apply them; it becomes ready once they exist.
 func TestDaemonWaitsForCRDsItDoesNotInstall(t *testing.T) {
