@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -21,106 +20,185 @@ import (
 	"github.com/configbutler/gitops-reverser/webhook"
 )
 
+// Backoff of attribution's start while it cannot get its certificates or its port.
+const (
+	attributionMinBackoff = 500 * time.Millisecond
+	attributionMaxBackoff = 30 * time.Second
+)
+
 // attribution is the admission webhook side of the daemon: the HTTPS server, its certificates,
 // the correlation store, and the registration that makes the apiserver call it for exactly the
-// watched resources.
+// watched resources. It is optional: while any of it cannot work (no namespace for the
+// certificate Secret, no permission, a port in use) it is degraded, the mirror keeps running and
+// credits changes to the bot, and it retries until it works.
 type attribution struct {
-	store   *webhook.Store
-	watched *webhook.Watched
-	reg     *webhook.Registration
-	server  *webhook.Server
-	log     *slog.Logger
+	cfg       Config
+	store     *webhook.Store
+	watched   *webhook.Watched
+	registrar *webhook.Registrar
+	selfMgd   *webhook.SelfManaged // nil with --webhook-cert-dir
+	handler   http.Handler
+	optional  *optionalParts
+	log       *slog.Logger
 
-	mu   sync.Mutex
-	last []webhook.Resource // re-registered when the CA bundle rotates
+	// certs is set by Run before the registrar starts, and read by the registrar's goroutine.
+	certs webhook.CertSource
 }
 
-func startAttribution(ctx context.Context, cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, m *metrics.Attribution, log *slog.Logger) (*attribution, error) {
+// newAttribution builds the parts; it starts nothing and does no I/O, so the daemon starts
+// whatever state the cluster is in. Run does the work.
+func newAttribution(cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, m *metrics.Attribution, optional *optionalParts, log *slog.Logger) (*attribution, error) {
 	a := &attribution{
+		cfg: cfg,
 		store: webhook.NewStore(webhook.StoreConfig{
 			TTL: cfg.CorrelationTTL, Capacity: cfg.CorrelationCapacity, Metrics: m, Bot: bot,
 		}),
-		watched: &webhook.Watched{},
-		log:     log,
+		watched:  &webhook.Watched{},
+		optional: optional,
+		log:      log,
 	}
-	certs, err := a.certificates(ctx, cfg, core)
-	if err != nil {
-		return nil, err
-	}
-	mux := http.NewServeMux()
-	mux.Handle(webhook.AdmissionPath, webhook.NewAdmissionHandler(a.store, a.watched, m, log))
-	if a.server, err = webhook.StartServer(webhook.ServerConfig{BindAddress: cfg.WebhookBindAddress, Certs: certs}, mux, log); err != nil {
-		return nil, err
-	}
+	a.handler = webhook.NewAdmissionHandler(a.store, a.watched, m, log)
 	admission, err := admissionv1client.NewForConfig(kube)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("build admission client: %w", err), a.stop())
+		return nil, fmt.Errorf("build admission client: %w", err)
 	}
-	_, port, _ := net.SplitHostPort(cfg.WebhookBindAddress)
-	servicePort, _ := strconv.Atoi(port)
-	a.reg = webhook.NewRegistration(webhook.RegistrationConfig{
-		Admission: admission, Name: controllerName, URL: cfg.WebhookURL,
-		ServiceNamespace: cfg.Namespace, ServiceName: cfg.WebhookServiceName, ServicePort: int32(servicePort),
-		Path: webhook.AdmissionPath, CABundle: certs.CABundle, TimeoutSeconds: 2,
+	a.registrar = webhook.NewRegistrar(webhook.RegistrarConfig{
+		Registration: webhook.NewRegistration(webhook.RegistrationConfig{
+			Admission: admission, Name: controllerName, URL: cfg.WebhookURL,
+			ServiceNamespace: cfg.Namespace, ServiceName: cfg.WebhookServiceName, ServicePort: int32(webhookPort(cfg)),
+			Path: webhook.AdmissionPath, CABundle: a.caBundle, TimeoutSeconds: 2,
+		}),
+		OnApply: a.registered, MaxBackoff: attributionMaxBackoff, Log: log,
 	})
-	a.store.Start()
+	if cfg.WebhookCertDir == "" {
+		var hosts []string
+		if u, err := url.Parse(cfg.WebhookURL); err == nil && u.Hostname() != "" {
+			hosts = append(hosts, u.Hostname())
+		}
+		a.selfMgd, err = webhook.NewSelfManaged(webhook.SelfManagedConfig{
+			Core: core, Namespace: cfg.Namespace, SecretName: cfg.WebhookServiceName + "-webhook-tls",
+			ServiceName: cfg.WebhookServiceName, ExtraHosts: hosts, Now: time.Now, OnRotate: a.registrar.CARotated,
+		}, log)
+		if err != nil {
+			return nil, fmt.Errorf("webhook certificates: %w", err)
+		}
+	}
+	optional.track(metrics.PartAttribution, "changes are credited to "+bot.Name+", not to the people who made them")
 	return a, nil
 }
 
-// certificates are the files of --webhook-cert-dir, or a CA and certificate the daemon keeps in
-// a Secret and rotates itself.
-func (a *attribution) certificates(ctx context.Context, cfg Config, core corev1client.CoreV1Interface) (webhook.CertSource, error) {
-	if cfg.WebhookCertDir != "" {
-		return webhook.NewFileCerts(cfg.WebhookCertDir)
+// Run obtains the certificates and the port, retrying with backoff, then serves the webhook,
+// rotates its certificate and keeps its registration applied, until ctx ends. Every goroutine
+// it starts has returned when it returns.
+func (a *attribution) Run(ctx context.Context) error {
+	a.store.Start()
+	defer a.store.Stop()
+	if !a.cfg.InCluster && a.cfg.WebhookURL == "" {
+		a.optional.degraded(metrics.PartAttribution, unreachableProblem(a.cfg))
+		<-ctx.Done()
+		return nil
 	}
-	var hosts []string
-	if u, err := url.Parse(cfg.WebhookURL); err == nil && u.Hostname() != "" {
-		hosts = append(hosts, u.Hostname())
+	srv := a.start(ctx)
+	if srv == nil {
+		return nil // ctx ended first
 	}
-	sm, err := webhook.NewSelfManaged(ctx, webhook.SelfManagedConfig{
-		Core: core, Namespace: cfg.Namespace, SecretName: cfg.WebhookServiceName + "-webhook-tls",
-		ServiceName: cfg.WebhookServiceName, ExtraHosts: hosts, Now: time.Now, OnRotate: a.reregister,
-	}, a.log)
-	if err != nil {
-		return nil, fmt.Errorf("webhook certificates: %w", err)
+	a.optional.fine(metrics.PartAttribution)
+	var wg sync.WaitGroup
+	if a.selfMgd != nil {
+		wg.Go(func() { _ = a.selfMgd.Run(ctx) })
 	}
-	go sm.Run(ctx)
-	return sm, nil
+	wg.Go(func() { _ = a.registrar.Run(ctx) })
+	wg.Wait()
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdown)
 }
 
-// onWatched registers the webhook for exactly the resources the mirror watches.
-func (a *attribution) onWatched(ctx context.Context, sels []watch.Selection) {
+// start tries until the server is serving with its certificates, or ctx ends (then nil).
+func (a *attribution) start(ctx context.Context) *webhook.Server {
+	backoff := attributionMinBackoff
+	for {
+		srv, p := a.tryStart(ctx)
+		if srv != nil {
+			return srv
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		a.optional.degraded(metrics.PartAttribution, p)
+		a.log.Debug("attribution not started; retrying", "in", backoff, "problem", p.what)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, attributionMaxBackoff)
+	}
+}
+
+// tryStart reads the client CA, gets the serving certificate and listens: one attempt.
+func (a *attribution) tryStart(ctx context.Context) (*webhook.Server, problem) {
+	var clientCA *webhook.ClientCA
+	if a.cfg.WebhookClientCAFile != "" {
+		var err error
+		if clientCA, err = webhook.LoadClientCA(a.cfg.WebhookClientCAFile); err != nil {
+			return nil, clientCAProblem(a.cfg, err)
+		}
+	}
+	if a.certs == nil {
+		if a.selfMgd == nil {
+			fc, err := webhook.NewFileCerts(a.cfg.WebhookCertDir)
+			if err != nil {
+				return nil, certDirProblem(a.cfg, err)
+			}
+			a.certs = fc
+		} else {
+			if err := a.selfMgd.Sync(ctx); err != nil {
+				return nil, secretProblem(a.cfg, err)
+			}
+			a.certs = a.selfMgd
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle(webhook.AdmissionPath, a.handler)
+	srv, err := webhook.StartServer(webhook.ServerConfig{BindAddress: a.cfg.WebhookBindAddress, Certs: a.certs, ClientCA: clientCA}, mux, a.log)
+	if err != nil {
+		return nil, listenProblem(a.cfg, err)
+	}
+	return srv, problem{}
+}
+
+// caBundle is what the registration tells the apiserver to trust; nil until Run has certificates.
+func (a *attribution) caBundle() []byte {
+	if a.certs == nil {
+		return nil
+	}
+	return a.certs.CABundle()
+}
+
+// registered is told the outcome of every registration apply.
+func (a *attribution) registered(err error) {
+	if err != nil {
+		a.optional.degraded(metrics.PartAttribution, registrationProblem(err))
+		return
+	}
+	a.optional.fine(metrics.PartAttribution)
+}
+
+// onWatched is the mirror's OnWatched: the handler records exactly the watched resources from now
+// on, and the registrar registers them. It never blocks the mirror.
+func (a *attribution) onWatched(_ context.Context, sels []watch.Selection) {
 	rs := make([]webhook.Resource, 0, len(sels))
 	for _, s := range sels {
 		rs = append(rs, webhook.Resource{GVR: s.GVR, Namespaced: s.Namespaced, Namespace: s.Namespace, Operations: s.Ops.Operations()})
 	}
 	a.watched.Set(rs)
-	a.mu.Lock()
-	a.last = rs
-	a.mu.Unlock()
-	if err := a.reg.Update(ctx, rs); err != nil {
-		a.log.Error("register the admission webhook", "err", err)
-	}
+	a.registrar.SetResources(rs)
 }
 
-// reregister refreshes the caBundle after the serving certificate's CA changed.
-func (a *attribution) reregister() {
-	if a.reg == nil {
-		return
-	}
-	a.mu.Lock()
-	rs := a.last
-	a.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := a.reg.Update(ctx, rs); err != nil {
-		a.log.Error("refresh the admission webhook's CA bundle", "err", err)
-	}
-}
-
-func (a *attribution) stop() error {
-	a.store.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return a.server.Shutdown(ctx)
+// webhookPort is the port of --webhook-bind-address, which is also the Service's port.
+func webhookPort(cfg Config) int {
+	_, port, _ := net.SplitHostPort(cfg.WebhookBindAddress)
+	n, _ := strconv.Atoi(port)
+	return n
 }

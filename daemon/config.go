@@ -36,12 +36,16 @@ type Config struct {
 	WebhookCertDir       string
 	WebhookURL           string
 	WebhookServiceName   string
+	WebhookClientCAFile  string
 	CorrelationTTL       time.Duration
 	CorrelationCapacity  int
 	MetricsBindAddress   string
 	HealthBindAddress    string
 	LogFormat            string
 	LogLevel             slog.Level
+	// InCluster is not a setting: it says whether the daemon runs in a Pod, where the apiserver
+	// can reach the webhook through its Service.
+	InCluster bool
 }
 
 // ConfigError is a configuration the daemon refuses to start with; main exits with code 2.
@@ -142,11 +146,13 @@ func configFrom(c *cli.Context) (Config, error) {
 		WebhookCertDir:       c.String(keyWebhookCertDir),
 		WebhookURL:           strings.TrimSuffix(c.String(keyWebhookURL), "/"),
 		WebhookServiceName:   c.String(keyWebhookServiceName),
+		WebhookClientCAFile:  c.String(keyWebhookClientCAFile),
 		CorrelationTTL:       c.Duration(keyCorrelationTTL),
 		CorrelationCapacity:  c.Int(keyCorrelationCapacity),
 		MetricsBindAddress:   c.String(keyMetricsBindAddress),
 		HealthBindAddress:    c.String(keyHealthBindAddress),
 		LogFormat:            c.String(keyLogFormat),
+		InCluster:            inCluster(),
 	}
 	var errs []error
 	check := func(ok bool, key, format string, args ...any) {

@@ -33,6 +33,7 @@ func writeConfigFile(t *testing.T, body string) string {
 }
 
 func TestDefaultsMatchTheSpec(t *testing.T) {
+	cache := outsideCluster(t)
 	cfg, err := parse(t)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +41,7 @@ func TestDefaultsMatchTheSpec(t *testing.T) {
 	want := Config{
 		InstallCRDs: true, EnableWatchIngestion: true, DiscoveryRefresh: 5 * time.Minute,
 		BatchMaxFiles: 200, BatchMaxBytes: 1 << 20, BatchMaxWait: 20 * time.Second, BatchQuiet: 1500 * time.Millisecond,
-		WorkersMaxGlobal: 24, WorkersMaxPerRepo: 5, WorkDir: "/var/cache/gitops-reverser", Namespace: "gitops-reverser-system",
+		WorkersMaxGlobal: 24, WorkersMaxPerRepo: 5, WorkDir: filepath.Join(cache, "gitops-reverser"), Namespace: "gitops-reverser-system",
 		EnableWebhook: true, WebhookBindAddress: ":9443", WebhookServiceName: "gitops-reverser",
 		CorrelationTTL: time.Minute, CorrelationCapacity: 10000,
 		MetricsBindAddress: ":8080", HealthBindAddress: ":8081", LogFormat: "text",

@@ -133,28 +133,6 @@ func TestDaemonBinaryRejectsBadConfigWithExitCode2(t *testing.T) {
 	}
 }
 
-// TestDaemonExitsWhenTheMirrorCannotStart: a daemon that cannot set up its webhook (here: its
-// namespace does not exist, so the certificate Secret cannot be created) must exit non-zero and
-// say why, not stay up ready and idle.
-func TestDaemonExitsWhenTheMirrorCannotStart(t *testing.T) {
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	webhookAddr := testenv.FreeAddr(t)
-	d := testenv.StartDaemon(t, testenv.DaemonConfig{Binary: daemonBin, Args: []string{"--kubeconfig", kubeconfig, "--work-dir", t.TempDir(),
-		"--namespace", "no-such-namespace", "--metrics-bind-address", testenv.FreeAddr(t), "--health-probe-bind-address", testenv.FreeAddr(t),
-		"--webhook-bind-address", webhookAddr, "--webhook-url", "https://" + webhookAddr}})
-	err := d.Wait(t, 2*time.Minute) // still running: it kept running without its webhook
-	var exitErr *exec.ExitError
-	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 1 {
-		t.Fatalf("err = %v, want exit code 1; output:\n%s", err, d.Output())
-	}
-	if !strings.Contains(d.Output(), "no-such-namespace") {
-		t.Errorf("output does not say what failed:\n%s", d.Output())
-	}
-}
-
 // TestDaemonWaitsForCRDsItDoesNotInstall: with --install-crds=false (Helm owns the CRDs) the
 // daemon does not apply them; it becomes ready once they exist.
 func TestDaemonWaitsForCRDsItDoesNotInstall(t *testing.T) {

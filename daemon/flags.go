@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -35,6 +36,7 @@ const (
 	keyWebhookCertDir       = "webhook-cert-dir"
 	keyWebhookURL           = "webhook-url"
 	keyWebhookServiceName   = "webhook-service-name"
+	keyWebhookClientCAFile  = "webhook-client-ca-file"
 	keyCorrelationTTL       = "correlation-ttl"
 	keyCorrelationCapacity  = "correlation-capacity"
 	keyMetricsBindAddress   = "metrics-bind-address"
@@ -42,6 +44,23 @@ const (
 	keyLogFormat            = "log-format"
 	keyLogLevel             = "log-level"
 )
+
+// inCluster says whether the daemon runs in a Pod: the kubelet gives every container the
+// apiserver's Service address, as client-go's in-cluster configuration expects.
+func inCluster() bool {
+	return os.Getenv("KUBERNETES_SERVICE_HOST") != "" && os.Getenv("KUBERNETES_SERVICE_PORT") != ""
+}
+
+// defaultWorkDir is /var/cache/gitops-reverser in a cluster (the Pod mounts its volume there),
+// else the user's cache directory, which a local non-root user can write.
+func defaultWorkDir() string {
+	if !inCluster() {
+		if dir, err := os.UserCacheDir(); err == nil {
+			return filepath.Join(dir, "gitops-reverser")
+		}
+	}
+	return "/var/cache/gitops-reverser"
+}
 
 // defaultNamespace is the Pod's namespace when running in a cluster, else gitops-reverser-system.
 func defaultNamespace() string {
@@ -88,8 +107,8 @@ func Flags() []cli.Flag {
 			Usage: "most Git workers (one per repository and branch) running at once"},
 		&cli.IntFlag{Name: keyWorkersMaxPerRepo, EnvVars: envs(keyWorkersMaxPerRepo), Value: 5,
 			Usage: "most Git workers (branches) running at once for one repository"},
-		&cli.StringFlag{Name: keyWorkDir, EnvVars: envs(keyWorkDir), Value: "/var/cache/gitops-reverser",
-			Usage: "directory for the daemon's Git clones"},
+		&cli.StringFlag{Name: keyWorkDir, EnvVars: envs(keyWorkDir), Value: defaultWorkDir(),
+			Usage: "directory for the daemon's Git clones; defaults to /var/cache/gitops-reverser in a cluster, else the user's cache directory"},
 		&cli.StringFlag{Name: keyNamespace, EnvVars: envs(keyNamespace), Value: defaultNamespace(),
 			Usage: "the daemon's own namespace (Events, commit trailers); defaults to the Pod's namespace in-cluster"},
 		&cli.BoolFlag{Name: keyEnableWebhook, EnvVars: envs(keyEnableWebhook), Value: true,
@@ -102,6 +121,8 @@ func Flags() []cli.Flag {
 			Usage: "base URL (https://host:port) the apiserver calls when the daemon runs outside the cluster; empty means the in-cluster Service"},
 		&cli.StringFlag{Name: keyWebhookServiceName, EnvVars: envs(keyWebhookServiceName), Value: "gitops-reverser",
 			Usage: "name of the Service in front of the webhook, in the daemon's namespace"},
+		&cli.StringFlag{Name: keyWebhookClientCAFile, EnvVars: envs(keyWebhookClientCAFile),
+			Usage: "PEM file of the CA(s) whose client certificates may call the webhook (the apiserver's, from its AdmissionConfiguration); empty means any caller that reaches the port"},
 		&cli.DurationFlag{Name: keyCorrelationTTL, EnvVars: envs(keyCorrelationTTL), Value: time.Minute,
 			Usage: "how long the webhook remembers who made a change, waiting for the watch to see it"},
 		&cli.IntFlag{Name: keyCorrelationCapacity, EnvVars: envs(keyCorrelationCapacity), Value: 10000,

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -14,9 +15,12 @@ import (
 )
 
 // readiness answers /readyz: ready once the CRDs are established and while the apiserver answers.
+// Degraded optional parts are listed in the body but leave the answer as it is: the mirror works
+// without them, so the Pod stays in its Services.
 type readiness struct {
 	crdsEstablished atomic.Bool
 	api             rest.Interface
+	optional        *optionalParts
 }
 
 func (r *readiness) check(ctx context.Context) error {
@@ -37,11 +41,23 @@ func healthMux(ready *readiness) *http.ServeMux {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, req *http.Request) {
+		var body strings.Builder
+		status := http.StatusOK
 		if err := ready.check(req.Context()); err != nil {
-			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
-			return
+			status = http.StatusServiceUnavailable
+			body.WriteString("not ready: " + err.Error() + "\n")
+		} else {
+			body.WriteString("ok\n")
 		}
-		_, _ = w.Write([]byte("ok\n"))
+		if ready.optional != nil {
+			for _, line := range ready.optional.report() {
+				body.WriteString(line + "\n")
+			}
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body.String()))
 	})
 	return mux
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/discovery"
@@ -32,7 +33,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return fmt.Errorf("build discovery client: %w", err)
 	}
 	reg := metrics.New()
-	ready := &readiness{api: disco.RESTClient()}
+	optional := newOptionalParts(reg.Health.Degraded, log)
+	ready := &readiness{api: disco.RESTClient(), optional: optional}
 
 	metricsSrv, err := startHTTPServer("metrics", cfg.MetricsBindAddress, reg.Handler(), log)
 	if err != nil {
@@ -54,9 +56,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	if cfg.EnableWatchIngestion {
 		// runMirror returns when ctx ends, or early when the mirror cannot start at all (e.g. the
-		// webhook's certificate Secret cannot be created): then the daemon exits instead of
-		// staying up, ready and idle, so the failure shows as a restarting Pod.
-		if err := runMirror(ctx, cfg, kube, core, reg, log); err != nil {
+		// cluster's identity cannot be read): then the daemon exits instead of staying up, ready
+		// and idle, so the failure shows as a restarting Pod. Attribution never ends it.
+		if err := runMirror(ctx, cfg, kube, core, reg, optional, log); err != nil {
 			log.Error("mirror stopped", "err", err)
 			return errors.Join(err, stopServers())
 		}
@@ -67,23 +69,33 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 }
 
 // runMirror runs the cluster → Git mirror, with the admission webhook crediting authors unless
-// it is disabled, until ctx ends and every worker has flushed.
-func runMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, reg *metrics.Registry, log *slog.Logger) error {
+// it is disabled, until ctx ends and every worker has flushed. Attribution is optional: it runs
+// beside the mirror and degrades instead of failing, so only the mirror's own errors end this.
+func runMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, reg *metrics.Registry, optional *optionalParts, log *slog.Logger) error {
 	var attr *attribution
 	if cfg.EnableWebhook {
 		var err error
-		if attr, err = startAttribution(ctx, cfg, kube, core, reg.Attribution, log); err != nil {
+		if attr, err = newAttribution(cfg, kube, core, reg.Attribution, optional, log); err != nil {
 			return err
 		}
 	}
 	mirror, err := newMirror(ctx, cfg, kube, core, reg.Mirror, attr, log)
-	if err == nil {
-		err = mirror.Run(ctx)
+	if err != nil {
+		return err
 	}
-	if attr != nil {
-		err = errors.Join(err, attr.stop())
+	if attr == nil {
+		return mirror.Run(ctx)
 	}
-	return err
+	// The mirror stops first (it flushes its workers), then attribution: the mirror reads the
+	// correlation store until its last watch event.
+	attrCtx, stopAttr := context.WithCancel(context.WithoutCancel(ctx))
+	var attrErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { attrErr = attr.Run(attrCtx) })
+	err = mirror.Run(ctx)
+	stopAttr()
+	wg.Wait()
+	return errors.Join(err, attrErr)
 }
 
 // ensureCRDs applies the CRDs (or, when another tool owns them, waits for them), retrying with

@@ -230,7 +230,8 @@ func TestChartRendersAndPassesServerDryRun(t *testing.T) {
 		{"default values", nil, base},
 		{"all options", []string{"--values", chartPath(allOptionsValues)}, append(slices.Clone(base),
 			"Certificate/gitops-reverser-webhook", "Certificate/gitops-reverser-webhook-ca",
-			"Issuer/gitops-reverser-selfsigned", "Issuer/gitops-reverser-webhook-ca", "ServiceMonitor/gitops-reverser")},
+			"Issuer/gitops-reverser-selfsigned", "Issuer/gitops-reverser-webhook-ca", "NetworkPolicy/gitops-reverser-webhook",
+			"ServiceMonitor/gitops-reverser")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -139,6 +139,9 @@ func mustDaemonAccept(t *testing.T, r renderedChart) {
 func TestChartConfigDefaultsMatchDaemon(t *testing.T) {
 	deliberate := map[string]string{
 		"log-format": "json", // for log collectors in a cluster
+		// The daemon's default in a cluster; this test runs outside one, where the default is the
+		// user's cache directory.
+		"work-dir": "/var/cache/gitops-reverser",
 	}
 	r := renderChart(t)
 	for _, f := range daemon.Flags() {

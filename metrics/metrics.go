@@ -21,6 +21,7 @@ type Registry struct {
 	reg         *prometheus.Registry
 	Mirror      *Mirror
 	Attribution *Attribution
+	Health      *Health
 }
 
 // New creates a registry with the Go runtime and process collectors and a build_info gauge.
@@ -31,7 +32,7 @@ func New() *Registry {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildInfo(),
 	)
-	return &Registry{reg: reg, Mirror: newMirror(reg), Attribution: newAttribution(reg)}
+	return &Registry{reg: reg, Mirror: newMirror(reg), Attribution: newAttribution(reg), Health: newHealth(reg)}
 }
 
 // Gather returns the current value of every collector, for tests and benchmarks.

@@ -41,8 +41,8 @@ type SelfManagedConfig struct {
 	ExtraHosts []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// OnRotate runs after Run picked up a new serving certificate or CA, e.g. to refresh the
-	// caBundle of the webhook registration.
+	// OnRotate runs on Run's goroutine after Run picked up a new serving certificate or CA, e.g.
+	// to have the caBundle of the webhook registration refreshed. It must not block.
 	OnRotate func()
 	// CheckInterval is how often Run looks at the Secret; 0 means one hour.
 	CheckInterval time.Duration
@@ -62,9 +62,9 @@ type selfManagedState struct {
 	caBundle []byte
 }
 
-// NewSelfManaged loads the certificates from the Secret, creating or renewing them first when
-// they are missing, expiring, or do not cover the configured names.
-func NewSelfManaged(ctx context.Context, cfg SelfManagedConfig, log *slog.Logger) (*SelfManaged, error) {
+// NewSelfManaged checks cfg and fills in its defaults. It does no I/O: Sync (or Run) reads the
+// Secret, so a daemon whose namespace or permissions are not there yet still starts.
+func NewSelfManaged(cfg SelfManagedConfig, log *slog.Logger) (*SelfManaged, error) {
 	if cfg.Core == nil || cfg.Namespace == "" || cfg.SecretName == "" {
 		return nil, errors.New("self-managed webhook certificates: client, namespace and secret name are required")
 	}
@@ -86,35 +86,61 @@ func NewSelfManaged(ctx context.Context, cfg SelfManagedConfig, log *slog.Logger
 	if len(s.hosts) == 0 {
 		return nil, errors.New("self-managed webhook certificates: no service name or extra hosts to certify")
 	}
-	if _, err := s.sync(ctx); err != nil {
-		return nil, err
-	}
-	leaf := s.current.Load().cert.Leaf
-	log.Info("webhook certificate ready", "secret", cfg.Namespace+"/"+cfg.SecretName,
-		"hosts", s.hosts, "serial", leaf.SerialNumber.Text(16), "notAfter", leaf.NotAfter)
 	return s, nil
 }
 
-// GetCertificate returns the current serving certificate.
+// Sync loads the certificates from the Secret, creating or renewing them first when they are
+// missing, expiring, or do not cover the configured names, and serves them. Until a Sync has
+// succeeded there is nothing to serve: GetCertificate fails and CABundle is nil.
+func (s *SelfManaged) Sync(ctx context.Context) error {
+	first := s.current.Load() == nil
+	if _, err := s.sync(ctx); err != nil {
+		return err
+	}
+	if first {
+		leaf := s.current.Load().cert.Leaf
+		s.log.Info("webhook certificate ready", "secret", s.cfg.Namespace+"/"+s.cfg.SecretName,
+			"hosts", s.hosts, "serial", leaf.SerialNumber.Text(16), "notAfter", leaf.NotAfter)
+	}
+	return nil
+}
+
+// GetCertificate returns the current serving certificate, or an error before the first Sync.
 func (s *SelfManaged) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	return s.current.Load().cert, nil
+	cur := s.current.Load()
+	if cur == nil {
+		return nil, errors.New("no webhook certificate loaded yet")
+	}
+	return cur.cert, nil
 }
 
 // CABundle returns the PEM CA certificates the apiserver must trust: the current CA, then a
-// previous one while certificates signed by it may still be served by other replicas.
-func (s *SelfManaged) CABundle() []byte { return s.current.Load().caBundle }
+// previous one while certificates signed by it may still be served by other replicas. It is nil
+// before the first Sync.
+func (s *SelfManaged) CABundle() []byte {
+	cur := s.current.Load()
+	if cur == nil {
+		return nil
+	}
+	return cur.caBundle
+}
 
-// Run renews the certificates when due and adopts those another replica wrote, until ctx ends.
-func (s *SelfManaged) Run(ctx context.Context) {
+// Run renews the certificates when due and adopts those another replica wrote, every
+// CheckInterval until ctx ends; call it once Sync has succeeded. A failed check keeps the current
+// certificate in service; it is logged and retried at the next check.
+func (s *SelfManaged) Run(ctx context.Context) error {
 	tick := time.NewTicker(s.cfg.CheckInterval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-tick.C:
 		}
 		changed, err := s.sync(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
 		if err != nil {
 			s.log.Error("webhook certificate check failed; retrying later", "secret", s.cfg.SecretName, "err", err)
 			continue

@@ -32,9 +32,12 @@ func whSecret(t *testing.T, ns, name string) string {
 
 func newSelfManagedT(t *testing.T, cfg SelfManagedConfig) *SelfManaged {
 	t.Helper()
-	s, err := NewSelfManaged(context.Background(), cfg, whLogger())
+	s, err := NewSelfManaged(cfg, whLogger())
 	if err != nil {
 		t.Fatalf("NewSelfManaged: %v", err)
+	}
+	if err := s.Sync(context.Background()); err != nil {
+		t.Fatalf("Sync: %v", err)
 	}
 	return s
 }
@@ -72,7 +75,7 @@ func runUntilRotated(t *testing.T, s *SelfManaged, rotated <-chan struct{}) {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { s.Run(ctx) })
+	wg.Go(func() { _ = s.Run(ctx) })
 	t.Cleanup(func() { stop(); wg.Wait() })
 	select {
 	case <-rotated:
@@ -167,7 +170,10 @@ func TestSelfManagedCreateRaceConverges(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range replicas {
 		wg.Go(func() {
-			s, err := NewSelfManaged(context.Background(), cfg, whLogger())
+			s, err := NewSelfManaged(cfg, whLogger())
+			if err == nil {
+				err = s.Sync(context.Background())
+			}
 			if err != nil {
 				t.Errorf("replica %d: %v", i, err)
 				return

@@ -34,6 +34,9 @@ type ServerConfig struct {
 	Certs CertSource
 	// MaxBodyBytes caps a request body; 0 means 8 MiB.
 	MaxBodyBytes int64
+	// ClientCA, if set, makes the server require a client certificate signed by one of its CAs:
+	// a caller without one is refused at the TLS handshake, before any handler runs.
+	ClientCA *ClientCA
 }
 
 // Server is the running HTTPS server of the webhook handlers.
@@ -67,11 +70,8 @@ func StartServer(cfg ServerConfig, mux http.Handler, log *slog.Logger) (*Server,
 	}
 	s := &Server{
 		srv: &http.Server{
-			Handler: http.MaxBytesHandler(mux, maxBody),
-			TLSConfig: &tls.Config{
-				MinVersion:     tls.VersionTLS12,
-				GetCertificate: cfg.Certs.GetCertificate,
-			},
+			Handler:           http.MaxBytesHandler(mux, maxBody),
+			TLSConfig:         tlsConfig(cfg),
 			ReadHeaderTimeout: readHeaderTimeout,
 			ReadTimeout:       readTimeout,
 			WriteTimeout:      writeTimeout,
@@ -89,6 +89,30 @@ func StartServer(cfg ServerConfig, mux http.Handler, log *slog.Logger) (*Server,
 		s.err = s.srv.ServeTLS(l, "", "") // certificates come from TLSConfig.GetCertificate
 	}()
 	return s, nil
+}
+
+// tlsConfig serves cfg.Certs; with a client CA, every handshake gets a config that requires a
+// client certificate verified against the CA file as it is now, so a replaced CA applies to the
+// next connection. Session tickets are off then: a resumed session would skip that check.
+func tlsConfig(cfg ServerConfig) *tls.Config {
+	build := func() *tls.Config {
+		c := &tls.Config{
+			MinVersion:     tls.VersionTLS12,
+			GetCertificate: cfg.Certs.GetCertificate,
+			NextProtos:     []string{"h2", "http/1.1"},
+		}
+		if cfg.ClientCA != nil {
+			c.ClientAuth = tls.RequireAndVerifyClientCert
+			c.ClientCAs = cfg.ClientCA.Pool()
+			c.SessionTicketsDisabled = true
+		}
+		return c
+	}
+	c := build()
+	if cfg.ClientCA != nil {
+		c.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) { return build(), nil }
+	}
+	return c
 }
 
 // Addr is the address the server listens on, with the port resolved when BindAddress asked for :0.

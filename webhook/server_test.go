@@ -70,8 +70,11 @@ func startRecordedWebhook(t *testing.T, name string) recordedWebhook {
 	t.Helper()
 	ctx := context.Background()
 	ns := whNamespace(t, name)
-	certs, err := NewSelfManaged(ctx, SelfManagedConfig{Core: whCore(t), Namespace: ns, SecretName: "webhook-tls",
+	certs, err := NewSelfManaged(SelfManagedConfig{Core: whCore(t), Namespace: ns, SecretName: "webhook-tls",
 		ServiceName: "gitops-reverser", ExtraHosts: []string{"127.0.0.1"}}, whLogger())
+	if err == nil {
+		err = certs.Sync(ctx)
+	}
 	if err != nil {
 		t.Fatalf("self-managed certificates: %v", err)
 	}

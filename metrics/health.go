@@ -1,0 +1,26 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Parts of the daemon that may be degraded, the label values of degraded{part}.
+const (
+	PartAttribution = "attribution" // the admission webhook that credits changes to their authors
+)
+
+// Health are the collectors of the daemon's optional parts: a part that cannot do its job (its
+// namespace is missing, a permission is not granted) is degraded while the mirror keeps running.
+// Why it is degraded is said in the log and on /readyz, never as a label: reasons carry error
+// text, which would make the label set unbounded.
+type Health struct {
+	Degraded *prometheus.GaugeVec // by part: 1 while the part is degraded, else 0
+}
+
+func newHealth(reg prometheus.Registerer) *Health {
+	h := &Health{
+		Degraded: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "degraded",
+			Help: "1 while an optional part of the daemon cannot do its job (see the log or /readyz for why), else 0."},
+			[]string{"part"}),
+	}
+	reg.MustRegister(h.Degraded)
+	return h
+}
