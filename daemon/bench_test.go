@@ -157,7 +157,7 @@ func (m *mirrorBench) matches(got map[string]string) bool {
 }
 
 // usage reads the daemon's peak RSS (MiB) and CPU seconds (user+system) from /proc.
-func usage(b *testing.B, pid int) (peakMiB float64, cpuSec float64) {
+func usage(b testing.TB, pid int) (peakMiB float64, cpuSec float64) {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		b.Fatal(err)

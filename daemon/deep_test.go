@@ -2,10 +2,6 @@ package daemon
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -42,7 +38,9 @@ func installDeepCRD(t *testing.T) {
 	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = ext.ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, crd.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = ext.ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, crd.Name, metav1.DeleteOptions{})
+	})
 	testenv.Eventually(t, time.Minute, "the CRD established", func() (bool, string) {
 		got, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
 		if err != nil {
@@ -64,23 +62,6 @@ func nested(depth int) map[string]any {
 		v = map[string]any{"a": v}
 	}
 	return v
-}
-
-// peakRSSMiB is the process's peak resident set size.
-func peakRSSMiB(t *testing.T, pid int) float64 {
-	t.Helper()
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	t.Fatal("no VmHWM in /proc status")
-	return 0
 }
 
 // TestDeeplyNestedObjectIsWrittenSmall: a custom resource nested 9,000 deep (54 KB of JSON, which
@@ -120,7 +101,7 @@ func TestDeeplyNestedObjectIsWrittenSmall(t *testing.T) {
 	if len(content) > 1<<20 {
 		t.Errorf("the file is %d bytes: it must grow linearly with the object (54 KB of JSON)", len(content))
 	}
-	if peak := peakRSSMiB(t, d.Pid()); peak >= 100 {
+	if peak, _ := usage(t, d.Pid()); peak >= 100 {
 		t.Errorf("the daemon's peak RSS is %.0f MiB, want under 100 MiB", peak)
 	} else {
 		t.Logf("file %d bytes; daemon peak RSS %.0f MiB", len(content), peak)

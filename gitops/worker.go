@@ -117,7 +117,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return w.shutdown()
 		case <-w.in.wake:
-			w.takeInbox(ctx)
+			items, controls := w.in.take()
+			w.absorb(ctx, items, controls)
 		case <-w.batchTimer.C:
 			w.onBatchDeadline()
 		case <-w.retryTimer.C:
@@ -131,9 +132,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
-// takeInbox moves everything waiting in the inbox into the batch, then answers the controls.
-func (w *Worker) takeInbox(ctx context.Context) {
-	items, controls := w.in.take()
+// absorb moves what was taken from the inbox into the batch, then answers the controls.
+func (w *Worker) absorb(ctx context.Context, items []item, controls []control) {
 	for _, it := range items {
 		w.add(it)
 	}
@@ -291,17 +291,7 @@ func (w *Worker) shutdown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	items, controls := w.in.close()
-	for _, it := range items {
-		w.add(it)
-	}
-	for _, c := range controls {
-		switch {
-		case c.flush != nil:
-			w.waiters = append(w.waiters, c.flush)
-		case c.fetch != nil:
-			c.fetch <- FetchResult{Err: ErrStopped}
-		}
-	}
+	w.absorb(ctx, items, controls)
 	w.retrying = false
 	w.flushBatch()
 	w.push(ctx)
