@@ -85,4 +85,3 @@ func BenchmarkChangeLatency(b *testing.B) {
 		}
 	}
 }
-

@@ -3,8 +3,8 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -48,9 +48,9 @@ func newMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1cl
 		},
 		Identity:   identity,
 		MaxWorkers: cfg.WorkersMaxGlobal, MaxWorkersPerRepo: cfg.WorkersMaxPerRepo,
-		Metrics:    m,
-		Log:        log,
-		OnChange:   func() { mr.manager.Changed() },
+		Metrics:  m,
+		Log:      log,
+		OnChange: func() { mr.manager.Changed() },
 	})
 	opts := watch.Options{
 		Expand:           watch.ExpandOptions{WatchAll: cfg.WatchAll, Exclude: cfg.DiscoveryExclude},
