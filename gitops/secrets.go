@@ -62,13 +62,13 @@ func (p *Pool) readSecret(ctx context.Context, ref SecretRef) (*corev1.Secret, e
 		case err != nil:
 			return nil, fmt.Errorf("read Secret %s/%s from its watch: %w", ref.Namespace, ref.Name, err)
 		case !exists:
-			return nil, errSecret{fmt.Sprintf("Secret %s/%s not found", ref.Namespace, ref.Name)}
+			return nil, secretNotFound(ref)
 		}
 		return obj.(*corev1.Secret), nil
 	}
 	secret, err := p.cfg.Secrets.Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, errSecret{fmt.Sprintf("Secret %s/%s not found", ref.Namespace, ref.Name)}
+		return nil, secretNotFound(ref)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read Secret %s/%s: %w", ref.Namespace, ref.Name, err)
@@ -102,4 +102,8 @@ func (p *Pool) loadCredentials(ctx context.Context, e *repoEntry) {
 	default:
 		e.creds, e.credsRV, e.usable, e.problem, e.detail = creds, secret.ResourceVersion, true, "", ""
 	}
+}
+
+func secretNotFound(ref SecretRef) error {
+	return errSecret{fmt.Sprintf("Secret %s/%s not found", ref.Namespace, ref.Name)}
 }

@@ -29,7 +29,6 @@ type repo struct {
 	obj     *crds.GitRepoConfig
 	credsOK bool
 	cond    condition
-	checked bool // the remote was contacted: cond is worth reporting
 }
 
 // destination is a GitDestination resolved to a repository, a branch and a folder. Usable ones
@@ -42,11 +41,6 @@ type destination struct {
 }
 
 func (d *destination) name() string { return d.obj.Namespace + "/" + d.obj.Name }
-
-// workerKey identifies the worker of the destination: one per repository URL and branch.
-func (d *destination) workerKey() string {
-	return gitops.WorkerKey(d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch)
-}
 
 // resolveDestinations checks every destination against its repository: the repository exists and
 // is ready, the branch is allowed, and no other destination on the same repository and branch
@@ -123,14 +117,15 @@ func (m *Manager) resolveRepos(ctx context.Context) map[string]*repo {
 	for _, obj := range objs {
 		name := obj.Namespace + "/" + obj.Name
 		st := states[name]
-		r := &repo{obj: obj, credsOK: st.Usable, checked: st.Reason != "Checking"}
-		if st.Reason == "Reachable" || !r.checked {
+		checked := st.Reason != "Checking" // the remote was contacted: the condition is worth reporting
+		r := &repo{obj: obj, credsOK: st.Usable}
+		if st.Reason == "Reachable" || !checked {
 			r.cond = condition{ready: true, reason: st.Reason, message: st.Message}
 		} else {
 			r.cond = notReady(st.Reason, "%s", st.Message)
 		}
 		out[name] = r
-		if !r.checked {
+		if !checked {
 			continue // nothing to say until the remote answered or failed
 		}
 		if err := m.reporter.report(ctx, crds.GitRepoConfigs, crds.KindGitRepoConfig, obj, obj.Status, r.cond); err != nil {
