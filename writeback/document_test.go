@@ -461,3 +461,30 @@ func TestRefusalMessageIsOneShortLine(t *testing.T) {
 		t.Errorf("message %q does not start with the first problem", msg)
 	}
 }
+
+func TestParseDocumentKeepsTimestampsAsWritten(t *testing.T) {
+	values := map[string]string{ // key: the scalar as written, which must come back as this string
+		"date":     "2024-01-02",
+		"utc":      "2024-01-02T03:04:05.000Z",
+		"spaced":   "2001-12-14 21:59:43.10 -5",
+		"tagged":   "!!timestamp 2001-12-14",
+		"quoted":   `"2024-01-02"`,
+		"notADate": "2024-13-45",
+	}
+	want := map[string]any{
+		"date": "2024-01-02", "utc": "2024-01-02T03:04:05.000Z", "spaced": "2001-12-14 21:59:43.10 -5",
+		"tagged": "2001-12-14", "quoted": "2024-01-02", "notADate": "2024-13-45",
+	}
+	var b strings.Builder
+	b.WriteString(docConfigMap + "data:\n")
+	for k, v := range values {
+		fmt.Fprintf(&b, "  %s: %s\n", k, v)
+	}
+	doc, err := ParseDocument([]byte(b.String()))
+	if err != nil {
+		t.Fatalf("ParseDocument: %v", err)
+	}
+	if diff := cmp.Diff(want, doc.Object.Object["data"]); diff != "" {
+		t.Errorf("data (-want +got):\n%s", diff)
+	}
+}
