@@ -30,6 +30,9 @@ type Change struct {
 	Content []byte    // nil = delete
 	Author  Signature // zero = the bot identity
 	Summary string    // e.g. "update configmaps/default/web", used in commit messages
+	// Trailers are appended after the identity's trailers in the message of the commit that
+	// holds the change; changes with different trailers never share a commit.
+	Trailers [][2]string
 }
 
 // Sync declares the complete set of live paths under some scopes: every *.yaml file below a

@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -48,20 +49,23 @@ func (b *batch) deadline(l BatchLimits) time.Time {
 	return b.quietUntil
 }
 
-// take empties the batch and splits it into runs of contiguous items by the same author, in
-// order. Syncs belong to the bot.
+// take empties the batch and splits it into runs of contiguous items by the same author with
+// the same trailers, in order. Syncs belong to the bot and have no trailers.
 func (b *batch) take(bot Signature) []run {
 	var runs []run
 	for _, it := range b.items {
-		author := bot
-		if it.sync == nil && !it.change.Author.IsZero() {
-			author = it.change.Author
+		author, trailers := bot, [][2]string(nil)
+		if it.sync == nil {
+			trailers = it.change.Trailers
+			if !it.change.Author.IsZero() {
+				author = it.change.Author
+			}
 		}
-		if n := len(runs); n > 0 && runs[n-1].author == author {
+		if n := len(runs); n > 0 && runs[n-1].author == author && slices.Equal(runs[n-1].trailers, trailers) {
 			runs[n-1].items = append(runs[n-1].items, it)
 			continue
 		}
-		runs = append(runs, run{author: author, items: []item{it}})
+		runs = append(runs, run{author: author, trailers: trailers, items: []item{it}})
 	}
 	*b = batch{}
 	return runs
@@ -78,7 +82,8 @@ func pendingSize(runs []run) (items int, bytes int64) {
 	return items, bytes
 }
 
-// coalesce merges runs into one run by the bot with the latest content per path, keeping the
+// coalesce merges runs into one run by the bot, without trailers, with the latest content per
+// path, keeping the
 // memory of a long outage bounded. Syncs are kept and go first; a later change to a path
 // overrides them, and a change a sync orphaned becomes a delete, so the result is the same
 // tree as replaying every run in order.
@@ -99,7 +104,7 @@ func coalesce(runs []run, bot Signature) []run {
 				continue
 			}
 			c := it.change
-			c.Author = Signature{}
+			c.Author, c.Trailers = Signature{}, nil
 			if i, ok := index[c.Path]; ok {
 				changes[i].change = c
 				continue

@@ -17,10 +17,12 @@ type item struct {
 	at     time.Time // when it was put in the inbox; zero once coalesced
 }
 
-// run is a contiguous run of items by one author; it becomes at most one commit.
+// run is a contiguous run of items by one author with the same trailers; it becomes at most
+// one commit.
 type run struct {
-	author Signature
-	items  []item
+	author   Signature
+	trailers [][2]string // after the identity's
+	items    []item
 }
 
 // buildStats counts what built commits change, reported once the remote accepts them.
@@ -60,7 +62,7 @@ func (w *Worker) commitRun(parent plumbing.Hash, r run, stats *buildStats) (plum
 	if s.written+s.deleted == 0 {
 		return parent, nil
 	}
-	msg := w.message(ops, s.written+s.deleted)
+	msg := w.message(ops, s.written+s.deleted, r.trailers)
 	data := encodeCommit(newTree, parent, r.author, w.identity.Committer, msg, time.Now())
 	h := w.store.put(plumbing.CommitObject, data)
 	stats.commits++
@@ -213,8 +215,9 @@ func orphaned(path string, s *Sync) bool {
 	return false
 }
 
-// message is the commit message: a subject, the list of changes, then the trailers.
-func (w *Worker) message(ops []op, n int) string {
+// message is the commit message: a subject, the list of changes, then the identity's trailers
+// and the run's.
+func (w *Worker) message(ops []op, n int, trailers [][2]string) string {
 	var b strings.Builder
 	lines := 0
 	for i := range ops {
@@ -236,10 +239,12 @@ func (w *Worker) message(ops []op, n int) string {
 	if n > maxBodyLines {
 		fmt.Fprintf(&b, "- … and %d more\n", n-maxBodyLines)
 	}
-	if len(w.identity.Trailers) > 0 {
+	if len(w.identity.Trailers)+len(trailers) > 0 {
 		b.WriteString("\n")
-		for _, t := range w.identity.Trailers {
-			b.WriteString(oneLine(t[0]) + ": " + oneLine(t[1]) + "\n")
+		for _, list := range [2][][2]string{w.identity.Trailers, trailers} {
+			for _, t := range list {
+				b.WriteString(oneLine(t[0]) + ": " + oneLine(t[1]) + "\n")
+			}
 		}
 	}
 	return b.String()

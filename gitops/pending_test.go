@@ -44,31 +44,31 @@ func TestCoalesceKeepsLatestContentPerPath(t *testing.T) {
 		want []string // the one run by the bot, as rendered by render
 	}{
 		{"latest write per path across authors", []run{
-			{testAlice, []item{writeItem(testAlice, a, "a1"), writeItem(testAlice, b, "b1")}},
-			{testBob, []item{writeItem(testBob, a, "a2"), writeItem(testBob, c, "c1")}},
-			{testAlice, []item{writeItem(testAlice, b, "b2")}},
+			{author: testAlice, items: []item{writeItem(testAlice, a, "a1"), writeItem(testAlice, b, "b1")}},
+			{author: testBob, items: []item{writeItem(testBob, a, "a2"), writeItem(testBob, c, "c1")}},
+			{author: testAlice, items: []item{writeItem(testAlice, b, "b2")}},
 		}, []string{"a.yaml=a2", "b.yaml=b2", "c.yaml=c1"}},
 		{"a delete after writes is kept", []run{
-			{testAlice, []item{writeItem(testAlice, a, "a1"), writeItem(testAlice, b, "b1")}},
-			{testBob, []item{deleteItem(testBob, a)}},
+			{author: testAlice, items: []item{writeItem(testAlice, a, "a1"), writeItem(testAlice, b, "b1")}},
+			{author: testBob, items: []item{deleteItem(testBob, a)}},
 		}, []string{"a.yaml=<delete>", "b.yaml=b1"}},
 		{"a write after a delete wins", []run{
-			{testAlice, []item{deleteItem(testAlice, a)}},
-			{testBob, []item{writeItem(testBob, a, "a2")}},
+			{author: testAlice, items: []item{deleteItem(testAlice, a)}},
+			{author: testBob, items: []item{writeItem(testBob, a, "a2")}},
 		}, []string{"a.yaml=a2"}},
 		{"a sync goes first and turns the writes it orphaned into deletes", []run{
-			{testAlice, []item{writeItem(testAlice, a, "a1"), writeItem(testAlice, b, "b1")}},
-			{testBot, []item{syncItem(b)}},
-			{testBob, []item{writeItem(testBob, c, "c1")}},
+			{author: testAlice, items: []item{writeItem(testAlice, a, "a1"), writeItem(testAlice, b, "b1")}},
+			{author: testBot, items: []item{syncItem(b)}},
+			{author: testBob, items: []item{writeItem(testBob, c, "c1")}},
 		}, []string{"sync[b.yaml]", "a.yaml=<delete>", "b.yaml=b1", "c.yaml=c1"}},
 		{"a write after a sync survives it", []run{
-			{testBot, []item{syncItem()}},
-			{testAlice, []item{writeItem(testAlice, a, "a1")}},
-			{testBot, []item{syncItem(a)}},
+			{author: testBot, items: []item{syncItem()}},
+			{author: testAlice, items: []item{writeItem(testAlice, a, "a1")}},
+			{author: testBot, items: []item{syncItem(a)}},
 		}, []string{"sync[]", "sync[a.yaml]", "a.yaml=a1"}},
 		{"a sync orphans only yaml files in its scope", []run{
-			{testAlice, []item{writeItem(testAlice, staging, "s1"), writeItem(testAlice, notes, "n1")}},
-			{testBot, []item{syncItem()}},
+			{author: testAlice, items: []item{writeItem(testAlice, staging, "s1"), writeItem(testAlice, notes, "n1")}},
+			{author: testBot, items: []item{syncItem()}},
 		}, []string{"sync[]", "clusters/staging/x.yaml=s1", "notes.txt=n1"}},
 	}
 	for _, tc := range cases {
