@@ -97,7 +97,8 @@ func (w *Watched) Has(gvr schema.GroupVersionResource, namespace, op string) boo
 // admissionReview is the part of an admission.k8s.io/v1 AdmissionReview we read. oldObject and
 // the rest are skipped by the decoder rather than built, and the object is kept raw: encoding/json
 // passes over both with its iterative scanner, so however deep they nest the envelope costs a copy
-// of the object's bytes, and record can measure the object's depth before decoding it.
+// of the object's bytes, and record can measure the object's depth before decoding it. Only a
+// proposal's review is decoded a second time, for its oldObject (recordDecision).
 type admissionReview struct {
 	APIVersion string            `json:"apiVersion"`
 	Kind       string            `json:"kind"`
@@ -123,17 +124,29 @@ var bodies = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 
 const keepBuffer = 1 << 20
 
 type admissionHandler struct {
-	store    *Store
-	watched  *Watched
-	log      *slog.Logger
-	duration prometheus.Histogram
-	results  map[string]prometheus.Counter
+	store     *Store
+	watched   *Watched
+	decisions *Decisions // nil: proposals are reviewed like any other resource
+	log       *slog.Logger
+	duration  prometheus.Histogram
+	results   map[string]prometheus.Counter
+}
+
+// AdmissionOption changes what NewAdmissionHandler's handler records.
+type AdmissionOption func(*admissionHandler)
+
+// WithDecisions has the handler record in d who changes a proposal's spec.decision. Reviews of
+// ProposalsResource, in any version, then go to d instead of the attribution store, watched or
+// not; the registration must include them (WithProposals) for the apiserver to send them. A nil d
+// records nothing, and proposals are reviewed like any other resource.
+func WithDecisions(d *Decisions) AdmissionOption {
+	return func(h *admissionHandler) { h.decisions = d }
 }
 
 // NewAdmissionHandler returns the handler of AdmissionPath. It records who asked for each change
 // to a watched resource in store and always allows: attribution must never block a write. Only a
 // request that is not a well-formed review gets an error status (405, 413, 415 or 400).
-func NewAdmissionHandler(store *Store, watched *Watched, m *metrics.Attribution, log *slog.Logger) http.Handler {
+func NewAdmissionHandler(store *Store, watched *Watched, m *metrics.Attribution, log *slog.Logger, opts ...AdmissionOption) http.Handler {
 	if m == nil {
 		m = metrics.New().Attribution
 	}
@@ -142,6 +155,9 @@ func NewAdmissionHandler(store *Store, watched *Watched, m *metrics.Attribution,
 	}
 	h := &admissionHandler{store: store, watched: watched, log: log, duration: m.HandlerDuration,
 		results: map[string]prometheus.Counter{}}
+	for _, o := range opts {
+		o(h)
+	}
 	for _, r := range []string{metrics.ReviewRecorded, metrics.ReviewDryRun, metrics.ReviewIgnored, metrics.ReviewError} {
 		h.results[r] = m.Reviews.WithLabelValues(r)
 	}
@@ -184,7 +200,7 @@ func (h *admissionHandler) serve(w http.ResponseWriter, r *http.Request) string 
 		http.Error(w, "expected an admission.k8s.io/v1 AdmissionReview with a request and its uid", http.StatusBadRequest)
 		return metrics.ReviewError
 	}
-	result, err := h.record(review.Request)
+	result, err := h.record(review.Request, buf.Bytes())
 	if err != nil {
 		h.log.Warn("admission review not recorded", "uid", review.Request.UID, "operation", review.Request.Operation,
 			"kind", review.Request.Kind.Kind, "namespace", review.Request.Namespace, "name", review.Request.Name, "err", err)
@@ -217,13 +233,18 @@ func readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) bool {
 	return true
 }
 
-// record stores the author of a watched change and returns the review's result.
-func (h *admissionHandler) record(req *admissionRequest) (string, error) {
+// record stores the author of a watched change, or who changed a proposal's decision, and returns
+// the review's result. body is the whole review, for what its first decode skipped.
+func (h *admissionHandler) record(req *admissionRequest, body []byte) (string, error) {
 	gvr := schema.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Resource}
 	switch {
 	case req.DryRun:
 		return metrics.ReviewDryRun, nil
-	case req.SubResource != "", !h.watched.Has(gvr, req.Namespace, req.Operation):
+	case req.SubResource != "":
+		return metrics.ReviewIgnored, nil
+	case h.decisions != nil && isProposals(gvr):
+		return h.recordDecision(req, body)
+	case !h.watched.Has(gvr, req.Namespace, req.Operation):
 		return metrics.ReviewIgnored, nil // CONNECT is never watched
 	}
 	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}

@@ -32,6 +32,7 @@ type reviewCase struct {
 	kind                             string
 	object, oldObject                map[string]any
 	dryRun                           bool
+	user                             map[string]any // the userInfo; nil is alice
 }
 
 func (rc reviewCase) review(tb testing.TB) []byte {
@@ -39,11 +40,14 @@ func (rc reviewCase) review(tb testing.TB) []byte {
 	gvr, kind := cmp.Or(rc.gvr, configMaps), cmp.Or(rc.kind, "ConfigMap")
 	gvk := map[string]any{"group": gvr.Group, "version": gvr.Version, "kind": kind}
 	res := map[string]any{"group": gvr.Group, "version": gvr.Version, "resource": gvr.Resource}
+	if rc.user == nil {
+		rc.user = map[string]any{"username": "alice", "uid": "1", "groups": []any{"devs", "system:authenticated"}}
+	}
 	req := map[string]any{
 		"uid":  "705ab4f5-6393-11e8-b7cc-42010a800002",
 		"kind": gvk, "resource": res, "requestKind": gvk, "requestResource": res,
 		"namespace": rc.namespace, "name": rc.name, "operation": rc.op,
-		"userInfo": map[string]any{"username": "alice", "uid": "1", "groups": []any{"devs", "system:authenticated"}},
+		"userInfo": rc.user,
 		"object":   rc.object, "oldObject": rc.oldObject, "dryRun": rc.dryRun,
 		"options": map[string]any{"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
 	}
