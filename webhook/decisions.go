@@ -57,7 +57,10 @@ type Decision struct {
 // A record says who asked for the change, not that it persisted: a validating webhook is called
 // before the write, which can still fail, and with failurePolicy Ignore a change made while the
 // webhook was unreachable leaves no record. Who therefore matches the decision value, and callers
-// treat a miss as "unknown setter". Safe for concurrent use; nil records nothing and knows nothing.
+// treat a miss as "unknown setter". A record is only as trustworthy as the review it came from:
+// whoever can reach the webhook's port can post a review naming any user, unless the server
+// requires the apiserver's client certificate (ServerConfig.ClientCA) or the network admits only
+// the apiserver. Safe for concurrent use; nil records nothing and knows nothing.
 type Decisions struct {
 	capacity int
 	ttl      time.Duration

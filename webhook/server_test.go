@@ -68,6 +68,18 @@ type recordedWebhook struct {
 
 func startRecordedWebhook(t *testing.T, name string) recordedWebhook {
 	t.Helper()
+	rec := &reviewRecorder{}
+	srv, ns := startWebhook(t, name, rec, func(ns string) []Resource {
+		return []Resource{{GVR: whConfigMaps, Namespaced: true, Namespace: ns, Operations: []string{"CREATE", "UPDATE", "DELETE"}}}
+	})
+	return recordedWebhook{srv: srv, rec: rec, ns: ns}
+}
+
+// startWebhook serves h at AdmissionPath over TLS, with self-managed certificates in namespace
+// name, and registers it as configuration name for the resources rs(name). It returns the server
+// and the namespace; both, and the registration, go when t ends.
+func startWebhook(t *testing.T, name string, h http.Handler, rs func(ns string) []Resource) (*Server, string) {
+	t.Helper()
 	ctx := context.Background()
 	ns := whNamespace(t, name)
 	certs, err := NewSelfManaged(SelfManagedConfig{Core: whCore(t), Namespace: ns, SecretName: "webhook-tls",
@@ -78,22 +90,20 @@ func startRecordedWebhook(t *testing.T, name string) recordedWebhook {
 	if err != nil {
 		t.Fatalf("self-managed certificates: %v", err)
 	}
-	rec := &reviewRecorder{}
 	mux := http.NewServeMux()
-	mux.Handle("POST "+AdmissionPath, rec)
+	mux.Handle("POST "+AdmissionPath, h)
 	srv, err := StartServer(ServerConfig{BindAddress: "127.0.0.1:0", Certs: certs}, mux, whLogger())
 	if err != nil {
 		t.Fatalf("start server: %v", err)
 	}
 	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 	reg := NewRegistration(RegistrationConfig{Admission: whAdmission(t), Name: name, URL: "https://" + srv.Addr(),
-		Path: AdmissionPath, CABundle: certs.CABundle})
-	err = reg.Update(ctx, []Resource{{GVR: whConfigMaps, Namespaced: true, Namespace: ns, Operations: []string{"CREATE", "UPDATE", "DELETE"}}})
-	if err != nil {
+		Path: AdmissionPath, CABundle: certs.CABundle, TimeoutSeconds: 10}) // a busy test machine is slow
+	if err := reg.Update(ctx, rs(ns)); err != nil {
 		t.Fatalf("register webhook: %v", err)
 	}
 	t.Cleanup(func() { _ = reg.Delete(context.Background()) })
-	return recordedWebhook{srv: srv, rec: rec, ns: ns}
+	return srv, ns
 }
 
 // waitActive creates ConfigMaps until the apiserver, which picks up a new registration after a
