@@ -36,7 +36,8 @@ type Worker struct {
 	in       *inbox
 	done     chan struct{}
 	retry    retryPolicy
-	onStatus func() // told when the failing state flips or the queue was coalesced
+	onStatus func()    // told when the failing state flips or the queue was coalesced
+	holds    *keyHolds // the pool's holds of this branch; nil for a worker outside a pool
 
 	// Owned by the Run goroutine.
 	repo        *repo
