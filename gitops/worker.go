@@ -145,6 +145,8 @@ func (w *Worker) absorb(ctx context.Context, items []item, controls []control) {
 			w.flushBatch()
 		case c.fetch != nil:
 			c.fetch <- w.fetch(ctx)
+		case c.run != nil:
+			c.run(ctx)
 		case c.auth != nil:
 			w.repo.setAuth(c.auth.auth)
 			if w.retrying { // the failure may have been the old credentials: try again now
