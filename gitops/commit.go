@@ -110,7 +110,7 @@ func (w *Worker) resolveOps(tree plumbing.Hash, r run) ([]op, error) {
 			}
 			continue
 		case it.sync == nil:
-			if holds == nil || !holds.remember(it.change) {
+			if holds == nil || !holds.remember(&it.change) {
 				set(changeOp(it.change))
 			}
 			continue
@@ -121,7 +121,7 @@ func (w *Worker) resolveOps(tree plumbing.Hash, r run) ([]op, error) {
 		}
 		for _, p := range orphans {
 			summary := "delete orphan " + p
-			if holds == nil || !holds.remember(Change{Path: p, Summary: summary}) {
+			if holds == nil || !holds.remember(&Change{Path: p, Summary: summary}) {
 				set(op{path: p, summary: summary})
 			}
 		}

@@ -169,15 +169,16 @@ func (kh *keyHolds) active() bool { return kh != nil && kh.n.Load() > 0 }
 
 // remember keeps c instead of committing it when its path is held; false when it is not. The
 // owner is told when the remembered change differs from the one before.
-func (kh *keyHolds) remember(c Change) bool {
+func (kh *keyHolds) remember(c *Change) bool {
 	kh.mu.Lock()
 	h := kh.paths[c.Path]
 	if h == nil {
 		kh.mu.Unlock()
 		return false
 	}
-	differs := h.latest == nil || !sameContent(h.latest, &c)
-	h.latest, h.changed = &c, true
+	differs := h.latest == nil || !sameContent(h.latest, c)
+	kept := *c
+	h.latest, h.changed = &kept, true
 	kh.mu.Unlock()
 	if differs {
 		kh.onHeld(kh.url, kh.branch, c.Path)
