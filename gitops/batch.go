@@ -85,10 +85,9 @@ func pendingSize(runs []run) (items int, bytes int64) {
 }
 
 // coalesce merges runs into one run by the bot, without trailers, with the latest content per
-// path, keeping the
-// memory of a long outage bounded. Syncs are kept and go first; a later change to a path
-// overrides them, and a change a sync orphaned becomes a delete, so the result is the same
-// tree as replaying every run in order. A release marker keeps its place among the changes of
+// path, keeping the memory of a long outage bounded. Syncs are kept and go first; a later
+// change to a path overrides them, and a change a sync orphaned becomes a delete, so the result
+// is the same tree as replaying every run in order. A release marker keeps its place among the changes of
 // its path: the latest change before it, then the marker, then the latest change after it.
 func coalesce(runs []run, bot Signature) []run {
 	var syncs []item
