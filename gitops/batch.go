@@ -50,18 +50,20 @@ func (b *batch) deadline(l BatchLimits) time.Time {
 }
 
 // take empties the batch and splits it into runs of contiguous items by the same author with
-// the same trailers, in order. Syncs belong to the bot and have no trailers.
+// the same trailers, in order. Syncs belong to the bot and have no trailers. A release marker is
+// a run of its own: its commit is credited once it is known what it commits.
 func (b *batch) take(bot Signature) []run {
 	var runs []run
 	for _, it := range b.items {
 		author, trailers := bot, [][2]string(nil)
-		if it.sync == nil {
+		if it.sync == nil && it.release == nil {
 			trailers = it.change.Trailers
 			if !it.change.Author.IsZero() {
 				author = it.change.Author
 			}
 		}
-		if n := len(runs); n > 0 && runs[n-1].author == author && slices.Equal(runs[n-1].trailers, trailers) {
+		if n := len(runs); n > 0 && it.release == nil && runs[n-1].items[0].release == nil &&
+			runs[n-1].author == author && slices.Equal(runs[n-1].trailers, trailers) {
 			runs[n-1].items = append(runs[n-1].items, it)
 			continue
 		}
@@ -83,19 +85,25 @@ func pendingSize(runs []run) (items int, bytes int64) {
 }
 
 // coalesce merges runs into one run by the bot, without trailers, with the latest content per
-// path, keeping the
-// memory of a long outage bounded. Syncs are kept and go first; a later change to a path
-// overrides them, and a change a sync orphaned becomes a delete, so the result is the same
-// tree as replaying every run in order.
+// path, keeping the memory of a long outage bounded. Syncs are kept and go first; a later
+// change to a path overrides them, and a change a sync orphaned becomes a delete, so the result
+// is the same tree as replaying every run in order. A release marker keeps its place among the changes of
+// its path: the latest change before it, then the marker, then the latest change after it.
 func coalesce(runs []run, bot Signature) []run {
 	var syncs []item
 	index := map[string]int{}
 	var changes []item
 	for _, r := range runs {
 		for _, it := range r.items {
+			if it.release != nil {
+				it.change.Author, it.change.Trailers, it.at = Signature{}, nil, time.Time{}
+				delete(index, it.change.Path)
+				changes = append(changes, it)
+				continue
+			}
 			if it.sync != nil {
 				for i := range changes {
-					if changes[i].change.Content != nil && orphaned(changes[i].change.Path, it.sync) {
+					if changes[i].release == nil && changes[i].change.Content != nil && orphaned(changes[i].change.Path, it.sync) {
 						changes[i].change = Change{Path: changes[i].change.Path,
 							Summary: "delete orphan " + changes[i].change.Path}
 					}

@@ -10,11 +10,13 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
-// item is one pending intent, in arrival order: a change, or a sync when sync is set.
+// item is one pending intent, in arrival order: a change, a sync when sync is set, or the end of
+// a hold of change.Path when release is set (change is then the restore, or holds only the path).
 type item struct {
-	change Change
-	sync   *Sync
-	at     time.Time // when it was put in the inbox; zero once coalesced
+	change  Change
+	sync    *Sync
+	release *releaseMark
+	at      time.Time // when it was put in the inbox; zero once coalesced
 }
 
 // run is a contiguous run of items by one author with the same trailers; it becomes at most
@@ -45,6 +47,14 @@ func (w *Worker) commitRun(parent plumbing.Hash, r run, stats *buildStats) (plum
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
+	author, trailers := r.author, r.trailers
+	if len(r.items) == 1 && r.items[0].release != nil && r.items[0].release.out != nil {
+		c := r.items[0].release.out // a release alone credits what it commits
+		author, trailers = w.identity.Bot, c.Trailers
+		if !c.Author.IsZero() {
+			author = c.Author
+		}
+	}
 	newTree, err := w.store.updateTree(tree, ops)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("update tree: %w", err)
@@ -62,8 +72,8 @@ func (w *Worker) commitRun(parent plumbing.Hash, r run, stats *buildStats) (plum
 	if s.written+s.deleted == 0 {
 		return parent, nil
 	}
-	msg := w.message(ops, s.written+s.deleted, r.trailers)
-	data := encodeCommit(newTree, parent, r.author, w.identity.Committer, msg, time.Now())
+	msg := w.message(ops, s.written+s.deleted, trailers)
+	data := encodeCommit(newTree, parent, author, w.identity.Committer, msg, time.Now())
 	h := w.store.put(plumbing.CommitObject, data)
 	stats.commits++
 	stats.written += s.written
@@ -74,8 +84,13 @@ func (w *Worker) commitRun(parent plumbing.Hash, r run, stats *buildStats) (plum
 
 // resolveOps turns a run's items into one op per path (the last intent wins), sorted by path.
 // A sync deletes every *.yaml file under its scopes that is not live, as the tree stands at
-// that point of the run.
+// that point of the run. The writes and deletes of a held path are remembered by its hold
+// instead, until the hold's release marker, which commits the latest of them (or the restore).
 func (w *Worker) resolveOps(tree plumbing.Hash, r run) ([]op, error) {
+	holds := w.holds
+	if !holds.active() {
+		holds = nil // the common case: one atomic load per run
+	}
 	index := make(map[string]int, len(r.items))
 	ops := make([]op, 0, len(r.items))
 	set := func(o op) {
@@ -86,9 +101,18 @@ func (w *Worker) resolveOps(tree plumbing.Hash, r run) ([]op, error) {
 		index[o.path] = len(ops)
 		ops = append(ops, o)
 	}
-	for _, it := range r.items {
-		if it.sync == nil {
-			set(changeOp(it.change))
+	for i := range r.items {
+		it := &r.items[i]
+		switch {
+		case it.release != nil:
+			if c := w.holds.release(it); c != nil {
+				set(changeOp(*c))
+			}
+			continue
+		case it.sync == nil:
+			if holds == nil || !holds.remember(&it.change) {
+				set(changeOp(it.change))
+			}
 			continue
 		}
 		orphans, err := w.orphans(tree, it.sync)
@@ -96,12 +120,18 @@ func (w *Worker) resolveOps(tree plumbing.Hash, r run) ([]op, error) {
 			return nil, err
 		}
 		for _, p := range orphans {
-			set(op{path: p, summary: "delete orphan " + p})
+			summary := "delete orphan " + p
+			if holds == nil || !holds.remember(&Change{Path: p, Summary: summary}) {
+				set(op{path: p, summary: summary})
+			}
 		}
 		for i := range ops {
 			if !ops[i].blob.IsZero() && orphaned(ops[i].path, it.sync) {
 				ops[i] = op{path: ops[i].path, summary: "delete orphan " + ops[i].path}
 			}
+		}
+		if holds != nil {
+			holds.orphanRemembered(it.sync)
 		}
 	}
 	slices.SortFunc(ops, func(a, b op) int { return strings.Compare(a.path, b.path) })

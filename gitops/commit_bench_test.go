@@ -7,17 +7,31 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
+// offlineWorker is a worker with an empty clone and no remote, for building commits without
+// Run. Its clone is closed when the test ends.
+func offlineWorker(tb testing.TB) *Worker {
+	tb.Helper()
+	w := NewWorker(WorkerConfig{Remote: Remote{URL: "http://example.invalid/r.git", Branch: "main"}, WorkDir: tb.TempDir()})
+	rp, err := openRepo(w.dir, w.remote, w.log)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(rp.close)
+	w.repo, w.store = rp, newStore(rp.sto)
+	return w
+}
+
 // BenchmarkWorkerCommitRun measures the hot path between a batch and a push: resolving a run of
 // 200 changes (one Sync among them) into tree ops and building the commit, on a tree of 2,000
 // files, without the remote.
-func BenchmarkWorkerCommitRun(b *testing.B) {
-	w := NewWorker(WorkerConfig{Remote: Remote{URL: "http://example.invalid/r.git", Branch: "main"}, WorkDir: b.TempDir()})
-	rp, err := openRepo(w.dir, w.remote, w.log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rp.close()
-	w.repo, w.store = rp, newStore(rp.sto)
+func BenchmarkWorkerCommitRun(b *testing.B) { benchmarkCommitRun(b, 0) }
+
+// BenchmarkWorkerCommitRunWithHolds is BenchmarkWorkerCommitRun with 10 held paths, 2 of which
+// the run writes.
+func BenchmarkWorkerCommitRunWithHolds(b *testing.B) { benchmarkCommitRun(b, 10) }
+
+func benchmarkCommitRun(b *testing.B, holds int) {
+	w := offlineWorker(b)
 	var seed []item
 	live := map[string]struct{}{}
 	for i := range 2000 {
@@ -35,6 +49,10 @@ func BenchmarkWorkerCommitRun(b *testing.B) {
 		items = append(items, item{change: Change{Path: cmPath(fmt.Sprintf("cm-%04d", i*7)), Content: configMap("x", fmt.Sprint(i), 1024)}})
 	}
 	items = append(items, item{sync: &Sync{Scopes: []string{"clusters/prod/default/configmaps/"}, Live: live}})
+	w.holds = newHoldTable(nil).forKey(w.remote.URL, w.remote.Branch)
+	for i := range holds {
+		w.holds.hold(cmPath(fmt.Sprintf("cm-%04d", i*70)))
+	}
 	// The same objects every time: the overlay keeps the base and stops growing after one round.
 	b.ReportAllocs()
 	b.ResetTimer()

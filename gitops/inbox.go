@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -24,11 +25,13 @@ type inbox struct {
 	wake     chan struct{} // one token: "there is something to take"
 }
 
-// control is a request other than a file change: flush, fetch now, or new credentials.
+// control is a request other than a file change: flush, fetch now, new credentials, or a
+// function to run on the worker's goroutine (which owns the clone).
 type control struct {
-	flush chan error       // answered once everything put before it is pushed
-	fetch chan FetchResult // answered after a fetch of the remote branch
-	auth  *authUpdate      // replaces the credentials
+	flush chan error                // answered once everything put before it is pushed
+	fetch chan FetchResult          // answered after a fetch of the remote branch
+	auth  *authUpdate               // replaces the credentials
+	run   func(ctx context.Context) // called with the worker's context
 }
 
 type authUpdate struct{ auth transport.AuthMethod }

@@ -12,8 +12,8 @@ import (
 	"github.com/configbutler/gitops-reverser/metrics"
 )
 
-// PoolConfig holds the daemon-wide settings of every Git worker. Metrics, Log and OnChange may
-// be nil.
+// PoolConfig holds the daemon-wide settings of every Git worker. Metrics, Log, OnChange and
+// OnHeldChange may be nil.
 type PoolConfig struct {
 	Secrets  corev1client.SecretsGetter // reads and watches the repositories' credential Secrets
 	WorkDir  string                     // clones live in WorkDir/WorkerKey(url, branch)
@@ -28,6 +28,10 @@ type PoolConfig struct {
 	// credentials Secret changed, a reachability check ended, a worker started or stopped
 	// failing or coalesced its queue.
 	OnChange func()
+	// OnHeldChange is told, without blocking (it is called from the worker's goroutine), that
+	// the mirror change remembered for a held path (see Hold) differs from the one remembered
+	// before it. It may be nil.
+	OnHeldChange func(url, branch, path string)
 }
 
 // Repository is a GitRepoConfig as the pool needs it.
@@ -65,6 +69,7 @@ type Pool struct {
 	ctx    context.Context // parent of everything the pool starts; cancelled when Run ends
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	holds  *holdTable // the paths the mirror keeps off, by branch (see Hold)
 
 	mu       sync.Mutex
 	closed   bool
@@ -103,7 +108,7 @@ func NewPool(cfg PoolConfig) *Pool {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Pool{
 		cfg: cfg, slots: NewSlots(cfg.MaxWorkers, cfg.MaxWorkersPerRepo), log: cfg.Log,
-		ctx: ctx, cancel: cancel,
+		ctx: ctx, cancel: cancel, holds: newHoldTable(cfg.OnHeldChange),
 		repos: map[string]*repoEntry{}, workers: map[string]*poolWorker{}, stopping: map[string]chan struct{}{},
 		secrets: map[SecretRef]*secretWatch{}, reach: map[string]*reachCheck{},
 	}
@@ -256,6 +261,7 @@ func (p *Pool) startWorker(key string, b Branch) {
 		Log:      p.log,
 		OnStatus: func() { p.workerChanged(pw) },
 	})
+	pw.w.holds = p.holds.forKey(e.repo.URL, b.Branch)
 	previous := p.stopping[key]
 	delete(p.stopping, key)
 	p.workers[key] = pw

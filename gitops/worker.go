@@ -36,7 +36,8 @@ type Worker struct {
 	in       *inbox
 	done     chan struct{}
 	retry    retryPolicy
-	onStatus func() // told when the failing state flips or the queue was coalesced
+	onStatus func()    // told when the failing state flips or the queue was coalesced
+	holds    *keyHolds // the pool's holds of this branch; nil for a worker outside a pool
 
 	// Owned by the Run goroutine.
 	repo        *repo
@@ -144,6 +145,8 @@ func (w *Worker) absorb(ctx context.Context, items []item, controls []control) {
 			w.flushBatch()
 		case c.fetch != nil:
 			c.fetch <- w.fetch(ctx)
+		case c.run != nil:
+			c.run(ctx)
 		case c.auth != nil:
 			w.repo.setAuth(c.auth.auth)
 			if w.retrying { // the failure may have been the old credentials: try again now

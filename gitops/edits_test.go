@@ -1,0 +1,306 @@
+package gitops
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+// ours recognises the test workers' commits by the identity's trailer.
+func ours(message string) bool {
+	return strings.Contains(message, "\nX-ConfigButler-ClusterUID: uid-1\n")
+}
+
+// mustEdits asks the worker for the edits under clusters/prod since since.
+func mustEdits(t *testing.T, w *testWorker, since string, maxBytes int64) EditsResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := w.Edits(ctx, EditsQuery{Folder: "clusters/prod", Since: since, Ours: ours, MaxBytes: maxBytes})
+	if err != nil {
+		t.Fatalf("edits since %q: %v", since, err)
+	}
+	return r
+}
+
+// describeEdits renders edits as "path=content|deleted by author@commit" lines.
+func describeEdits(edits []Edit) []string {
+	var out []string
+	for _, e := range edits {
+		what := string(e.Content)
+		if e.Deleted {
+			what = "<deleted>"
+		}
+		out = append(out, fmt.Sprintf("%s=%q by %s <%s> @%s", e.Path, what, e.Author.Name, e.Author.Email, e.Commit))
+	}
+	return out
+}
+
+// TestEditsReportsWhatPeopleChanged: a person's commit changing, adding and deleting files under
+// the folder is reported file by file, with the person's commit and the content at the tip; the
+// daemon's own commit and files outside the folder are not.
+func TestEditsReportsWhatPeopleChanged(t *testing.T) {
+	srv := MustGitServer(t)
+	url := MustRepo(t, srv, "edits")
+	changed, added, deleted, mirrored := cmPath("changed"), cmPath("added"), cmPath("deleted"), cmPath("mirrored")
+	outside := Path("clusters/staging", "", "configmaps", "default", "x")
+	seed, err := srv.PushCommit("edits", "main", testenvSig("carol"), "seed", map[string]string{
+		changed: "v1\n", deleted: "gone soon\n", mirrored: "m1\n", outside: "s1\n", "README.md": "hi\n",
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := StartWorker(t, url, "", BatchLimits{})
+	if r := mustEdits(t, w, "", 0); r.Tip != seed || len(r.Edits) != 0 {
+		t.Fatalf("edits without a revision = %+v, want the tip %s only", r, seed)
+	}
+
+	person, err := srv.PushCommit("edits", "main", testenvSig("erin"), "edit by hand", map[string]string{
+		changed: "v2 by hand\n", added: "new by hand\n", outside: "s2\n", "README.md": "hello\n",
+	}, []string{deleted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	MustEnqueue(t, w, Change{Path: mirrored, Content: []byte("m2\n")}) // replayed on the person's commit
+	MustFlush(t, w)
+
+	r := mustEdits(t, w, seed, 0)
+	if log := mustLog(t, srv, "edits"); r.Tip != log[0].SHA || log[1].SHA != person {
+		t.Fatalf("tip = %s, want the daemon's commit on top of the person's: %+v", r.Tip, log)
+	}
+	want := []string{
+		fmt.Sprintf("%s=%q by erin <erin@example.com> @%s", added, "new by hand\n", person),
+		fmt.Sprintf("%s=%q by erin <erin@example.com> @%s", changed, "v2 by hand\n", person),
+		fmt.Sprintf("%s=%q by erin <erin@example.com> @%s", deleted, "<deleted>", person),
+	}
+	if got := describeEdits(r.Edits); !slices.Equal(got, want) {
+		t.Fatalf("edits =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, e := range r.Edits {
+		if e.When.IsZero() || time.Since(e.When) > time.Hour || (!e.Deleted && e.Size != int64(len(e.Content))) {
+			t.Errorf("edit %s: when %v, size %d: want the author time and the blob size", e.Path, e.When, e.Size)
+		}
+	}
+
+	if r := mustEdits(t, w, r.Tip, 0); len(r.Edits) != 0 {
+		t.Errorf("edits since the tip = %v, want none", describeEdits(r.Edits))
+	}
+	small := mustEdits(t, w, seed, 5)
+	for _, e := range small.Edits {
+		if !e.Deleted && (e.Content != nil || e.Size <= 5) {
+			t.Errorf("edit %s over MaxBytes: content %q, size %d; want no content and the size", e.Path, e.Content, e.Size)
+		}
+	}
+
+	ctx := context.Background()
+	for _, since := range []string{strings.Repeat("ab", 20), "HEAD~1", "", person[:12]} {
+		if since == "" {
+			continue
+		}
+		_, err := w.Edits(ctx, EditsQuery{Folder: "clusters/prod", Since: since, Ours: ours})
+		if !errors.Is(err, ErrUnknownRevision) {
+			t.Errorf("edits since %q: %v, want ErrUnknownRevision", since, err)
+		}
+	}
+
+	got, err := w.File(ctx, person, changed)
+	if err != nil || string(got) != "v2 by hand\n" {
+		t.Errorf("File(person, changed) = %q, %v", got, err)
+	}
+	if _, err := w.File(ctx, person, deleted); !errors.Is(err, ErrNotFound) {
+		t.Errorf("File of a deleted path: %v, want ErrNotFound", err)
+	}
+	if _, err := w.File(ctx, strings.Repeat("ab", 20), changed); !errors.Is(err, ErrUnknownRevision) {
+		t.Errorf("File at an unknown commit: %v, want ErrUnknownRevision", err)
+	}
+}
+
+// TestEditsSinceAForcePushedRevision: a revision the branch no longer contains is unknown.
+func TestEditsSinceAForcePushedRevision(t *testing.T) {
+	srv := MustGitServer(t)
+	url := MustRepo(t, srv, "forced")
+	seed, err := srv.PushCommit("forced", "main", testenvSig("carol"), "seed", map[string]string{cmPath("a"): "1\n"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := StartWorker(t, url, "", BatchLimits{})
+	gone, err := srv.PushCommit("forced", "main", testenvSig("erin"), "later", map[string]string{cmPath("a"): "2\n"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEdits(t, w, gone, 0) // the worker fetched it
+	git := personClone(t, srv, "forced")
+	git("reset", "--hard", seed)
+	git("commit", "--allow-empty", "-m", "rewritten")
+	git("push", "--force", "origin", "HEAD:main")
+	if _, err := w.Edits(context.Background(), EditsQuery{Since: gone}); !errors.Is(err, ErrUnknownRevision) {
+		t.Fatalf("edits since a force-pushed-away commit: %v, want ErrUnknownRevision", err)
+	}
+}
+
+// TestEditsOfAMerge: "git pull" makes a merge whose first parent is the person's commit; what
+// the merge brought in from the daemon's side is not the person's edit, what the person's
+// commit and the merge itself changed is.
+func TestEditsOfAMerge(t *testing.T) {
+	srv := MustGitServer(t)
+	url := MustRepo(t, srv, "merge")
+	mine, theirs, resolved := cmPath("mine"), cmPath("theirs"), cmPath("resolved")
+	seed, err := srv.PushCommit("merge", "main", testenvSig("carol"), "seed",
+		map[string]string{mine: "1\n", theirs: "1\n", resolved: "1\n"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := StartWorker(t, url, "", BatchLimits{})
+	git := personClone(t, srv, "merge")
+	writeFile(t, git, mine, "2 by hand\n")
+	git("commit", "-qam", "mine")
+	local := strings.TrimSpace(git("rev-parse", "HEAD"))
+
+	MustEnqueue(t, w, Change{Path: theirs, Content: []byte("2 by the daemon\n")})
+	MustFlush(t, w)
+
+	git("fetch", "-q", "origin")
+	git("merge", "--no-ff", "--no-commit", "origin/main")
+	writeFile(t, git, resolved, "2 in the merge\n")
+	git("add", "-A")
+	git("commit", "-qm", "merge origin/main")
+	merge := strings.TrimSpace(git("rev-parse", "HEAD"))
+	git("push", "-q", "origin", "HEAD:main")
+
+	r := mustEdits(t, w, seed, 0)
+	if r.Tip != merge {
+		t.Fatalf("tip = %s, want the merge %s", r.Tip, merge)
+	}
+	want := []string{
+		fmt.Sprintf("%s=%q by erin <erin@example.com> @%s", mine, "2 by hand\n", local),
+		fmt.Sprintf("%s=%q by erin <erin@example.com> @%s", resolved, "2 in the merge\n", merge),
+	}
+	if got := describeEdits(r.Edits); !slices.Equal(got, want) {
+		t.Fatalf("edits =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestEditsBoundsTheWalk: more commits than MaxCommits is ErrHistoryTooLong; without a worker
+// Edits is ErrNoWorker.
+func TestEditsBoundsTheWalk(t *testing.T) {
+	srv := MustGitServer(t)
+	url := MustRepo(t, srv, "long")
+	seed, err := srv.PushCommit("long", "main", testenvSig("carol"), "seed", map[string]string{cmPath("a"): "0\n"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	git := personClone(t, srv, "long")
+	for i := range 5 {
+		writeFile(t, git, cmPath("a"), fmt.Sprintf("%d\n", i+1))
+		git("commit", "-qam", fmt.Sprint(i))
+	}
+	git("push", "-q", "origin", "HEAD:main")
+	w := StartWorker(t, url, "", BatchLimits{})
+	_, err = w.Edits(context.Background(), EditsQuery{Since: seed, MaxCommits: 3})
+	if !errors.Is(err, ErrHistoryTooLong) {
+		t.Fatalf("edits over 5 commits with MaxCommits 3: %v, want ErrHistoryTooLong", err)
+	}
+	r, err := w.Edits(context.Background(), EditsQuery{Since: seed, MaxCommits: 5})
+	if err != nil || len(r.Edits) != 1 || string(r.Edits[0].Content) != "5\n" {
+		t.Fatalf("edits over 5 commits with MaxCommits 5 = %v, %v; want the one file at its last content", describeEdits(r.Edits), err)
+	}
+
+	tp := startPool(t)
+	if _, err := tp.Edits(context.Background(), url, "main", EditsQuery{}); !errors.Is(err, ErrNoWorker) || !errors.Is(err, ErrStopped) {
+		t.Fatalf("edits without a worker: %v, want ErrNoWorker (an ErrStopped)", err)
+	}
+}
+
+// personClone clones repo as the person erin and returns a function running git in the clone
+// (failing the test on error) and returning its output.
+func personClone(t *testing.T, srv *testenv.GitServer, repo string) func(args ...string) string {
+	t.Helper()
+	home := t.TempDir()
+	config := filepath.Join(home, "gitconfig")
+	if err := os.WriteFile(config, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(home, "clone")
+	env := append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+config,
+		"GIT_TERMINAL_PROMPT=0", "GIT_AUTHOR_NAME=erin", "GIT_AUTHOR_EMAIL=erin@example.com",
+		"GIT_COMMITTER_NAME=erin", "GIT_COMMITTER_EMAIL=erin@example.com")
+	run := func(wd string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = wd, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	run(home, "clone", "-q", "--branch", "main", srv.AuthURL(repo), dir)
+	return func(args ...string) string {
+		t.Helper()
+		return run(dir, args...)
+	}
+}
+
+// writeFile writes a file into the clone of git.
+func writeFile(t *testing.T, git func(args ...string) string, path, content string) {
+	t.Helper()
+	dir := strings.TrimSpace(git("rev-parse", "--show-toplevel"))
+	full := filepath.Join(dir, filepath.FromSlash(path))
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkEdits: a branch of 10,000 files under the folder and one person's commit changing
+// one of them; each Edits includes the fetch of that commit from a local HTTP remote.
+func BenchmarkEdits(b *testing.B) {
+	srv := MustGitServer(b)
+	url := MustLargeRepo(b, srv, "edits", 10, 1000)
+	w := StartWorker(b, url, "", BatchLimits{})
+	ctx := context.Background()
+	r, err := w.Edits(ctx, EditsQuery{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	since := r.Tip
+	var total time.Duration
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		b.StopTimer()
+		path := largePath(n%10, (n*37)%1000)
+		content := configMap("by-hand", fmt.Sprint(n), 1024)
+		var stream bytes.Buffer
+		fmt.Fprintf(&stream, "commit refs/heads/main\nauthor erin <erin@example.com> %d +0000\ncommitter erin <erin@example.com> %[1]d +0000\n", 1700000100+n)
+		fmt.Fprintf(&stream, "data 4\nedit\nfrom refs/heads/main^0\nM 100644 inline %s\ndata %d\n%s\n", path, len(content), content)
+		cmd := exec.Command("git", "--git-dir="+filepath.Join(srv.Root, "edits.git"), "fast-import", "--quiet")
+		cmd.Stdin = &stream
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("fast-import: %v\n%s", err, out)
+		}
+		b.StartTimer()
+		start := time.Now()
+		r, err := w.Edits(ctx, EditsQuery{Folder: "clusters/prod", Since: since, Ours: ours})
+		total += time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(r.Edits) != 1 || r.Edits[0].Path != path || !bytes.Equal(r.Edits[0].Content, content) {
+			b.Fatalf("edits = %v, want %s", describeEdits(r.Edits), path)
+		}
+		since = r.Tip
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/edits")
+}

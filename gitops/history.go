@@ -1,0 +1,385 @@
+package gitops
+
+import (
+	"bytes"
+	"container/heap"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// history walks the commits between two revisions of a clone and diffs their trees.
+type history struct {
+	s      *store
+	ctx    context.Context
+	max    int    // commits read before giving up
+	folder string // only paths below it count ("" = all)
+
+	nodes map[plumbing.Hash]*commitNode
+	queue commitQueue
+	live  int // queued nodes that are not excluded: the walk ends when none is left
+	read  int
+	seq   int
+}
+
+// commitNode is one commit met by the walk.
+type commitNode struct {
+	hash      plumbing.Hash
+	tree      plumbing.Hash
+	parents   []plumbing.Hash
+	author    Signature
+	when      time.Time // author time
+	committed int64     // committer time (Unix), the walk's order
+	message   string
+	seq       int  // order of discovery, to break ties
+	reached   bool // reachable from the tip
+	excluded  bool // reachable from since
+	queued    bool
+	index     int // in the queue
+}
+
+// edits walks the commits reachable from tip and not from since, newest first, and returns the
+// paths under the folder that the ones ours rejects changed, each with its newest such commit.
+// ErrUnknownRevision when since is not an ancestor of tip.
+func (h *history) edits(tip, since plumbing.Hash, ours func(string) bool) (map[string]Edit, error) {
+	h.nodes = map[plumbing.Hash]*commitNode{}
+	if err := h.mark(since, true); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnknownRevision, err)
+	}
+	if err := h.mark(tip, false); err != nil {
+		return nil, err
+	}
+	var order []*commitNode // popped from the tip's side, newest first
+	sinceReached := false
+	for h.live > 0 {
+		if err := h.ctx.Err(); err != nil {
+			return nil, err
+		}
+		n := heap.Pop(&h.queue).(*commitNode)
+		n.queued = false
+		if !n.excluded {
+			h.live--
+		}
+		if h.read++; h.read > h.max {
+			return nil, fmt.Errorf("more than %d commits to read: %w", h.max, ErrHistoryTooLong)
+		}
+		if !n.excluded {
+			order = append(order, n)
+		}
+		for _, p := range n.parents {
+			sinceReached = sinceReached || (!n.excluded && p == since)
+			if err := h.mark(p, n.excluded); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if !sinceReached {
+		return nil, fmt.Errorf("%s is not an ancestor of %s: %w", since, tip, ErrUnknownRevision)
+	}
+	out := map[string]Edit{}
+	for _, n := range order {
+		if n.excluded || ours(n.message) { // excluded: found below since after it was popped
+			continue
+		}
+		paths, err := h.changed(n)
+		if err != nil {
+			return nil, err
+		}
+		for p := range paths {
+			if _, newer := out[p]; !newer {
+				out[p] = Edit{Commit: n.hash.String(), Author: n.author, When: n.when}
+			}
+		}
+	}
+	return out, nil
+}
+
+// mark records that commit hash is reachable from the tip, or from since when excluded, and
+// queues it when that is news. An excluded commit passes the exclusion on to its parents when
+// popped, even if it was popped before as reachable from the tip.
+func (h *history) mark(hash plumbing.Hash, excluded bool) error {
+	n := h.nodes[hash]
+	if n == nil {
+		var err error
+		if n, err = h.load(hash); err != nil {
+			return err
+		}
+		h.nodes[hash] = n
+	}
+	switch {
+	case excluded && n.excluded, !excluded && (n.reached || n.excluded):
+		return nil
+	case excluded:
+		n.excluded = true
+		if n.queued {
+			h.live--
+			return nil
+		}
+	default:
+		n.reached = true
+		h.live++
+	}
+	n.queued = true
+	heap.Push(&h.queue, n)
+	return nil
+}
+
+// load reads and parses a commit.
+func (h *history) load(hash plumbing.Hash) (*commitNode, error) {
+	var data []byte
+	if o, ok := h.s.overlay[hash]; ok {
+		data = o.data
+	} else {
+		var err error
+		if data, err = h.s.read(plumbing.CommitObject, hash); err != nil {
+			return nil, err
+		}
+	}
+	n, err := parseCommit(data)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", hash, err)
+	}
+	n.hash = hash
+	h.seq++
+	n.seq = h.seq
+	return n, nil
+}
+
+// changed lists the paths under the folder that commit n changed: against its first parent (the
+// empty tree for a root commit), and for a merge only those that differ from every parent.
+func (h *history) changed(n *commitNode) (map[string]struct{}, error) {
+	mine, err := h.folderTree(n.tree)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]struct{}
+	for i, p := range n.parents {
+		theirs, err := h.folderTree(h.nodes[p].tree)
+		if err != nil {
+			return nil, err
+		}
+		diff := map[string]struct{}{}
+		if err := h.s.diffTrees(theirs, mine, []byte(folderPrefix(h.folder)), diff); err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			out = diff
+			continue
+		}
+		for p := range out {
+			if _, ok := diff[p]; !ok {
+				delete(out, p)
+			}
+		}
+	}
+	if len(n.parents) == 0 {
+		out = map[string]struct{}{}
+		err = h.s.diffTrees(plumbing.ZeroHash, mine, []byte(folderPrefix(h.folder)), out)
+	}
+	return out, err
+}
+
+// folderTree is the tree of the folder below root, zero when there is none.
+func (h *history) folderTree(root plumbing.Hash) (plumbing.Hash, error) {
+	dir := h.folder
+	for dir != "" && !root.IsZero() {
+		entries, err := h.s.tree(root)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		name, rest, _ := strings.Cut(dir, "/")
+		e := findDir(entries, name)
+		if e == nil {
+			return plumbing.ZeroHash, nil
+		}
+		root, dir = e.hash, rest
+	}
+	return root, nil
+}
+
+func folderPrefix(folder string) string {
+	if folder == "" {
+		return ""
+	}
+	return folder + "/"
+}
+
+// diffTrees adds to out the path (below prefix) of every file that differs between the trees a
+// and b (zero: empty): added, removed or changed. Subtrees with the same hash are skipped
+// unread.
+func (s *store) diffTrees(a, b plumbing.Hash, prefix []byte, out map[string]struct{}) error {
+	if a == b {
+		return nil
+	}
+	var ea, eb []treeEntry
+	var err error
+	if !a.IsZero() {
+		if ea, err = s.tree(a); err != nil {
+			return err
+		}
+	}
+	if !b.IsZero() {
+		if eb, err = s.tree(b); err != nil {
+			return err
+		}
+	}
+	all := func(e *treeEntry) error { // every file of e, which only one side has
+		p := append(prefix, e.name...)
+		if !e.isDir() {
+			out[string(p)] = struct{}{}
+			return nil
+		}
+		sub, err := s.tree(e.hash)
+		if err != nil {
+			return err
+		}
+		return s.walkFiles(sub, append(p, '/'), func(p []byte) { out[string(p)] = struct{}{} })
+	}
+	i, j := 0, 0
+	for i < len(ea) || j < len(eb) {
+		var c int
+		switch {
+		case i == len(ea):
+			c = 1
+		case j == len(eb):
+			c = -1
+		default:
+			c = compareEntries(&ea[i], &eb[j])
+		}
+		switch {
+		case c < 0:
+			err = all(&ea[i])
+			i++
+		case c > 0:
+			err = all(&eb[j])
+			j++
+		default:
+			if ea[i].hash != eb[j].hash || ea[i].mode != eb[j].mode {
+				p := append(prefix, ea[i].name...)
+				if ea[i].isDir() {
+					err = s.diffTrees(ea[i].hash, eb[j].hash, append(p, '/'), out)
+				} else {
+					out[string(p)] = struct{}{}
+				}
+			}
+			i++
+			j++
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compareEntries orders two entries of trees the way Git sorts them: a directory compares as
+// its name followed by "/".
+func compareEntries(a, b *treeEntry) int {
+	m := min(len(a.name), len(b.name))
+	if c := strings.Compare(a.name[:m], b.name[:m]); c != 0 {
+		return c
+	}
+	next := func(e *treeEntry) int { // the byte after the common prefix; -1 at the end of a file
+		switch {
+		case len(e.name) > m:
+			return int(e.name[m])
+		case e.isDir():
+			return '/'
+		default:
+			return -1
+		}
+	}
+	return next(a) - next(b)
+}
+
+// parseCommit reads the tree, parents, author, committer time and message of a commit.
+func parseCommit(data []byte) (*commitNode, error) {
+	n := &commitNode{}
+	header, msg, ok := bytes.Cut(data, []byte("\n\n"))
+	if !ok {
+		header = bytes.TrimSuffix(data, []byte("\n"))
+	}
+	n.message = string(msg)
+	for line := range bytes.SplitSeq(header, []byte("\n")) {
+		key, value, _ := bytes.Cut(line, []byte(" "))
+		switch string(key) {
+		case "tree":
+			h, ok := parseHash(string(value))
+			if !ok {
+				return nil, fmt.Errorf("malformed tree line %q", line)
+			}
+			n.tree = h
+		case "parent":
+			h, ok := parseHash(string(value))
+			if !ok {
+				return nil, fmt.Errorf("malformed parent line %q", line)
+			}
+			n.parents = append(n.parents, h)
+		case "author":
+			n.author, n.when = parseSignature(string(value))
+		case "committer":
+			_, when := parseSignature(string(value))
+			n.committed = when.Unix()
+		}
+	}
+	if n.tree.IsZero() {
+		return nil, fmt.Errorf("no tree line")
+	}
+	return n, nil
+}
+
+// parseSignature reads "Name <email> unix-time zone"; what is malformed is left zero.
+func parseSignature(s string) (Signature, time.Time) {
+	open, end := strings.IndexByte(s, '<'), strings.LastIndexByte(s, '>')
+	if open < 0 || end < open {
+		return Signature{Name: strings.TrimSpace(s)}, time.Time{}
+	}
+	sig := Signature{Name: strings.TrimSpace(s[:open]), Email: s[open+1 : end]}
+	fields := strings.Fields(s[end+1:])
+	if len(fields) == 0 {
+		return sig, time.Time{}
+	}
+	sec, err := strconv.ParseInt(fields[0], 10, 64)
+	if err != nil {
+		return sig, time.Time{}
+	}
+	when := time.Unix(sec, 0)
+	if len(fields) > 1 {
+		if t, err := time.Parse("-0700", fields[1]); err == nil {
+			_, off := t.Zone()
+			when = when.In(time.FixedZone(fields[1], off))
+		}
+	}
+	return sig, when
+}
+
+// commitQueue is a priority queue of commits, newest committer time first.
+type commitQueue []*commitNode
+
+func (q commitQueue) Len() int { return len(q) }
+func (q commitQueue) Less(i, j int) bool {
+	if q[i].committed != q[j].committed {
+		return q[i].committed > q[j].committed
+	}
+	return q[i].seq < q[j].seq
+}
+func (q commitQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index, q[j].index = i, j
+}
+func (q *commitQueue) Push(x any) {
+	n := x.(*commitNode)
+	n.index = len(*q)
+	*q = append(*q, n)
+}
+func (q *commitQueue) Pop() any {
+	old := *q
+	n := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return n
+}
