@@ -249,7 +249,8 @@ type DifferenceCount struct {
 type RefusedFile struct {
 	// Path of the file in the repository.
 	Path string `json:"path"`
-	// Reason is a CamelCase identifier, e.g. TooLarge, MultiDocument, Unparseable, OutsideRules.
+	// Reason is a CamelCase identifier, e.g. TooLarge, MultipleDocuments, Unparseable,
+	// PathMismatch, OutsideBaseFolder or Secret (the writeback package's Reason constants).
 	Reason string `json:"reason"`
 	// Message explains the refusal.
 	Message string `json:"message"`
