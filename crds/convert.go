@@ -61,6 +61,10 @@ func kindOf(obj any) string {
 		return KindWatchRule
 	case ClusterWatchRule, *ClusterWatchRule:
 		return KindClusterWatchRule
+	case Proposal, *Proposal:
+		return KindProposal
+	case SyncRun, *SyncRun:
+		return KindSyncRun
 	}
 	return ""
 }

@@ -37,6 +37,13 @@ func TestKubectlExplainShowsDescriptions(t *testing.T) {
 		{"watchrules.spec.rules.resources", "desired-state default set"},
 		{"cwr.spec.rules.scope", "Cluster"},
 		{"wr.status.conditions.reason", "CamelCase"},
+		{"gd.spec.writeBack.autoApply", "a destroy is never auto-applied"},
+		{"gitdestinations.status.writeBack.lastHandledSyncNow", "configbutler.ai/sync-now"},
+		{"proposals.spec.decision", "the only field a person sets"},
+		{"prop.spec.liveDigest", "sha256"},
+		{"prop.status.reviewedBy.username", "Username of the reviewer"},
+		{"syncruns.spec.trigger", "sync-now"},
+		{"sr.status.refused.reason", "CamelCase"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.field, func(t *testing.T) {

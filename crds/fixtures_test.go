@@ -1,6 +1,9 @@
 package crds_test
 
 import (
+	"strings"
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -8,16 +11,50 @@ import (
 	"github.com/configbutler/gitops-reverser/crds"
 )
 
-// fixture is one object of a kind with the resource it lives in and a decoder back into its
-// Go type.
+// fixture is one object of a kind with the resource it lives in, a status with every field set,
+// and a decoder back into its Go type.
 type fixture struct {
-	kind   string
-	gvr    schema.GroupVersionResource
-	obj    any
-	decode func(*unstructured.Unstructured) (any, error)
+	kind string
+	gvr  schema.GroupVersionResource
+	obj  any
+	// status returns a status of the kind's Go type with every field set.
+	status func(generation int64) any
+	// inlineStatus: the kind has no status subresource; its status is written with the object.
+	inlineStatus bool
+	decode       func(*unstructured.Unstructured) (any, error)
 }
 
 func decodeAs[T any](u *unstructured.Unstructured) (any, error) { return crds.FromUnstructured[T](u) }
+
+// fixtureTime is a whole second in UTC: what survives the apiserver's RFC 3339 encoding.
+var fixtureTime = metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+
+// sourceCommit and liveDigest are well-formed values of their patterns.
+var (
+	sourceCommit = strings.Repeat("ab12", 10)
+	liveDigest   = strings.Repeat("0f", 32)
+)
+
+// fullStatus sets every field of the shared status.
+func fullStatus(generation int64) crds.Status {
+	return crds.Status{
+		Conditions:         []metav1.Condition{condition(crds.ConditionReady, generation)},
+		ObservedGeneration: generation,
+	}
+}
+
+func sharedStatus(generation int64) any { return fullStatus(generation) }
+
+func condition(typ string, generation int64) metav1.Condition {
+	return metav1.Condition{
+		Type:               typ,
+		Status:             metav1.ConditionTrue,
+		ObservedGeneration: generation,
+		LastTransitionTime: fixtureTime,
+		Reason:             "Reconciled",
+		Message:            "all good",
+	}
+}
 
 // fullFixtures returns a valid object of every kind with every spec field set, so a field the
 // schema lacks would be pruned (or, with strict field validation, rejected).
@@ -30,30 +67,31 @@ func fullFixtures(namespace string) []fixture {
 		Resources:   []string{"configmaps", "deployments"},
 	}
 	return []fixture{
-		{crds.KindGitRepoConfig, crds.GitRepoConfigs, &crds.GitRepoConfig{
+		{kind: crds.KindGitRepoConfig, gvr: crds.GitRepoConfigs, obj: &crds.GitRepoConfig{
 			ObjectMeta: meta("repo"),
 			Spec: crds.GitRepoConfigSpec{
 				RepoURL:         "https://git.example.com/org/repo.git",
 				AllowedBranches: []string{"main", "release/v1"},
 				SecretRef:       &crds.LocalReference{Name: "repo-creds"},
 			},
-		}, decodeAs[crds.GitRepoConfig]},
-		{crds.KindGitDestination, crds.GitDestinations, &crds.GitDestination{
+		}, status: sharedStatus, decode: decodeAs[crds.GitRepoConfig]},
+		{kind: crds.KindGitDestination, gvr: crds.GitDestinations, obj: &crds.GitDestination{
 			ObjectMeta: meta("dest"),
 			Spec: crds.GitDestinationSpec{
 				RepoRef:    crds.NamespacedReference{Name: "repo", Namespace: "other"},
 				Branch:     "main",
 				BaseFolder: "clusters/prod",
+				WriteBack:  &crds.WriteBack{Enabled: true, AutoApply: true, Suspend: true},
 			},
-		}, decodeAs[crds.GitDestination]},
-		{crds.KindWatchRule, crds.WatchRules, &crds.WatchRule{
+		}, status: destinationStatus, decode: decodeAs[crds.GitDestination]},
+		{kind: crds.KindWatchRule, gvr: crds.WatchRules, obj: &crds.WatchRule{
 			ObjectMeta: meta("rule"),
 			Spec: crds.WatchRuleSpec{
 				DestinationRef: crds.NamespacedReference{Name: "dest", Namespace: "other"},
 				Rules:          []crds.ResourceRule{rule, {Operations: []crds.Operation{crds.OperationAll}}},
 			},
-		}, decodeAs[crds.WatchRule]},
-		{crds.KindClusterWatchRule, crds.ClusterWatchRules, &crds.ClusterWatchRule{
+		}, status: sharedStatus, decode: decodeAs[crds.WatchRule]},
+		{kind: crds.KindClusterWatchRule, gvr: crds.ClusterWatchRules, obj: &crds.ClusterWatchRule{
 			ObjectMeta: metav1.ObjectMeta{Name: namespace + "-cluster-rule"},
 			Spec: crds.ClusterWatchRuleSpec{
 				DestinationRef: crds.NamespacedReference{Name: "dest", Namespace: namespace},
@@ -62,6 +100,83 @@ func fullFixtures(namespace string) []fixture {
 					{ResourceRule: crds.ResourceRule{Resources: []string{"namespaces"}}, Scope: crds.ScopeCluster},
 				},
 			},
-		}, decodeAs[crds.ClusterWatchRule]},
+		}, status: sharedStatus, decode: decodeAs[crds.ClusterWatchRule]},
+		{kind: crds.KindProposal, gvr: crds.Proposals, obj: fullProposal(namespace, "proposal"),
+			status: proposalStatus, decode: decodeAs[crds.Proposal]},
+		{kind: crds.KindSyncRun, gvr: crds.SyncRuns, obj: &crds.SyncRun{
+			ObjectMeta: metav1.ObjectMeta{Name: "dest-run", Namespace: namespace,
+				Labels: map[string]string{crds.LabelDestination: "dest"}},
+			Spec: crds.SyncRunSpec{DestinationRef: crds.LocalReference{Name: "dest"}, Trigger: crds.TriggerSyncNow},
+		}, status: syncRunStatus, inlineStatus: true, decode: decodeAs[crds.SyncRun]},
+	}
+}
+
+func destinationStatus(generation int64) any {
+	return crds.GitDestinationStatus{
+		Status: fullStatus(generation),
+		WriteBack: &crds.WriteBackStatus{
+			LastRevision:       sourceCommit,
+			LastSyncRun:        "dest-run",
+			LastSyncTime:       &fixtureTime,
+			LastHandledSyncNow: "2026-01-02T03:04:05Z",
+			PendingProposals:   3,
+		},
+	}
+}
+
+// fullProposal is an update Proposal with every spec field set.
+func fullProposal(namespace, name string) *crds.Proposal {
+	return &crds.Proposal{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
+			Labels: map[string]string{crds.LabelDestination: "dest"}},
+		Spec: crds.ProposalSpec{
+			DestinationRef: crds.LocalReference{Name: "dest"},
+			Change:         crds.ChangeUpdate,
+			Target: crds.ProposalTarget{APIVersion: "apps/v1", Kind: "Deployment", Resource: "deployments",
+				Namespace: "team-a", Name: "web"},
+			Path:                "clusters/prod/team-a/deployments.apps/web.yaml",
+			SourceCommit:        sourceCommit,
+			Author:              crds.GitAuthor{Name: "Alice", Email: "alice@example.com"},
+			Desired:             "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: team-a\nspec:\n  replicas: 3\n",
+			Diff:                "--- live\n+++ desired\n@@ -5 +5 @@\n-  replicas: 2\n+  replicas: 3\n",
+			LiveResourceVersion: "12345",
+			LiveDigest:          liveDigest,
+			Decision:            crds.DecisionApprove,
+		},
+	}
+}
+
+func proposalStatus(generation int64) any {
+	return crds.ProposalStatus{
+		Conditions:         []metav1.Condition{condition(crds.ConditionApplied, generation)},
+		ObservedGeneration: generation,
+		Phase:              crds.PhaseApplied,
+		Message:            "applied by server-side apply",
+		ReviewedBy:         &crds.Reviewer{Username: "alice", UID: "u-1", Groups: []string{"team-a", "system:authenticated"}},
+		AutoApplied:        true,
+		DecidedAt:          &fixtureTime,
+		AppliedAt:          &fixtureTime,
+		SupersededBy:       "proposal-2",
+	}
+}
+
+func syncRunStatus(int64) any {
+	return crds.SyncRunStatus{
+		Conditions:   []metav1.Condition{condition(crds.ConditionComplete, 1)},
+		Phase:        crds.SyncRunPartial,
+		StartedAt:    &fixtureTime,
+		CompletedAt:  &fixtureTime,
+		BaseRevision: strings.Repeat("1", 40),
+		Revision:     sourceCommit,
+		Differences: []crds.DifferenceCount{
+			{Group: "apps", Kind: "Deployment", Change: crds.ChangeUpdate, Count: 2},
+			{Kind: "ConfigMap", Change: crds.ChangeCreate, Count: 1},
+		},
+		DifferenceTotal: 3,
+		ProposalsOpened: 3,
+		Applied:         1,
+		Refused:         []crds.RefusedFile{{Path: "clusters/prod/team-a/configmaps/big.yaml", Reason: "TooLarge", Message: "over 1 MiB"}},
+		RefusedTotal:    1,
+		Error:           "1 file refused",
 	}
 }

@@ -29,6 +29,9 @@ func TestRoundTripEveryKind(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if f.inlineStatus {
+				sent.Object["status"] = mustToMap(t, f.status(1))
+			}
 			client := resourceClient(dyn, f, sent)
 			if _, err := client.Create(ctx, sent, metav1.CreateOptions{FieldValidation: strict}); err != nil {
 				t.Fatalf("create: %v", err)
@@ -50,7 +53,13 @@ func TestRoundTripEveryKind(t *testing.T) {
 				t.Errorf("read %s/%s, sent %s/%s", read.GetNamespace(), read.GetName(), sent.GetNamespace(), sent.GetName())
 			}
 
-			status := fullStatus(read.GetGeneration())
+			if f.inlineStatus { // created with its status: it must have come back whole
+				if diff := cmp.Diff(f.status(1), field(got, "Status"), equalTimes); diff != "" {
+					t.Errorf("status changed on the way through the apiserver (-sent +read):\n%s", diff)
+				}
+				return
+			}
+			status := f.status(read.GetGeneration())
 			read.Object["status"] = mustToMap(t, status)
 			if _, err := client.UpdateStatus(ctx, read, metav1.UpdateOptions{FieldValidation: strict}); err != nil {
 				t.Fatalf("update status: %v", err)

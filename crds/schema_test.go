@@ -6,13 +6,11 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configbutler/gitops-reverser/crds"
@@ -59,19 +57,24 @@ func walkSchema(path string, s apiextensionsv1.JSONSchemaProps, visit func(path 
 
 func TestCRDsMatchTheGoAPI(t *testing.T) {
 	byKind := mustCRDs(t)
-	if len(byKind) != 4 {
-		t.Fatalf("got %d CRDs, want 4", len(byKind))
+	if len(byKind) != 6 {
+		t.Fatalf("got %d CRDs, want 6", len(byKind))
 	}
 	cases := []struct {
 		kind  string
 		gvr   schema.GroupVersionResource
 		scope apiextensionsv1.ResourceScope
 		short string
+		// statusSubresource: status is written only through /status. A SyncRun is created by
+		// the daemon with its status in one call, so it has none.
+		statusSubresource bool
 	}{
-		{crds.KindGitRepoConfig, crds.GitRepoConfigs, apiextensionsv1.NamespaceScoped, "grc"},
-		{crds.KindGitDestination, crds.GitDestinations, apiextensionsv1.NamespaceScoped, "gd"},
-		{crds.KindWatchRule, crds.WatchRules, apiextensionsv1.NamespaceScoped, "wr"},
-		{crds.KindClusterWatchRule, crds.ClusterWatchRules, apiextensionsv1.ClusterScoped, "cwr"},
+		{crds.KindGitRepoConfig, crds.GitRepoConfigs, apiextensionsv1.NamespaceScoped, "grc", true},
+		{crds.KindGitDestination, crds.GitDestinations, apiextensionsv1.NamespaceScoped, "gd", true},
+		{crds.KindWatchRule, crds.WatchRules, apiextensionsv1.NamespaceScoped, "wr", true},
+		{crds.KindClusterWatchRule, crds.ClusterWatchRules, apiextensionsv1.ClusterScoped, "cwr", true},
+		{crds.KindProposal, crds.Proposals, apiextensionsv1.NamespaceScoped, "prop", true},
+		{crds.KindSyncRun, crds.SyncRuns, apiextensionsv1.NamespaceScoped, "sr", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.kind, func(t *testing.T) {
@@ -98,8 +101,11 @@ func TestCRDsMatchTheGoAPI(t *testing.T) {
 			if v.Name != tc.gvr.Version || !v.Served || !v.Storage {
 				t.Errorf("version %s served=%t storage=%t, want %s served and stored", v.Name, v.Served, v.Storage, tc.gvr.Version)
 			}
-			if v.Subresources == nil || v.Subresources.Status == nil {
-				t.Errorf("no status subresource")
+			if hasStatus := v.Subresources != nil && v.Subresources.Status != nil; hasStatus != tc.statusSubresource {
+				t.Errorf("status subresource = %t, want %t", hasStatus, tc.statusSubresource)
+			}
+			if !slices.Equal(crd.Spec.Names.Categories, []string{"configbutler"}) {
+				t.Errorf("categories = %v, want [configbutler]", crd.Spec.Names.Categories)
 			}
 		})
 	}
@@ -123,20 +129,79 @@ func TestEverySchemaPropertyHasDescription(t *testing.T) {
 	}
 }
 
-func TestEveryKindHasReadyPrinterColumn(t *testing.T) {
-	for kind, crd := range mustCRDs(t) {
-		cols := crd.Spec.Versions[0].AdditionalPrinterColumns
+// configKinds are the kinds a person writes to configure the daemon; each reports Ready.
+var configKinds = []string{crds.KindGitRepoConfig, crds.KindGitDestination, crds.KindWatchRule, crds.KindClusterWatchRule}
+
+func TestEveryConfigKindHasReadyPrinterColumn(t *testing.T) {
+	byKind := mustCRDs(t)
+	for _, kind := range configKinds {
+		cols := byKind[kind].Spec.Versions[0].AdditionalPrinterColumns
 		if len(cols) < 3 {
 			t.Errorf("%s: got %d printer columns, want Ready, a key field and Age", kind, len(cols))
 			continue
 		}
-		ready, age := cols[0], cols[len(cols)-1]
-		if ready.Name != "Ready" || ready.JSONPath != `.status.conditions[?(@.type=="Ready")].status` {
+		if ready := cols[0]; ready.Name != "Ready" || ready.JSONPath != `.status.conditions[?(@.type=="Ready")].status` {
 			t.Errorf("%s: first column = %s %s, want the Ready condition", kind, ready.Name, ready.JSONPath)
 		}
-		if age.Name != "Age" || age.Type != "date" || age.JSONPath != ".metadata.creationTimestamp" {
+	}
+}
+
+func TestEveryKindHasAgePrinterColumnLast(t *testing.T) {
+	for kind, crd := range mustCRDs(t) {
+		cols := crd.Spec.Versions[0].AdditionalPrinterColumns
+		if len(cols) == 0 {
+			t.Errorf("%s: no printer columns", kind)
+			continue
+		}
+		if age := cols[len(cols)-1]; age.Name != "Age" || age.Type != "date" || age.JSONPath != ".metadata.creationTimestamp" {
 			t.Errorf("%s: last column = %s %s %s, want Age", kind, age.Name, age.Type, age.JSONPath)
 		}
+	}
+}
+
+// TestWriteBackPrinterColumns pins the columns of the write-back kinds, which show what a
+// reviewer and an auditor look at first, and the WriteBack column of GitDestination.
+func TestWriteBackPrinterColumns(t *testing.T) {
+	type col struct {
+		name, typ, path string
+		priority        int32
+	}
+	cases := map[string][]col{
+		crds.KindProposal: {
+			{"Change", "string", ".spec.change", 0},
+			{"Kind", "string", ".spec.target.kind", 0},
+			{"Namespace", "string", ".spec.target.namespace", 1},
+			{"Target", "string", ".spec.target.name", 0},
+			{"Phase", "string", ".status.phase", 0},
+			{"Commit", "string", ".spec.sourceCommit", 0},
+			{"Age", "date", ".metadata.creationTimestamp", 0},
+		},
+		crds.KindSyncRun: {
+			{"Destination", "string", ".spec.destinationRef.name", 0},
+			{"Status", "string", ".status.phase", 0},
+			{"Revision", "string", ".status.revision", 0},
+			{"Differences", "integer", ".status.differenceTotal", 0},
+			{"Proposals", "integer", ".status.proposalsOpened", 0},
+			{"Age", "date", ".metadata.creationTimestamp", 0},
+		},
+	}
+	byKind := mustCRDs(t)
+	for kind, want := range cases {
+		var got []col
+		for _, c := range byKind[kind].Spec.Versions[0].AdditionalPrinterColumns {
+			got = append(got, col{c.Name, c.Type, c.JSONPath, c.Priority})
+		}
+		if diff := cmp.Diff(want, got, cmp.AllowUnexported(col{})); diff != "" {
+			t.Errorf("%s printer columns (-want +got):\n%s", kind, diff)
+		}
+	}
+	wb := col{"WriteBack", "boolean", ".spec.writeBack.enabled", 1}
+	var found bool
+	for _, c := range byKind[crds.KindGitDestination].Spec.Versions[0].AdditionalPrinterColumns {
+		found = found || (col{c.Name, c.Type, c.JSONPath, c.Priority}) == wb
+	}
+	if !found {
+		t.Errorf("GitDestination has no printer column %+v", wb)
 	}
 }
 
@@ -156,21 +221,6 @@ func TestCRDsPassAPIServerValidation(t *testing.T) {
 	}
 }
 
-// fullStatus sets every status field.
-func fullStatus(generation int64) crds.Status {
-	return crds.Status{
-		Conditions: []metav1.Condition{{
-			Type:               crds.ConditionReady,
-			Status:             metav1.ConditionTrue,
-			ObservedGeneration: generation,
-			LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
-			Reason:             "Reconciled",
-			Message:            "all good",
-		}},
-		ObservedGeneration: generation,
-	}
-}
-
 // TestFixturesCoverEverySchemaField proves both directions without an apiserver: every field the
 // Go types emit is in the schema, and every schema field is set by the round-trip fixtures (so
 // TestRoundTripEveryKind really sends everything).
@@ -182,7 +232,7 @@ func TestFixturesCoverEverySchemaField(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			u.Object["status"] = mustToMap(t, fullStatus(1))
+			u.Object["status"] = mustToMap(t, f.status(1))
 			var sent []string
 			collectLeaves("", map[string]any{"spec": u.Object["spec"], "status": u.Object["status"]}, &sent)
 			var declared []string

@@ -87,8 +87,8 @@ type GitDestination struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   GitDestinationSpec `json:"spec"`
-	Status Status             `json:"status,omitzero"`
+	Spec   GitDestinationSpec   `json:"spec"`
+	Status GitDestinationStatus `json:"status,omitzero"`
 }
 
 // GitDestinationSpec is the desired state of a GitDestination.
@@ -99,6 +99,43 @@ type GitDestinationSpec struct {
 	Branch string `json:"branch"`
 	// BaseFolder is a clean relative POSIX path inside the repository.
 	BaseFolder string `json:"baseFolder"`
+	// WriteBack turns edits made in Git under BaseFolder into Proposals; nil means off.
+	WriteBack *WriteBack `json:"writeBack,omitempty"`
+}
+
+// WriteBack configures write-back of one GitDestination: edits to files under its baseFolder,
+// made by commits the daemon did not write, become Proposals to change the cluster.
+type WriteBack struct {
+	// Enabled turns Git edits under baseFolder into Proposals.
+	Enabled bool `json:"enabled,omitempty"`
+	// AutoApply applies create and update Proposals without review; a destroy is never
+	// auto-applied. It has no effect unless Enabled is true (the schema refuses it).
+	AutoApply bool `json:"autoApply,omitempty"`
+	// Suspend keeps opening Proposals but applies nothing, not even approved ones.
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// GitDestinationStatus is the observed state of a GitDestination: the shared Status and, when
+// write-back has run, its progress.
+type GitDestinationStatus struct {
+	Status `json:",inline"`
+	// WriteBack is written by the write-back reconciler; nil until it first runs.
+	WriteBack *WriteBackStatus `json:"writeBack,omitempty"`
+}
+
+// WriteBackStatus is the progress of write-back on one GitDestination.
+type WriteBackStatus struct {
+	// LastRevision is the commit the last complete write-back run reconciled up to.
+	LastRevision string `json:"lastRevision,omitempty"`
+	// LastSyncRun is the name of the last SyncRun, in the destination's namespace.
+	LastSyncRun string `json:"lastSyncRun,omitempty"`
+	// LastSyncTime is when the last SyncRun completed.
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+	// LastHandledSyncNow is the value of the AnnotationSyncNow annotation last acted on; a
+	// different value on the destination asks for a run now.
+	LastHandledSyncNow string `json:"lastHandledSyncNow,omitempty"`
+	// PendingProposals counts this destination's Proposals in phase Pending.
+	PendingProposals int `json:"pendingProposals"`
 }
 
 // Operation is an admission operation a rule matches.

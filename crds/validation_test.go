@@ -1,6 +1,7 @@
 package crds_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -45,6 +46,39 @@ func clusterWatchRule(ref crds.NamespacedReference, rules []crds.ClusterResource
 }
 
 var destRef = crds.NamespacedReference{Name: "dest", Namespace: validationNS}
+
+func destinationWithWriteBack(wb crds.WriteBack) *crds.GitDestination {
+	d := destination("main", "clusters/prod")
+	d.Spec.WriteBack = &wb
+	return d
+}
+
+// proposalWith is a valid update Proposal in validationNS, changed by edit.
+func proposalWith(edit func(*crds.ProposalSpec)) *crds.Proposal {
+	p := fullProposal(validationNS, "proposal")
+	p.Spec.Decision = crds.DecisionNone
+	edit(&p.Spec)
+	return p
+}
+
+// syncRunWith is a SyncRun in validationNS with every status field set, changed by edit.
+func syncRunWith(edit func(*crds.SyncRun)) *crds.SyncRun {
+	r := &crds.SyncRun{
+		ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: validationNS},
+		Spec:       crds.SyncRunSpec{DestinationRef: crds.LocalReference{Name: "dest"}, Trigger: crds.TriggerInterval},
+		Status:     syncRunStatus(1).(crds.SyncRunStatus),
+	}
+	edit(r)
+	return r
+}
+
+func refusedFiles(n int) []crds.RefusedFile {
+	out := make([]crds.RefusedFile, n)
+	for i := range out {
+		out[i] = crds.RefusedFile{Path: fmt.Sprintf("clusters/prod/f%d.yaml", i), Reason: "Unparseable", Message: "not YAML"}
+	}
+	return out
+}
 
 const credentialsMessage = "spec.repoUrl must not embed credentials"
 
@@ -112,6 +146,47 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"cluster rule without destination namespace", clusterWatchRule(crds.NamespacedReference{Name: "dest"},
 			[]crds.ClusterResourceRule{{Scope: crds.ScopeCluster}}), []string{"spec.destinationRef.namespace"}},
 		{"cluster rule accepted", clusterWatchRule(destRef, []crds.ClusterResourceRule{{Scope: crds.ScopeCluster}}), nil},
+		// GitDestination spec.writeBack
+		{"autoApply without enabled", destinationWithWriteBack(crds.WriteBack{AutoApply: true}),
+			[]string{"spec.writeBack", "autoApply has no effect unless enabled is true"}},
+		{"autoApply without enabled, suspended", destinationWithWriteBack(crds.WriteBack{AutoApply: true, Suspend: true}),
+			[]string{"spec.writeBack", "autoApply has no effect unless enabled is true"}},
+		{"autoApply with enabled accepted", destinationWithWriteBack(crds.WriteBack{Enabled: true, AutoApply: true}), nil},
+		{"write-back enabled and suspended accepted", destinationWithWriteBack(crds.WriteBack{Enabled: true, Suspend: true}), nil},
+		{"empty writeBack accepted", destinationWithWriteBack(crds.WriteBack{}), nil},
+		// Proposal
+		{"proposal accepted", proposalWith(func(*crds.ProposalSpec) {}), nil},
+		{"approved proposal accepted", proposalWith(func(s *crds.ProposalSpec) { s.Decision = crds.DecisionApprove }), nil},
+		{"create proposal without live state accepted", proposalWith(func(s *crds.ProposalSpec) {
+			s.Change, s.LiveResourceVersion, s.LiveDigest = crds.ChangeCreate, "", ""
+		}), nil},
+		{"destroy proposal without desired accepted", proposalWith(func(s *crds.ProposalSpec) {
+			s.Change, s.Desired = crds.ChangeDestroy, ""
+		}), nil},
+		{"cluster-scoped target accepted", proposalWith(func(s *crds.ProposalSpec) {
+			s.Target = crds.ProposalTarget{APIVersion: "v1", Kind: "Namespace", Resource: "namespaces", Name: "team-a"}
+		}), nil},
+		{"desired of exactly 1 MiB accepted", proposalWith(func(s *crds.ProposalSpec) { s.Desired = strings.Repeat("a", 1<<20) }), nil},
+		{"decision outside the enum", proposalWith(func(s *crds.ProposalSpec) { s.Decision = "Maybe" }), []string{"spec.decision"}},
+		{"lower-case decision", proposalWith(func(s *crds.ProposalSpec) { s.Decision = "approve" }), []string{"spec.decision"}},
+		{"unknown change", proposalWith(func(s *crds.ProposalSpec) { s.Change = "delete" }), []string{"spec.change"}},
+		{"short sourceCommit", proposalWith(func(s *crds.ProposalSpec) { s.SourceCommit = "ab12cd3" }), []string{"spec.sourceCommit"}},
+		{"upper-case sourceCommit", proposalWith(func(s *crds.ProposalSpec) { s.SourceCommit = strings.ToUpper(sourceCommit) }), []string{"spec.sourceCommit"}},
+		{"empty sourceCommit", proposalWith(func(s *crds.ProposalSpec) { s.SourceCommit = "" }), []string{"spec.sourceCommit"}},
+		{"liveDigest not sha256 hex", proposalWith(func(s *crds.ProposalSpec) { s.LiveDigest = "sha256:" + liveDigest }), []string{"spec.liveDigest"}},
+		{"desired over 1 MiB", proposalWith(func(s *crds.ProposalSpec) { s.Desired = strings.Repeat("a", 1<<20+1) }), []string{"spec.desired"}},
+		{"diff over 256 KiB", proposalWith(func(s *crds.ProposalSpec) { s.Diff = strings.Repeat("a", 262145) }), []string{"spec.diff"}},
+		{"path over 4096", proposalWith(func(s *crds.ProposalSpec) { s.Path = strings.Repeat("a", 4097) }), []string{"spec.path"}},
+		{"empty path", proposalWith(func(s *crds.ProposalSpec) { s.Path = "" }), []string{"spec.path"}},
+		{"target without name", proposalWith(func(s *crds.ProposalSpec) { s.Target.Name = "" }), []string{"spec.target.name"}},
+		{"proposal without destination", proposalWith(func(s *crds.ProposalSpec) { s.DestinationRef.Name = "" }), []string{"spec.destinationRef.name"}},
+		// SyncRun
+		{"sync run with status accepted", syncRunWith(func(*crds.SyncRun) {}), nil},
+		{"50 refused files accepted", syncRunWith(func(r *crds.SyncRun) { r.Status.Refused = refusedFiles(50) }), nil},
+		{"51 refused files", syncRunWith(func(r *crds.SyncRun) { r.Status.Refused = refusedFiles(51) }), []string{"status.refused"}},
+		{"sync run without trigger", syncRunWith(func(r *crds.SyncRun) { r.Spec.Trigger = "" }), []string{"spec.trigger"}},
+		{"unknown sync run phase", syncRunWith(func(r *crds.SyncRun) { r.Status.Phase = "Done" }), []string{"status.phase"}},
+		{"negative count", syncRunWith(func(r *crds.SyncRun) { r.Status.DifferenceTotal = -1 }), []string{"status.differenceTotal"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -158,6 +233,10 @@ func gvrOf(tb testing.TB, kind string) schema.GroupVersionResource {
 		return crds.WatchRules
 	case crds.KindClusterWatchRule:
 		return crds.ClusterWatchRules
+	case crds.KindProposal:
+		return crds.Proposals
+	case crds.KindSyncRun:
+		return crds.SyncRuns
 	}
 	tb.Fatalf("unknown kind %q", kind)
 	return schema.GroupVersionResource{}

@@ -219,7 +219,8 @@ func TestChartRendersAndPassesServerDryRun(t *testing.T) {
 	}
 	kubectl(t, kubeconfig, nil, append([]string{cache}, wait...)...)
 
-	base := []string{"ClusterRole/gitops-reverser", "ClusterRoleBinding/gitops-reverser", "ConfigMap/gitops-reverser-config",
+	base := []string{"ClusterRole/gitops-reverser", "ClusterRole/gitops-reverser-proposal-reviewer",
+		"ClusterRoleBinding/gitops-reverser", "ConfigMap/gitops-reverser-config",
 		"Deployment/gitops-reverser", "Role/gitops-reverser", "RoleBinding/gitops-reverser",
 		"Service/gitops-reverser", "ServiceAccount/gitops-reverser"}
 	cases := []struct {
@@ -229,6 +230,7 @@ func TestChartRendersAndPassesServerDryRun(t *testing.T) {
 	}{
 		{"default values", nil, base},
 		{"all options", []string{"--values", chartPath(allOptionsValues)}, append(slices.Clone(base),
+			"ClusterRole/gitops-reverser-write-back", "ClusterRoleBinding/gitops-reverser-write-back",
 			"Certificate/gitops-reverser-webhook", "Certificate/gitops-reverser-webhook-ca",
 			"Issuer/gitops-reverser-selfsigned", "Issuer/gitops-reverser-webhook-ca", "NetworkPolicy/gitops-reverser-webhook",
 			"ServiceMonitor/gitops-reverser")},

@@ -92,10 +92,14 @@ func TestKustomizeManifestsPassServerDryRun(t *testing.T) {
 		got = append(got, o.GetKind()+"/"+o.GetName())
 	}
 	slices.Sort(got)
+	// Not the write-back role (write-back-rbac.yaml): it lets the daemon change the cluster, so
+	// installing it is a separate, deliberate step.
 	want := []string{
-		"ClusterRole/gitops-reverser", "ClusterRoleBinding/gitops-reverser", "ConfigMap/gitops-reverser-config",
+		"ClusterRole/gitops-reverser", "ClusterRole/gitops-reverser-proposal-reviewer", "ClusterRoleBinding/gitops-reverser",
+		"ConfigMap/gitops-reverser-config",
 		"CustomResourceDefinition/clusterwatchrules.configbutler.ai", "CustomResourceDefinition/gitdestinations.configbutler.ai",
-		"CustomResourceDefinition/gitrepoconfigs.configbutler.ai", "CustomResourceDefinition/watchrules.configbutler.ai",
+		"CustomResourceDefinition/gitrepoconfigs.configbutler.ai", "CustomResourceDefinition/proposals.configbutler.ai",
+		"CustomResourceDefinition/syncruns.configbutler.ai", "CustomResourceDefinition/watchrules.configbutler.ai",
 		"Deployment/gitops-reverser", "Namespace/" + systemNamespace, "Role/gitops-reverser", "RoleBinding/gitops-reverser",
 		"Service/gitops-reverser", "ServiceAccount/gitops-reverser",
 	}

@@ -168,7 +168,28 @@ var notExercised = map[string]string{
 	"list watchrules.configbutler.ai":        "the configuration informers, on apiservers without WatchList",
 	"list clusterwatchrules.configbutler.ai": "the configuration informers, on apiservers without WatchList",
 	"list secrets":                           "the credentials Secret watch, on apiservers without WatchList",
+	// The write-back controller is not wired into the daemon yet.
+	"get proposals.configbutler.ai":                    writeBackExercised,
+	"list proposals.configbutler.ai":                   writeBackExercised,
+	"watch proposals.configbutler.ai":                  writeBackExercised,
+	"create proposals.configbutler.ai":                 writeBackExercised,
+	"update proposals.configbutler.ai":                 writeBackExercised,
+	"patch proposals.configbutler.ai":                  writeBackExercised,
+	"delete proposals.configbutler.ai":                 writeBackExercised,
+	"get proposals/status.configbutler.ai":             writeBackExercised,
+	"update proposals/status.configbutler.ai":          writeBackExercised,
+	"patch proposals/status.configbutler.ai":           writeBackExercised,
+	"get syncruns.configbutler.ai":                     writeBackExercised,
+	"list syncruns.configbutler.ai":                    writeBackExercised,
+	"watch syncruns.configbutler.ai":                   writeBackExercised,
+	"create syncruns.configbutler.ai":                  writeBackExercised,
+	"update syncruns.configbutler.ai":                  writeBackExercised,
+	"patch syncruns.configbutler.ai":                   writeBackExercised,
+	"delete syncruns.configbutler.ai":                  writeBackExercised,
+	"create subjectaccessreviews.authorization.k8s.io": writeBackExercised,
 }
+
+const writeBackExercised = "write-back (writeback package) — exercised by writeback tests"
 
 // checkRecordedRequests fails on any request the apiserver refused, and on any granted permission
 // the daemon did not use that notExercised does not explain.
@@ -281,7 +302,7 @@ func removeDaemonArtifacts(t testing.TB, kube kubernetes.Interface) {
 }
 
 // crdResources are the resources of the daemon's CRDs.
-var crdResources = []string{"gitrepoconfigs", "gitdestinations", "watchrules", "clusterwatchrules"}
+var crdResources = []string{"gitrepoconfigs", "gitdestinations", "watchrules", "clusterwatchrules", "proposals", "syncruns"}
 
 func crdClient() apiextensionsv1client.CustomResourceDefinitionInterface {
 	return apiextensionsclient.NewForConfigOrDie(cp.AdminConfig()).ApiextensionsV1().CustomResourceDefinitions()
@@ -364,7 +385,13 @@ func TestShippedIdentityCannotReadForeignSecretsNorWrite(t *testing.T) {
 		{"reads ClusterRoles", attr{Verb: "list", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}, true},
 		{"patches the status of its GitDestinations", attr{Verb: "patch", Group: crds.Group, Resource: "gitdestinations", Subresource: "status", Namespace: workloadNamespace}, true},
 		{"creates Events", attr{Verb: "create", Resource: "events", Namespace: workloadNamespace}, true},
-		// Never writes what it mirrors.
+		// Write-back bookkeeping, and reviewing the reviewer.
+		{"opens Proposals", attr{Verb: "create", Group: crds.Group, Resource: "proposals", Namespace: systemNamespace}, true},
+		{"reports on Proposals", attr{Verb: "update", Group: crds.Group, Resource: "proposals", Subresource: "status", Namespace: systemNamespace}, true},
+		{"records SyncRuns", attr{Verb: "create", Group: crds.Group, Resource: "syncruns", Namespace: systemNamespace}, true},
+		{"asks whether a reviewer may make a change", attr{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}, true},
+		{"cannot create TokenReviews", attr{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"}, false},
+		// Never writes what it mirrors (write-back-rbac.yaml, not applied here, would allow it).
 		{"cannot create ConfigMaps", attr{Verb: "create", Resource: "configmaps", Namespace: workloadNamespace}, false},
 		{"cannot update ConfigMaps", attr{Verb: "update", Resource: "configmaps", Namespace: workloadNamespace}, false},
 		{"cannot patch ConfigMaps", attr{Verb: "patch", Resource: "configmaps", Namespace: workloadNamespace}, false},
@@ -384,6 +411,7 @@ func TestShippedIdentityCannotReadForeignSecretsNorWrite(t *testing.T) {
 		{"cannot create CRDs", attr{Verb: "create", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, false},
 		{"cannot apply other CRDs", attr{Verb: "patch", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "widgets.example.com"}, false},
 		{"applies its own CRDs", attr{Verb: "patch", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "gitrepoconfigs.configbutler.ai"}, true},
+		{"applies its write-back CRDs", attr{Verb: "create", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "proposals.configbutler.ai"}, true},
 		{"cannot delete CRDs", attr{Verb: "delete", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "gitrepoconfigs.configbutler.ai"}, false},
 		{"cannot patch other webhook configurations", attr{Verb: "patch", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "someone-else"}, false},
 		{"cannot create other webhook configurations", attr{Verb: "create", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}, false},

@@ -60,7 +60,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	}
 	m.applyWatchers(ctx, dests, specs)
 	for _, d := range dests {
-		errs = append(errs, m.reporter.report(ctx, crds.GitDestinations, crds.KindGitDestination, d.obj, d.obj.Status, m.destinationCondition(d)))
+		errs = append(errs, m.reporter.report(ctx, crds.GitDestinations, crds.KindGitDestination, d.obj, d.obj.Status.Status, m.destinationCondition(d)))
 	}
 	for name := range m.coalesced {
 		if byName[name] == nil {

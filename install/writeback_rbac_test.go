@@ -1,0 +1,218 @@
+package install
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+// writeBackVerbs are what applying a Proposal needs: server-side apply (get, create, patch),
+// update, and delete for an approved destroy. Never list or watch: the read role has those.
+var writeBackVerbs = []string{"get", "create", "patch", "update", "delete"}
+
+// defaultWriteBackRules are the resources write-back may change out of the box, as
+// deploy/write-back-rbac.yaml and the chart's writeBack.resources list them.
+var defaultWriteBackRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"configmaps", "services", "serviceaccounts"}, Verbs: writeBackVerbs},
+	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "daemonsets"}, Verbs: writeBackVerbs},
+	{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: writeBackVerbs},
+	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses", "networkpolicies"}, Verbs: writeBackVerbs},
+	{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: writeBackVerbs},
+	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: writeBackVerbs},
+}
+
+// reviewerRules are what a reviewer of Proposals needs: read them and the SyncRuns, and set a
+// decision; never their status, never create or delete them.
+var reviewerRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{crds.Group}, Resources: []string{"proposals"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+	{APIGroups: []string{crds.Group}, Resources: []string{"syncruns"}, Verbs: []string{"get", "list", "watch"}},
+}
+
+// TestWriteBackManifestGrantsOnlyTheDefaultResources: deploy/write-back-rbac.yaml, applied by hand
+// next to deploy/, binds exactly the default write-back resources to the shipped ServiceAccount,
+// never Secrets, and the apiserver accepts it.
+func TestWriteBackManifestGrantsOnlyTheDefaultResources(t *testing.T) {
+	objs := readObjects(t, "write-back-rbac.yaml")
+	var role rbacv1.ClusterRole
+	var binding rbacv1.ClusterRoleBinding
+	object(t, objs, "ClusterRole", "gitops-reverser-write-back", &role)
+	object(t, objs, "ClusterRoleBinding", "gitops-reverser-write-back", &binding)
+	if len(objs) != 2 {
+		t.Errorf("deploy/write-back-rbac.yaml holds %d objects, want the ClusterRole and its binding", len(objs))
+	}
+	if diff := cmp.Diff(defaultWriteBackRules, role.Rules); diff != "" {
+		t.Errorf("write-back rules (-want +got):\n%s", diff)
+	}
+	checkNoSecrets(t, role.Rules)
+	s := readShipped(t)
+	want := rbacv1.Subject{Kind: "ServiceAccount", Name: s.serviceAccount.Name, Namespace: s.serviceAccount.Namespace}
+	if !slices.Equal(binding.Subjects, []rbacv1.Subject{want}) || binding.RoleRef.Kind != "ClusterRole" || binding.RoleRef.Name != role.Name {
+		t.Errorf("binding %+v to %+v, want the ClusterRole %s bound to %+v only", binding.RoleRef, binding.Subjects, role.Name, want)
+	}
+	if slices.Contains(readKustomization(t).Resources, "write-back-rbac.yaml") {
+		t.Error("deploy/kustomization.yaml lists write-back-rbac.yaml: write-back must be installed deliberately")
+	}
+
+	stdout, stderr := kubectl(t, adminKubeconfig(t), nil, "apply", "--dry-run=server", "-f", deployPath("write-back-rbac.yaml"))
+	checkDryRun(t, objs, stdout, stderr)
+}
+
+func checkNoSecrets(t *testing.T, rules []rbacv1.PolicyRule) {
+	t.Helper()
+	for _, r := range rules {
+		if slices.ContainsFunc(r.Resources, func(res string) bool { return res == "secrets" || res == "*" || strings.HasPrefix(res, "secrets/") }) {
+			t.Errorf("write-back rule %+v covers Secrets", r)
+		}
+	}
+}
+
+// TestChartWriteBackRoleOnlyWhenEnabled: the chart grants write access only with
+// writeBack.enabled, to exactly writeBack.resources (by default those of
+// deploy/write-back-rbac.yaml), and refuses to render a role that would write Secrets.
+func TestChartWriteBackRoleOnlyWhenEnabled(t *testing.T) {
+	for _, o := range renderChart(t).objs {
+		if strings.HasSuffix(o.GetName(), "-write-back") {
+			t.Errorf("the default values render %s %s", o.GetKind(), o.GetName())
+		}
+	}
+
+	writeBackRole := func(t *testing.T, args ...string) []rbacv1.PolicyRule {
+		t.Helper()
+		r := renderChart(t, append([]string{"--set", "writeBack.enabled=true"}, args...)...)
+		var role rbacv1.ClusterRole
+		var binding rbacv1.ClusterRoleBinding
+		object(t, r.objs, "ClusterRole", chartRelease+"-write-back", &role)
+		object(t, r.objs, "ClusterRoleBinding", chartRelease+"-write-back", &binding)
+		want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: r.deployment.Spec.Template.Spec.ServiceAccountName, Namespace: systemNamespace}}
+		if !slices.Equal(binding.Subjects, want) || binding.RoleRef.Name != role.Name {
+			t.Errorf("binding %+v to %+v, want %s bound to the daemon's ServiceAccount %+v", binding.RoleRef, binding.Subjects, role.Name, want)
+		}
+		return role.Rules
+	}
+	t.Run("default resources", func(t *testing.T) {
+		rules := writeBackRole(t)
+		if diff := cmp.Diff(defaultWriteBackRules, rules); diff != "" {
+			t.Errorf("the chart's default write-back rules differ from deploy/write-back-rbac.yaml (-deploy +chart):\n%s", diff)
+		}
+	})
+	t.Run("configured resources", func(t *testing.T) {
+		rules := writeBackRole(t, "--set-json",
+			`writeBack.resources=[{"apiGroups":[""],"resources":["configmaps"]},{"apiGroups":["example.com"],"resources":["widgets","gadgets"]}]`)
+		want := []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: writeBackVerbs},
+			{APIGroups: []string{"example.com"}, Resources: []string{"widgets", "gadgets"}, Verbs: writeBackVerbs},
+		}
+		if diff := cmp.Diff(want, rules); diff != "" {
+			t.Errorf("write-back rules (-want +got):\n%s", diff)
+		}
+	})
+
+	for _, resources := range []string{`["configmaps","secrets"]`, `["*"]`, `["secrets/status"]`} {
+		t.Run("refuses "+resources, func(t *testing.T) {
+			_, err := runHelmTemplate(t, systemNamespace, "--set", "writeBack.enabled=true",
+				"--set-json", `writeBack.resources=[{"apiGroups":["apps"],"resources":["deployments"]},{"apiGroups":[""],"resources":`+resources+`}]`)
+			if err == nil || !strings.Contains(err.Error(), "write-back never writes Secrets") || !strings.Contains(err.Error(), "writeBack.resources[1]") {
+				t.Errorf("rendering with resources %s: err = %v, want a refusal naming writeBack.resources[1]", resources, err)
+			}
+		})
+	}
+	t.Run("disabled ignores the list", func(t *testing.T) {
+		if _, err := runHelmTemplate(t, systemNamespace, "--set-json", `writeBack.resources=[{"apiGroups":[""],"resources":["secrets"]}]`); err != nil {
+			t.Errorf("write-back disabled, yet its resources fail rendering: %v", err)
+		}
+	})
+}
+
+// TestChartReviewerRoleMatchesDeploy: the reviewer ClusterRole is always rendered, equal to
+// deploy/rbac.yaml's, and granted only explicitly (no aggregation into admin/edit/view).
+func TestChartReviewerRoleMatchesDeploy(t *testing.T) {
+	var deployRole, chartRole rbacv1.ClusterRole
+	object(t, readObjects(t, "rbac.yaml"), "ClusterRole", "gitops-reverser-proposal-reviewer", &deployRole)
+	object(t, renderChart(t).objs, "ClusterRole", chartRelease+"-proposal-reviewer", &chartRole)
+	for name, role := range map[string]rbacv1.ClusterRole{"deploy/rbac.yaml": deployRole, "the chart": chartRole} {
+		if diff := cmp.Diff(reviewerRules, role.Rules); diff != "" {
+			t.Errorf("%s: reviewer rules (-want +got):\n%s", name, diff)
+		}
+		if role.AggregationRule != nil {
+			t.Errorf("%s: the reviewer role aggregates %+v", name, role.AggregationRule)
+		}
+		for k := range role.Labels {
+			if strings.HasPrefix(k, "rbac.authorization.k8s.io/aggregate-to-") {
+				t.Errorf("%s: the reviewer role carries %s: reviewers must be granted explicitly", name, k)
+			}
+		}
+	}
+}
+
+// TestReviewerRoleMayDecideButNotForgeStatus binds the shipped reviewer role to bob in one
+// namespace and asks the apiserver what bob may do: decide Proposals there and read SyncRuns,
+// but not mark a Proposal applied, open or delete one, touch the audit trail, or act elsewhere.
+func TestReviewerRoleMayDecideButNotForgeStatus(t *testing.T) {
+	ctx := context.Background()
+	admin := adminKubeconfig(t)
+	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
+	kubectl(t, admin, nil, "apply", "-f", deployPath("namespace.yaml"), "-f", deployPath("rbac.yaml"))
+	ensureNamespace(t, kube, workloadNamespace)
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bob-reviews", Namespace: systemNamespace},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "gitops-reverser-proposal-reviewer"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "bob"}}}
+	if _, err := kube.RbacV1().RoleBindings(systemNamespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kube.RbacV1().RoleBindings(systemNamespace).Delete(ctx, binding.Name, metav1.DeleteOptions{})
+	})
+
+	type attr = authorizationv1.ResourceAttributes
+	bobMay := func(a attr) bool {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "bob", Groups: []string{"system:authenticated"}, ResourceAttributes: &a}}
+		got, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Status.Allowed
+	}
+	decide := attr{Verb: "patch", Group: crds.Group, Resource: "proposals", Namespace: systemNamespace}
+	testenv.Eventually(t, time.Minute, "bob's RoleBinding reaches the authorizer", func() (bool, string) {
+		return bobMay(decide), ""
+	})
+	cases := []struct {
+		name    string
+		attr    attr
+		allowed bool
+	}{
+		{"decides a Proposal", decide, true},
+		{"updates a Proposal", attr{Verb: "update", Group: crds.Group, Resource: "proposals", Namespace: systemNamespace}, true},
+		{"lists Proposals", attr{Verb: "list", Group: crds.Group, Resource: "proposals", Namespace: systemNamespace}, true},
+		{"watches SyncRuns", attr{Verb: "watch", Group: crds.Group, Resource: "syncruns", Namespace: systemNamespace}, true},
+		{"cannot mark a Proposal applied", attr{Verb: "patch", Group: crds.Group, Resource: "proposals", Subresource: "status", Namespace: systemNamespace}, false},
+		{"cannot update a Proposal's status", attr{Verb: "update", Group: crds.Group, Resource: "proposals", Subresource: "status", Namespace: systemNamespace}, false},
+		{"cannot open a Proposal", attr{Verb: "create", Group: crds.Group, Resource: "proposals", Namespace: systemNamespace}, false},
+		{"cannot delete a Proposal", attr{Verb: "delete", Group: crds.Group, Resource: "proposals", Namespace: systemNamespace}, false},
+		{"cannot rewrite a SyncRun", attr{Verb: "update", Group: crds.Group, Resource: "syncruns", Namespace: systemNamespace}, false},
+		{"cannot delete a SyncRun", attr{Verb: "delete", Group: crds.Group, Resource: "syncruns", Namespace: systemNamespace}, false},
+		{"cannot decide elsewhere", attr{Verb: "patch", Group: crds.Group, Resource: "proposals", Namespace: workloadNamespace}, false},
+		{"cannot change a GitDestination", attr{Verb: "patch", Group: crds.Group, Resource: "gitdestinations", Namespace: systemNamespace}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := bobMay(tc.attr); got != tc.allowed {
+				t.Errorf("allowed = %t, want %t for %s", got, tc.allowed, fmt.Sprintf("%+v", tc.attr))
+			}
+		})
+	}
+}
