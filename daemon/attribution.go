@@ -20,6 +20,12 @@ import (
 	"github.com/configbutler/gitops-reverser/webhook"
 )
 
+// Bounds of the record of who decided proposals: enough for every proposal a day sees.
+const (
+	decisionsCapacity = 10000
+	decisionsTTL      = 24 * time.Hour
+)
+
 // Backoff of attribution's start while it cannot get its certificates or its port.
 const (
 	attributionMinBackoff = 500 * time.Millisecond
@@ -34,6 +40,7 @@ const (
 type attribution struct {
 	cfg       Config
 	store     *webhook.Store
+	decisions *webhook.Decisions // who set each proposal's decision, for write-back
 	watched   *webhook.Watched
 	registrar *webhook.Registrar
 	selfMgd   *webhook.SelfManaged // nil with --webhook-cert-dir
@@ -53,11 +60,12 @@ func newAttribution(cfg Config, kube *rest.Config, core corev1client.CoreV1Inter
 		store: webhook.NewStore(webhook.StoreConfig{
 			TTL: cfg.CorrelationTTL, Capacity: cfg.CorrelationCapacity, Metrics: m, Bot: bot,
 		}),
-		watched:  &webhook.Watched{},
-		optional: optional,
-		log:      log,
+		decisions: webhook.NewDecisions(decisionsCapacity, decisionsTTL, time.Now),
+		watched:   &webhook.Watched{},
+		optional:  optional,
+		log:       log,
 	}
-	a.handler = webhook.NewAdmissionHandler(a.store, a.watched, m, log)
+	a.handler = webhook.NewAdmissionHandler(a.store, a.watched, m, log, webhook.WithDecisions(a.decisions))
 	admission, err := admissionv1client.NewForConfig(kube)
 	if err != nil {
 		return nil, fmt.Errorf("build admission client: %w", err)
@@ -186,12 +194,13 @@ func (a *attribution) registered(err error) {
 }
 
 // onWatched is the mirror's OnWatched: the handler records exactly the watched resources from now
-// on, and the registrar registers them. It never blocks the mirror.
+// on, and who sets a proposal's decision; the registrar registers them. It never blocks the mirror.
 func (a *attribution) onWatched(_ context.Context, sels []watch.Selection) {
 	rs := make([]webhook.Resource, 0, len(sels))
 	for _, s := range sels {
 		rs = append(rs, webhook.Resource{GVR: s.GVR, Namespaced: s.Namespaced, Namespace: s.Namespace, Operations: s.Ops.Operations()})
 	}
+	rs = webhook.WithProposals(rs)
 	a.watched.Set(rs)
 	a.registrar.SetResources(rs)
 }

@@ -43,6 +43,11 @@ type Config struct {
 	HealthBindAddress    string
 	LogFormat            string
 	LogLevel             slog.Level
+	HaltWriteBack        bool
+	WriteBackInterval    time.Duration
+	MaxProposalsPerTick  int
+	SyncRunRetention     time.Duration
+	SyncRunRetentionFail time.Duration
 	// InCluster is not a setting: it says whether the daemon runs in a Pod, where the apiserver
 	// can reach the webhook through its Service.
 	InCluster bool
@@ -152,6 +157,11 @@ func configFrom(c *cli.Context) (Config, error) {
 		MetricsBindAddress:   c.String(keyMetricsBindAddress),
 		HealthBindAddress:    c.String(keyHealthBindAddress),
 		LogFormat:            c.String(keyLogFormat),
+		HaltWriteBack:        c.Bool(keyHaltWriteBack),
+		WriteBackInterval:    c.Duration(keyWriteBackInterval),
+		MaxProposalsPerTick:  c.Int(keyMaxProposalsPerTick),
+		SyncRunRetention:     c.Duration(keySyncRunRetention),
+		SyncRunRetentionFail: c.Duration(keySyncRunRetentionFail),
 		InCluster:            inCluster(),
 	}
 	var errs []error
@@ -174,6 +184,10 @@ func configFrom(c *cli.Context) (Config, error) {
 	check(cfg.Namespace != "", keyNamespace, "must not be empty")
 	check(cfg.CorrelationTTL >= time.Second, keyCorrelationTTL, "must be at least 1s, got %s", cfg.CorrelationTTL)
 	check(cfg.CorrelationCapacity >= 100, keyCorrelationCapacity, "must be at least 100, got %d", cfg.CorrelationCapacity)
+	check(cfg.WriteBackInterval >= 10*time.Second, keyWriteBackInterval, "must be at least 10s, got %s", cfg.WriteBackInterval)
+	check(cfg.MaxProposalsPerTick >= 1, keyMaxProposalsPerTick, "must be at least 1, got %d", cfg.MaxProposalsPerTick)
+	check(cfg.SyncRunRetention >= time.Hour, keySyncRunRetention, "must be at least 1h, got %s", cfg.SyncRunRetention)
+	check(cfg.SyncRunRetentionFail >= time.Hour, keySyncRunRetentionFail, "must be at least 1h, got %s", cfg.SyncRunRetentionFail)
 	check(cfg.WebhookServiceName != "", keyWebhookServiceName, "must not be empty")
 	if cfg.WebhookURL != "" {
 		u, err := url.Parse(cfg.WebhookURL)

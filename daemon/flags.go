@@ -43,6 +43,11 @@ const (
 	keyHealthBindAddress    = "health-probe-bind-address"
 	keyLogFormat            = "log-format"
 	keyLogLevel             = "log-level"
+	keyHaltWriteBack        = "halt-write-back"
+	keyWriteBackInterval    = "write-back-interval"
+	keyMaxProposalsPerTick  = "max-proposals-per-tick"
+	keySyncRunRetention     = "syncrun-retention"
+	keySyncRunRetentionFail = "syncrun-retention-failed"
 )
 
 // inCluster says whether the daemon runs in a Pod: the kubelet gives every container the
@@ -131,6 +136,16 @@ func Flags() []cli.Flag {
 			Usage: "address of the Prometheus /metrics endpoint"},
 		&cli.StringFlag{Name: keyHealthBindAddress, EnvVars: envs(keyHealthBindAddress), Value: ":8081",
 			Usage: "address of the /healthz and /readyz endpoints"},
+		&cli.BoolFlag{Name: keyHaltWriteBack, EnvVars: envs(keyHaltWriteBack),
+			Usage: "kill switch: apply nothing from Git, automatic or approved; proposals are still opened"},
+		&cli.DurationFlag{Name: keyWriteBackInterval, EnvVars: envs(keyWriteBackInterval), Value: 5 * time.Minute,
+			Usage: "how often each write-back destination is fetched and compared with the cluster (at least 10s)"},
+		&cli.IntFlag{Name: keyMaxProposalsPerTick, EnvVars: envs(keyMaxProposalsPerTick), Value: 25,
+			Usage: "proposals one write-back run opens at most; the rest come on the next runs"},
+		&cli.DurationFlag{Name: keySyncRunRetention, EnvVars: envs(keySyncRunRetention), Value: 90 * 24 * time.Hour,
+			Usage: "how long successful SyncRuns are kept"},
+		&cli.DurationFlag{Name: keySyncRunRetentionFail, EnvVars: envs(keySyncRunRetentionFail), Value: 365 * 24 * time.Hour,
+			Usage: "how long failed and partial SyncRuns are kept"},
 		&cli.StringFlag{Name: keyLogFormat, EnvVars: envs(keyLogFormat), Value: "text",
 			Usage: "log format: text (human, coloured on a terminal) or json"},
 		&cli.StringFlag{Name: keyLogLevel, EnvVars: envs(keyLogLevel), Value: "info",

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -29,17 +30,25 @@ var bot = gitops.Bot
 type mirror struct {
 	pool    *gitops.Pool
 	manager *watch.Manager
+	// ours tells the daemon's own commits from people's, by the trailers it writes.
+	ours func(message string) bool
+}
+
+// mirrorHooks connect the mirror to the optional parts beside it; any may be nil.
+type mirrorHooks struct {
+	authors      watch.Authors                            // who made each change
+	onWatched    func(context.Context, []watch.Selection) // the watched resources changed
+	onHeldChange func(url, branch, path string)           // the mirror wanted to write a file a proposal holds
 }
 
 // newMirror builds the mirror from the configuration. The pool gets the Git settings directly;
-// the manager tells it which repositories and branches the configuration asks for. With attr
-// (the webhook is enabled) changes are credited to their authors.
-func newMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, m *metrics.Mirror, attr *attribution, log *slog.Logger) (*mirror, error) {
+// the manager tells it which repositories and branches the configuration asks for.
+func newMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, m *metrics.Mirror, hooks mirrorHooks, log *slog.Logger) (*mirror, error) {
 	identity, err := gitIdentity(ctx, cfg, core)
 	if err != nil {
 		return nil, err
 	}
-	mr := &mirror{}
+	mr := &mirror{ours: ownCommits(identity)}
 	mr.pool = gitops.NewPool(gitops.PoolConfig{
 		Secrets: core,
 		WorkDir: cfg.WorkDir,
@@ -48,9 +57,10 @@ func newMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1cl
 		},
 		Identity:   identity,
 		MaxWorkers: cfg.WorkersMaxGlobal, MaxWorkersPerRepo: cfg.WorkersMaxPerRepo,
-		Metrics:  m,
-		Log:      log,
-		OnChange: func() { mr.manager.Changed() },
+		Metrics:      m,
+		Log:          log,
+		OnChange:     func() { mr.manager.Changed() },
+		OnHeldChange: hooks.onHeldChange,
 	})
 	opts := watch.Options{
 		Expand:           watch.ExpandOptions{WatchAll: cfg.WatchAll, Exclude: cfg.DiscoveryExclude},
@@ -58,9 +68,8 @@ func newMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1cl
 		Pool:             mr.pool,
 		Metrics:          m,
 		Log:              log,
-	}
-	if attr != nil {
-		opts.Authors, opts.OnWatched = attr.store, attr.onWatched
+		Authors:          hooks.authors,
+		OnWatched:        hooks.onWatched,
 	}
 	if mr.manager, err = watch.NewManager(kube, opts); err != nil {
 		return nil, err
@@ -80,6 +89,38 @@ func (mr *mirror) Run(ctx context.Context) error {
 	return errors.Join(err, <-poolDone)
 }
 
+// ownCommits recognises the commits of this daemon in this cluster: their messages carry its
+// cluster, namespace and name trailers (the instance trailer changes with every start).
+func ownCommits(id gitops.Identity) func(message string) bool {
+	var lines []string
+	for _, t := range id.Trailers {
+		if t[0] != trailerInstanceID {
+			lines = append(lines, t[0]+": "+t[1])
+		}
+	}
+	return func(message string) bool {
+		for _, l := range lines {
+			if !hasLine(message, l) {
+				return false
+			}
+		}
+		return len(lines) > 0
+	}
+}
+
+func hasLine(text, line string) bool {
+	for rest := text; rest != ""; {
+		var l string
+		l, rest, _ = strings.Cut(rest, "\n")
+		if strings.TrimSpace(l) == line {
+			return true
+		}
+	}
+	return false
+}
+
+const trailerInstanceID = "X-ConfigButler-InstanceID"
+
 // gitIdentity is the committer and the trailers of every commit. The cluster is identified by the
 // UID of its kube-system namespace, which is stable for the life of the cluster.
 func gitIdentity(ctx context.Context, cfg Config, core corev1client.CoreV1Interface) (gitops.Identity, error) {
@@ -97,7 +138,7 @@ func gitIdentity(ctx context.Context, cfg Config, core corev1client.CoreV1Interf
 			{"X-ConfigButler-ClusterUID", string(ns.UID)},
 			{"X-ConfigButler-ControllerNS", cfg.Namespace},
 			{"X-ConfigButler-ControllerName", controllerName},
-			{"X-ConfigButler-InstanceID", host + "-" + hex.EncodeToString(suffix)},
+			{trailerInstanceID, host + "-" + hex.EncodeToString(suffix)},
 		},
 	}, nil
 }

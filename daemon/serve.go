@@ -15,6 +15,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/metrics"
+	"github.com/configbutler/gitops-reverser/writeback"
 )
 
 // serve starts the components in dependency order, waits for ctx to end, and stops them in
@@ -68,9 +69,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return stopServers()
 }
 
-// runMirror runs the cluster → Git mirror, with the admission webhook crediting authors unless
-// it is disabled, until ctx ends and every worker has flushed. Attribution is optional: it runs
-// beside the mirror and degrades instead of failing, so only the mirror's own errors end this.
+// runMirror runs the cluster → Git mirror until ctx ends and every worker has flushed, with the
+// optional parts beside it: the admission webhook crediting authors (unless disabled) and
+// write-back. Optional parts degrade instead of failing, so only the mirror's own errors end this.
 func runMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, reg *metrics.Registry, optional *optionalParts, log *slog.Logger) error {
 	var attr *attribution
 	if cfg.EnableWebhook {
@@ -79,23 +80,39 @@ func runMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1cl
 			return err
 		}
 	}
-	mirror, err := newMirror(ctx, cfg, kube, core, reg.Mirror, attr, log)
+	credits := writeback.NewCredits()
+	var wb *writeBack
+	hooks := mirrorHooks{
+		authors:      creditChain{credits: credits, attr: attr},
+		onHeldChange: func(url, branch, path string) { wb.heldChanged(url, branch, path) },
+	}
+	if attr != nil {
+		hooks.onWatched = attr.onWatched
+	}
+	mirror, err := newMirror(ctx, cfg, kube, core, reg.Mirror, hooks, log)
 	if err != nil {
 		return err
 	}
-	if attr == nil {
-		return mirror.Run(ctx)
+	if wb, err = newWriteBack(cfg, kube, mirror, attr, credits, reg.WriteBack, optional, log); err != nil {
+		return err
 	}
-	// The mirror stops first (it flushes its workers), then attribution: the mirror reads the
-	// correlation store until its last watch event.
-	attrCtx, stopAttr := context.WithCancel(context.WithoutCancel(ctx))
-	var attrErr error
+	wb.loadHolds(ctx) // before the mirror writes every live object
+	// The mirror stops first (it flushes its workers), then the parts beside it: the mirror reads
+	// the correlation store until its last watch event.
+	sideCtx, stopSide := context.WithCancel(context.WithoutCancel(ctx))
+	var attrErr, wbErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { attrErr = attr.Run(attrCtx) })
+	if attr != nil {
+		wg.Go(func() { attrErr = attr.Run(sideCtx) })
+	}
+	wbCtx, stopWB := context.WithCancel(ctx)
+	defer stopWB()
+	wg.Go(func() { wbErr = wb.Run(wbCtx) })
 	err = mirror.Run(ctx)
-	stopAttr()
+	stopWB()
+	stopSide()
 	wg.Wait()
-	return errors.Join(err, attrErr)
+	return errors.Join(err, attrErr, wbErr)
 }
 
 // ensureCRDs applies the CRDs (or, when another tool owns them, waits for them), retrying with

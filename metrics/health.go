@@ -5,6 +5,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // Parts of the daemon that may be degraded, the label values of degraded{part}.
 const (
 	PartAttribution = "attribution" // the admission webhook that credits changes to their authors
+	PartWriteBack   = "write-back"  // Git edits become proposals, applied after review
 )
 
 // Health are the collectors of the daemon's optional parts: a part that cannot do its job (its

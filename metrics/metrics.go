@@ -22,6 +22,7 @@ type Registry struct {
 	Mirror      *Mirror
 	Attribution *Attribution
 	Health      *Health
+	WriteBack   *WriteBack
 }
 
 // New creates a registry with the Go runtime and process collectors and a build_info gauge.
@@ -32,7 +33,8 @@ func New() *Registry {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildInfo(),
 	)
-	return &Registry{reg: reg, Mirror: newMirror(reg), Attribution: newAttribution(reg), Health: newHealth(reg)}
+	return &Registry{reg: reg, Mirror: newMirror(reg), Attribution: newAttribution(reg), Health: newHealth(reg),
+		WriteBack: newWriteBack(reg)}
 }
 
 // Gather returns the current value of every collector, for tests and benchmarks.

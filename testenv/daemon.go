@@ -150,6 +150,9 @@ func (d *Daemon) WaitForStatus(tb testing.TB, url string, want int) string {
 	return body
 }
 
+// MetricsAddr is the address of the daemon's /metrics, as configured.
+func (d *Daemon) MetricsAddr() string { return d.cfg.MetricsAddr }
+
 // Metric scrapes one sample from the daemon's /metrics, waiting until it answers. name is the
 // sample as exposed, labels included (`x_total{result="ok"}`); a missing sample is 0, as a
 // Prometheus counter not yet incremented is.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,6 +67,7 @@ type Manager struct {
 	watchers  map[string]*running
 	warned    map[string]bool // rules already warned about selecting Secrets, by uid/generation
 	coalesced map[string]int  // coalescings already reported, by destination
+	selected  atomic.Pointer[map[string][]Selection]
 }
 
 // running is a goroutine the manager started and can stop.
@@ -190,6 +192,18 @@ func (m *Manager) poke() {
 // credentials Secret changed, a remote answered), so the status it reports follows within
 // moments instead of at the next refresh. It never blocks.
 func (m *Manager) Changed() { m.poke() }
+
+// Selections returns what the rules of the destination ("namespace/name") select, as of the last
+// reconcile: each selection's namespace is "" for every namespace (or a cluster-scoped resource)
+// and its own namespace for a WatchRule. Nil when the destination selects nothing or is unknown.
+// Safe to call from any goroutine.
+func (m *Manager) Selections(destination string) []Selection {
+	p := m.selected.Load()
+	if p == nil {
+		return nil
+	}
+	return (*p)[destination]
+}
 
 func (m *Manager) rediscover() {
 	resources, err := discover(m.disco)

@@ -59,6 +59,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		errs = append(errs, m.reporter.report(ctx, crds.ClusterWatchRules, crds.KindClusterWatchRule, r, r.Status, cond))
 	}
 	m.applyWatchers(ctx, dests, specs)
+	m.publishSelections(specs)
 	for _, d := range dests {
 		errs = append(errs, m.reporter.report(ctx, crds.GitDestinations, crds.KindGitDestination, d.obj, d.obj.Status.Status, m.destinationCondition(d)))
 	}
@@ -90,6 +91,19 @@ func (m *Manager) destinationCondition(d *destination) condition {
 		return notReady("PushFailing", "pushing to %s@%s fails (retrying): %v", d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch, st.LastError)
 	}
 	return d.cond
+}
+
+// publishSelections makes what each destination selects readable through Selections.
+func (m *Manager) publishSelections(specs map[string]*watcherSpec) {
+	byDest := map[string][]Selection{}
+	for _, s := range specs {
+		for _, t := range s.targets {
+			sel := s.sel
+			sel.Ops = t.ops
+			byDest[t.destination] = append(byDest[t.destination], sel)
+		}
+	}
+	m.selected.Store(&byDest)
 }
 
 type ruleRef struct {

@@ -194,6 +194,8 @@ var notDesiredState = map[schema.GroupResource]bool{
 	{Group: "apiregistration.k8s.io", Resource: "apiservices"}:             true,
 	{Group: "internal.apiserver.k8s.io", Resource: "storageversions"}:      true,
 	{Group: "resource.k8s.io", Resource: "resourceslices"}:                 true,
+	{Group: crds.Group, Resource: "proposals"}:                             true, // write-back's own records: mirroring them
+	{Group: crds.Group, Resource: "syncruns"}:                              true, // would make a commit per run
 }
 
 func inDefaultSet(res APIResource) bool {

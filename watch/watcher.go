@@ -24,17 +24,24 @@ import (
 	"github.com/configbutler/gitops-reverser/sanitize"
 )
 
-// Authors tells who made a change the watch saw; the admission webhook records them. op is
-// CREATE, UPDATE or DELETE and content the canonical YAML the watch will write (nil for DELETE).
+// Credit is who a change is committed as, and the trailers its commit carries.
+type Credit struct {
+	Author   gitops.Signature
+	Trailers [][2]string
+}
+
+// Authors tells who made a change the watch saw; the admission webhook records them, write-back
+// its applies. op is CREATE, UPDATE or DELETE and content the canonical YAML the watch will write
+// (nil for DELETE).
 type Authors interface {
-	Author(op string, gk schema.GroupKind, namespace, name string, content []byte) (gitops.Signature, bool)
+	Author(op string, gk schema.GroupKind, namespace, name string, content []byte) (Credit, bool)
 }
 
 // noAuthors credits every change to the bot: attribution is off.
 type noAuthors struct{}
 
-func (noAuthors) Author(string, schema.GroupKind, string, string, []byte) (gitops.Signature, bool) {
-	return gitops.Signature{}, false
+func (noAuthors) Author(string, schema.GroupKind, string, string, []byte) (Credit, bool) {
+	return Credit{}, false
 }
 
 // target is one destination's interest in the objects a watcher sees.
@@ -203,12 +210,12 @@ func (w *watcher) handle(typ watch.EventType, obj *unstructured.Unstructured) er
 	case watch.Deleted:
 		w.metrics.ObjectsScanned.Inc()
 		delete(w.hashes, k)
-		author, _ := w.authors.Author("DELETE", w.groupKind(), obj.GetNamespace(), obj.GetName(), nil)
+		credit, _ := w.authors.Author("DELETE", w.groupKind(), obj.GetNamespace(), obj.GetName(), nil)
 		for _, t := range w.targets {
 			if t.ops&opDelete == 0 {
 				continue
 			}
-			c := gitops.Change{Path: w.path(t, obj), Author: author, Summary: "delete " + w.describe(obj)}
+			c := gitops.Change{Path: w.path(t, obj), Author: credit.Author, Trailers: credit.Trailers, Summary: "delete " + w.describe(obj)}
 			if err := t.sink.Enqueue(c); err != nil {
 				return err
 			}
@@ -240,15 +247,15 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 		}
 		return paths, h, nil // its file, if any, stays as it was
 	}
-	var author gitops.Signature
+	var credit Credit
 	if opName != "" && h != skip {
-		author, _ = w.authors.Author(opName, w.groupKind(), obj.GetNamespace(), obj.GetName(), content)
+		credit, _ = w.authors.Author(opName, w.groupKind(), obj.GetNamespace(), obj.GetName(), content)
 	}
 	for i, t := range w.targets {
 		if t.ops&op.bits == 0 || h == skip {
 			continue
 		}
-		c := gitops.Change{Path: paths[i], Content: content, Author: author, Summary: op.verb + " " + w.describe(obj)}
+		c := gitops.Change{Path: paths[i], Content: content, Author: credit.Author, Trailers: credit.Trailers, Summary: op.verb + " " + w.describe(obj)}
 		if err := t.sink.Enqueue(c); err != nil {
 			return nil, h, err
 		}

@@ -1,0 +1,139 @@
+package daemon
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/metrics"
+	"github.com/configbutler/gitops-reverser/watch"
+	"github.com/configbutler/gitops-reverser/writeback"
+)
+
+// loadHoldsTimeout bounds the wait for the pending proposals before the mirror starts.
+const loadHoldsTimeout = 15 * time.Second
+
+// writeBack is the Git → cluster flow beside the mirror. It is optional: while it cannot read
+// its kinds (no RBAC for proposals or syncruns) it is degraded and retries; the mirror runs on.
+type writeBack struct {
+	ctl      *writeback.Controller
+	dyn      dynamic.Interface
+	optional *optionalParts
+	log      *slog.Logger
+}
+
+func newWriteBack(cfg Config, kube *rest.Config, mr *mirror, attr *attribution, credits *writeback.Credits, m *metrics.WriteBack,
+	optional *optionalParts, log *slog.Logger) (*writeBack, error) {
+	wc := writeback.Config{
+		Kube: kube, Git: mr.pool, Selections: mr.manager.Selections, Credits: credits, Ours: mr.ours,
+		Interval: cfg.WriteBackInterval, MaxPerTick: cfg.MaxProposalsPerTick, Halt: cfg.HaltWriteBack,
+		Retention: cfg.SyncRunRetention, FailedRetention: cfg.SyncRunRetentionFail,
+		Metrics: m, Log: log.With("part", metrics.PartWriteBack),
+	}
+	if attr != nil {
+		wc.Approvers = func(uid types.UID, decision string) (authenticationv1.UserInfo, bool) {
+			d, ok := attr.decisions.Who(uid, decision)
+			return d.User, ok
+		}
+	}
+	ctl, err := writeback.New(wc)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(kube)
+	if err != nil {
+		return nil, err
+	}
+	optional.track(metrics.PartWriteBack, "edits pushed to Git are not turned into proposals, and approved proposals are not applied")
+	if cfg.HaltWriteBack {
+		log.Warn("write-back is halted (--halt-write-back): proposals are opened, nothing is applied")
+	}
+	return &writeBack{ctl: ctl, dyn: dyn, optional: optional, log: log}, nil
+}
+
+// loadHolds keeps the mirror off the files of waiting proposals; when it cannot, the mirror
+// writes them from the live state and those proposals go Stale.
+func (w *writeBack) loadHolds(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, loadHoldsTimeout)
+	defer cancel()
+	n, err := w.ctl.LoadHolds(ctx)
+	if err != nil {
+		w.optional.degraded(metrics.PartWriteBack, problem{
+			what: "read the waiting proposals: " + err.Error(),
+			fix:  "grant the daemon get/list/watch on proposals.configbutler.ai (deploy/rbac.yaml, the Helm chart)",
+		})
+		return
+	}
+	if n > 0 {
+		w.log.Info("files of waiting proposals held", "count", n)
+	}
+}
+
+// Run waits until the daemon may read its write-back kinds, then runs the controller.
+func (w *writeBack) Run(ctx context.Context) error {
+	defer w.ctl.Close()
+	backoff := attributionMinBackoff
+	for ctx.Err() == nil {
+		err := w.probe(ctx)
+		if err == nil {
+			break
+		}
+		w.optional.degraded(metrics.PartWriteBack, problem{
+			what: err.Error(),
+			fix:  "grant the daemon get/list/watch/create on proposals and syncruns of configbutler.ai (deploy/rbac.yaml, the Helm chart)",
+		})
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, attributionMaxBackoff)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	w.optional.fine(metrics.PartWriteBack)
+	return w.ctl.Run(ctx)
+}
+
+func (w *writeBack) probe(ctx context.Context) error {
+	for _, gvr := range []schema.GroupVersionResource{crds.Proposals, crds.SyncRuns} {
+		if _, err := w.dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// heldChanged forwards the pool's OnHeldChange; nil until the controller exists.
+func (w *writeBack) heldChanged(url, branch, path string) {
+	if w != nil {
+		w.ctl.HeldChanged(url, branch, path)
+	}
+}
+
+// creditChain credits a change to what write-back applied first, then to whoever the admission
+// webhook saw.
+type creditChain struct {
+	credits *writeback.Credits
+	attr    *attribution // nil: the webhook is disabled
+}
+
+func (c creditChain) Author(op string, gk schema.GroupKind, namespace, name string, content []byte) (watch.Credit, bool) {
+	if cr, ok := c.credits.Author(op, gk, namespace, name, content); ok {
+		return cr, true
+	}
+	if c.attr == nil {
+		return watch.Credit{}, false
+	}
+	author, ok := c.attr.store.Author(op, gk, namespace, name, content)
+	return watch.Credit{Author: author}, ok
+}

@@ -1,0 +1,45 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Label values of the write-back collectors.
+const (
+	ApplyAuto     = "auto"     // proposals_applied_total{mode}: applied without review (autoApply)
+	ApplyApproved = "approved" // proposals_applied_total{mode}: applied after a person approved it
+)
+
+// WriteBack are the collectors of the Git → cluster flow: Git edits become proposals, which are
+// applied after review or automatically, each reconcile recorded as a SyncRun.
+type WriteBack struct {
+	ProposalsOpened  *prometheus.CounterVec // by change: create | update | destroy
+	ProposalsApplied *prometheus.CounterVec // by mode: auto | approved
+	ProposalsRefused *prometheus.CounterVec // by reason: a refused Git file or a refused approval
+	SyncRuns         *prometheus.CounterVec // by status: success | failed | partial
+	Pending          prometheus.Gauge       // proposals waiting for a decision, over every destination
+}
+
+func newWriteBack(reg prometheus.Registerer) *WriteBack {
+	w := &WriteBack{
+		ProposalsOpened: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "proposals_opened_total",
+			Help: "Proposals opened from Git edits, by change (create, update, destroy)."}, []string{"change"}),
+		ProposalsApplied: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "proposals_applied_total",
+			Help: "Proposals applied to the cluster, by mode (auto, approved)."}, []string{"mode"}),
+		ProposalsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "proposals_refused_total",
+			Help: "Git files and approvals write-back refused to act on, by reason."}, []string{"reason"}),
+		SyncRuns: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "syncruns_total",
+			Help: "Write-back reconciles finished, by status (success, failed, partial)."}, []string{"status"}),
+		Pending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "proposals_pending",
+			Help: "Proposals waiting for a decision, over every destination."}),
+	}
+	for _, c := range []string{"create", "update", "destroy"} {
+		w.ProposalsOpened.WithLabelValues(c)
+	}
+	for _, m := range []string{ApplyAuto, ApplyApproved} {
+		w.ProposalsApplied.WithLabelValues(m)
+	}
+	for _, s := range []string{"success", "failed", "partial"} {
+		w.SyncRuns.WithLabelValues(s)
+	}
+	reg.MustRegister(w.ProposalsOpened, w.ProposalsApplied, w.ProposalsRefused, w.SyncRuns, w.Pending)
+	return w
+}

@@ -1,0 +1,185 @@
+package writeback
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/sanitize"
+	"github.com/configbutler/gitops-reverser/watch"
+)
+
+// applyAttempts bounds the retries when the object's resourceVersion moves without its content
+// changing (a status update between the check and the apply).
+const applyAttempts = 3
+
+type outcomeKind int
+
+const (
+	outcomeApplied outcomeKind = iota
+	outcomeStale               // the live object moved: the proposal no longer says what it would change
+	outcomeRefused             // the apiserver refused it (RBAC, validation, admission)
+)
+
+type outcome struct {
+	kind            outcomeKind
+	reason, message string
+	live            *unstructured.Unstructured // for outcomeStale
+}
+
+// apply makes the cluster say what the proposal says: server-side apply (field manager
+// gitops-reverser, forcing ownership of the fields the file sets) for create and update, delete
+// for a destroy, each conditional on the live resourceVersion whose content was checked. The
+// resulting watch event is credited to credit. Only a failure to talk to the apiserver is an error.
+func (c *Controller) apply(ctx context.Context, p *crds.Proposal, credit watch.Credit) (outcome, error) {
+	gvr, err := gvrOf(p.Spec.Target)
+	if err != nil {
+		return outcome{kind: outcomeRefused, reason: reasonApplyFailed, message: err.Error()}, nil
+	}
+	client := c.dyn.Resource(gvr).Namespace(p.Spec.Target.Namespace)
+	gk := schema.GroupKind{Group: gvr.Group, Kind: p.Spec.Target.Kind}
+	for range applyAttempts {
+		live, err := c.live(ctx, p)
+		if err != nil {
+			return outcome{}, err
+		}
+		if why := staleness(p, live); why != "" {
+			return outcome{kind: outcomeStale, message: why, live: live}, nil
+		}
+		if p.Spec.Change == crds.ChangeDestroy {
+			rv := live.GetResourceVersion()
+			c.cfg.Credits.Expect(gk, p.Spec.Target.Namespace, p.Spec.Target.Name, nil, credit)
+			err = client.Delete(ctx, p.Spec.Target.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+			if apierrors.IsNotFound(err) {
+				err = nil
+			}
+		} else {
+			err = c.serverSideApply(ctx, p, live, credit, gk)
+		}
+		if apierrors.IsConflict(err) {
+			continue // the resourceVersion moved: check the content again
+		}
+		return classify(p, err)
+	}
+	return outcome{kind: outcomeRefused, reason: reasonApplyFailed, message: "the object kept changing while it was applied; approve again"}, nil
+}
+
+// serverSideApply applies the proposal's desired object. A dry run first gives the exact
+// content the watch will see, so the commit recording it is credited before it can happen.
+func (c *Controller) serverSideApply(ctx context.Context, p *crds.Proposal, live *unstructured.Unstructured, credit watch.Credit, gk schema.GroupKind) error {
+	doc, err := ParseDocument([]byte(p.Spec.Desired))
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	body := &unstructured.Unstructured{Object: sanitize.Object(doc.Object.Object)}
+	if live != nil {
+		body.SetResourceVersion(live.GetResourceVersion())
+	}
+	data, err := json.Marshal(body.Object)
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	gvr, _ := gvrOf(p.Spec.Target)
+	client := c.dyn.Resource(gvr).Namespace(p.Spec.Target.Namespace)
+	force := true
+	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: &force, DryRun: []string{metav1.DryRunAll}}
+	dry, err := client.Patch(ctx, p.Spec.Target.Name, types.ApplyPatchType, data, opts)
+	if err != nil {
+		return err
+	}
+	expected, err := sanitize.YAML(sanitize.Object(dry.Object))
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	c.cfg.Credits.Expect(gk, p.Spec.Target.Namespace, p.Spec.Target.Name, expected, credit)
+	opts.DryRun = nil
+	applied, err := client.Patch(ctx, p.Spec.Target.Name, types.ApplyPatchType, data, opts)
+	if err != nil {
+		return err
+	}
+	if got, err := sanitize.YAML(sanitize.Object(applied.Object)); err == nil && string(got) != string(expected) {
+		c.cfg.Credits.Expect(gk, p.Spec.Target.Namespace, p.Spec.Target.Name, got, credit)
+	}
+	return nil
+}
+
+// classify turns the apiserver's answer into an outcome; errors that are not its verdict on the
+// request (a timeout, a lost connection) stay errors, to be retried.
+func classify(p *crds.Proposal, err error) (outcome, error) {
+	switch {
+	case err == nil:
+		return outcome{kind: outcomeApplied}, nil
+	case apierrors.IsForbidden(err):
+		return outcome{kind: outcomeRefused, reason: reasonForbidden, message: fmt.Sprintf(
+			"the daemon may not %s %s (install the chart with writeBack.enabled=true for the resources write-back may change): %v",
+			verbOf(p.Spec.Change), targetName(p.Spec.Target), err)}, nil
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err),
+		apierrors.IsNotAcceptable(err), apierrors.IsUnsupportedMediaType(err), apierrors.IsRequestEntityTooLargeError(err):
+		return outcome{kind: outcomeRefused, reason: reasonApplyFailed, message: err.Error()}, nil
+	}
+	if status, ok := err.(apierrors.APIStatus); ok && status.Status().Code >= 400 && status.Status().Code < 500 {
+		return outcome{kind: outcomeRefused, reason: reasonApplyFailed, message: err.Error()}, nil // e.g. an admission webhook's denial
+	}
+	return outcome{}, fmt.Errorf("%s %s: %w", verbOf(p.Spec.Change), targetName(p.Spec.Target), err)
+}
+
+// live reads the proposal's target; nil when it does not exist.
+func (c *Controller) live(ctx context.Context, p *crds.Proposal) (*unstructured.Unstructured, error) {
+	gvr, err := gvrOf(p.Spec.Target)
+	if err != nil {
+		return nil, err
+	}
+	return c.get(ctx, gvr, p.Spec.Target.Namespace, p.Spec.Target.Name)
+}
+
+// mayChange asks the apiserver whether the approver may make the proposal's change themselves.
+func (c *Controller) mayChange(ctx context.Context, who authenticationv1.UserInfo, p *crds.Proposal) (bool, string, error) {
+	gvr, err := gvrOf(p.Spec.Target)
+	if err != nil {
+		return false, err.Error(), nil
+	}
+	extra := make(map[string]authorizationv1.ExtraValue, len(who.Extra))
+	for k, v := range who.Extra {
+		extra[k] = authorizationv1.ExtraValue(v)
+	}
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: who.Username, UID: who.UID, Groups: who.Groups, Extra: extra,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: p.Spec.Target.Namespace, Verb: verbOf(p.Spec.Change),
+			Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Name: p.Spec.Target.Name,
+		},
+	}}
+	res, err := c.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	if err != nil {
+		return false, "", fmt.Errorf("check whether %s may %s %s: %w", who.Username, verbOf(p.Spec.Change), targetName(p.Spec.Target), err)
+	}
+	return res.Status.Allowed && !res.Status.Denied, res.Status.Reason, nil
+}
+
+// verbOf is the RBAC verb a change needs.
+func verbOf(change crds.ProposalChange) string {
+	switch change {
+	case crds.ChangeCreate:
+		return "create"
+	case crds.ChangeDestroy:
+		return "delete"
+	}
+	return "patch"
+}
+
+func gvrOf(t crds.ProposalTarget) (schema.GroupVersionResource, error) {
+	gv, err := schema.ParseGroupVersion(t.APIVersion)
+	if err != nil {
+		return schema.GroupVersionResource{}, fmt.Errorf("target apiVersion %q: %w", t.APIVersion, err)
+	}
+	return gv.WithResource(t.Resource), nil
+}

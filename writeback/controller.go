@@ -1,0 +1,321 @@
+package writeback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/metrics"
+	"github.com/configbutler/gitops-reverser/watch"
+)
+
+// Git is what write-back needs of the Git workers (gitops.Pool).
+type Git interface {
+	Edits(ctx context.Context, url, branch string, q gitops.EditsQuery) (gitops.EditsResult, error)
+	File(ctx context.Context, url, branch, commit, path string) ([]byte, error)
+	Hold(url, branch, path string)
+	Release(url, branch, path string, restore *gitops.Change)
+}
+
+// Approvers tells who set a proposal's spec.decision to decision, as the apiserver authenticated
+// them; the admission webhook records it. False when nobody is known (the webhook was down).
+type Approvers func(uid types.UID, decision string) (authenticationv1.UserInfo, bool)
+
+// Defaults of Config.
+const (
+	DefaultInterval          = 5 * time.Minute
+	MinInterval              = 10 * time.Second
+	DefaultMaxPerTick        = 25
+	DefaultRetention         = 90 * 24 * time.Hour
+	DefaultFailedRetention   = 365 * 24 * time.Hour
+	FieldManager             = "gitops-reverser"
+	triggerInterval          = "interval"
+	triggerSyncNow           = "sync-now"
+	triggerStartup           = "startup"
+	maxRefusedListed         = 50
+	destinationKeyPrefix     = "d/"
+	proposalKeyPrefix        = "p/"
+	defaultOperationDeadline = 2 * time.Minute
+)
+
+// Config is everything the controller needs. Approvers, Credits, Metrics and Log may be nil.
+type Config struct {
+	Kube *rest.Config
+	Git  Git
+	// Selections says what a destination ("namespace/name") selects: a Git file of any other
+	// resource, or outside a WatchRule's namespace, is refused.
+	Selections func(destination string) []watch.Selection
+	Approvers  Approvers
+	Credits    *Credits
+	// Ours tells the daemon's own commits (by their trailers) from people's.
+	Ours       func(message string) bool
+	Interval   time.Duration // between fetches of a destination; at least MinInterval
+	MaxPerTick int           // proposals opened per reconcile
+	// Halt stops every apply, automatic or approved; proposals are still opened.
+	Halt                       bool
+	Retention, FailedRetention time.Duration // of SyncRuns: success / failed and partial
+	Metrics                    *metrics.WriteBack
+	Log                        *slog.Logger
+}
+
+// Controller runs write-back for every GitDestination that enables it.
+type Controller struct {
+	cfg      Config
+	dyn      dynamic.Interface
+	kube     kubernetes.Interface
+	recorder record.EventRecorder
+	queue    workqueue.TypedRateLimitingInterface[string]
+	factory  dynamicinformer.DynamicSharedInformerFactory
+	dests    cache.SharedIndexInformer
+	repos    cache.SharedIndexInformer
+	props    cache.SharedIndexInformer
+
+	mu       sync.Mutex
+	triggers  map[string]trigger   // why each queued destination runs next
+	known     map[string]bool      // write-back destinations seen, to run each once at start
+	requested map[string]string    // the sync-now value last queued, per destination
+	due       map[string]time.Time // when each destination's interval run is due
+}
+
+// trigger is why a destination is reconciled; value is the sync-now annotation it answers.
+type trigger struct{ kind, value string }
+
+// New builds the controller; Run does the work.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Interval == 0 {
+		cfg.Interval = DefaultInterval
+	}
+	cfg.Interval = max(cfg.Interval, MinInterval)
+	if cfg.MaxPerTick <= 0 {
+		cfg.MaxPerTick = DefaultMaxPerTick
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.FailedRetention <= 0 {
+		cfg.FailedRetention = DefaultFailedRetention
+	}
+	if cfg.Credits == nil {
+		cfg.Credits = NewCredits()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New().WriteBack
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Ours == nil {
+		cfg.Ours = func(string) bool { return false }
+	}
+	if cfg.Selections == nil {
+		cfg.Selections = func(string) []watch.Selection { return nil }
+	}
+	dyn, err := dynamic.NewForConfig(cfg.Kube)
+	if err != nil {
+		return nil, fmt.Errorf("build dynamic client: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg.Kube)
+	if err != nil {
+		return nil, fmt.Errorf("build kubernetes client: %w", err)
+	}
+	c := &Controller{
+		cfg: cfg, dyn: dyn, kube: kube,
+		factory:  dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
+		triggers: map[string]trigger{},
+		known:     map[string]bool{},
+		requested: map[string]string{},
+		due:       map[string]time.Time{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "write-back"}),
+	}
+	c.dests = c.factory.ForResource(crds.GitDestinations).Informer()
+	c.repos = c.factory.ForResource(crds.GitRepoConfigs).Informer()
+	c.props = c.factory.ForResource(crds.Proposals).Informer()
+	if err := c.props.AddIndexers(cache.Indexers{pathIndex: indexByPath}); err != nil {
+		return nil, fmt.Errorf("index Proposals: %w", err)
+	}
+	return c, nil
+}
+
+// Run reconciles until ctx ends: every write-back destination once at start, then on its
+// interval, on the sync-now annotation and on SyncNow; every proposal whose decision changes.
+// It returns once everything it started has stopped.
+func (c *Controller) Run(ctx context.Context) error {
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: c.kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	c.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "gitops-reverser"})
+
+	defer c.queue.ShutDown()
+	if _, err := c.dests.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.destinationSeen,
+		UpdateFunc: func(_, obj any) { c.destinationSeen(obj) },
+	}); err != nil {
+		return fmt.Errorf("watch GitDestinations: %w", err)
+	}
+	if _, err := c.props.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.proposalSeen,
+		UpdateFunc: func(_, obj any) { c.proposalSeen(obj) },
+	}); err != nil {
+		return fmt.Errorf("watch Proposals: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c.factory.Start(ctx.Done())
+	defer c.factory.Shutdown()
+	for gvr, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok && ctx.Err() == nil {
+			return fmt.Errorf("sync the cache of %s", gvr.Resource)
+		}
+	}
+	go func() {
+		<-ctx.Done()
+		c.queue.ShutDown()
+	}()
+	for c.next(ctx) {
+	}
+	return nil
+}
+
+// Close releases what New started, for a controller whose Run never ran.
+func (c *Controller) Close() { c.queue.ShutDown() }
+
+// SyncNow reconciles the destination as soon as the controller is free: fetch, read the edits
+// people pushed, open proposals. It is the one call every trigger uses.
+func (c *Controller) SyncNow(namespace, name, why string) {
+	c.enqueueDestination(namespace+"/"+name, trigger{kind: why})
+}
+
+// HeldChanged is the pool's OnHeldChange: the mirror wanted to write a file a proposal holds,
+// so the live object may have moved and the proposal be stale.
+func (c *Controller) HeldChanged(url, branch, path string) {
+	for _, p := range c.proposalsAt(path) {
+		if d, err := c.destination(p.Namespace, p.Spec.DestinationRef.Name); err == nil && d.url == url && d.branch == branch {
+			c.queue.Add(proposalKeyPrefix + p.Namespace + "/" + p.Name)
+		}
+	}
+}
+
+// enqueueDestination queues a run; a sync-now request wins over a start-up run, which wins
+// over an interval run, so the annotation's value is recorded as handled.
+func (c *Controller) enqueueDestination(key string, t trigger) {
+	c.mu.Lock()
+	if cur, ok := c.triggers[key]; !ok || cur.kind == triggerInterval || t.kind == triggerSyncNow {
+		c.triggers[key] = t
+	}
+	c.mu.Unlock()
+	c.queue.Add(destinationKeyPrefix + key)
+}
+
+// destinationSeen queues a write-back destination the first time it is seen, and again when its
+// sync-now annotation carries a value not acted on yet.
+func (c *Controller) destinationSeen(obj any) {
+	d, err := crds.FromUnstructured[crds.GitDestination](obj.(*unstructured.Unstructured))
+	if err != nil || d.Spec.WriteBack == nil || !d.Spec.WriteBack.Enabled {
+		return
+	}
+	key := d.Namespace + "/" + d.Name
+	c.mu.Lock()
+	first := !c.known[key]
+	c.known[key] = true
+	v := d.Annotations[crds.AnnotationSyncNow]
+	syncNow := v != "" && c.requested[key] != v && (d.Status.WriteBack == nil || d.Status.WriteBack.LastHandledSyncNow != v)
+	if syncNow {
+		c.requested[key] = v
+	}
+	c.mu.Unlock()
+	switch {
+	case syncNow:
+		c.enqueueDestination(key, trigger{kind: triggerSyncNow, value: v})
+	case first:
+		c.enqueueDestination(key, trigger{kind: triggerStartup})
+	}
+}
+
+// proposalSeen queues a proposal that waits and carries a decision.
+func (c *Controller) proposalSeen(obj any) {
+	p, err := crds.FromUnstructured[crds.Proposal](obj.(*unstructured.Unstructured))
+	if err != nil || !waiting(p) || p.Spec.Decision == crds.DecisionNone {
+		return
+	}
+	if p.Status.Phase == crds.PhaseIgnored && p.Spec.Decision == crds.DecisionIgnore {
+		return
+	}
+	c.queue.Add(proposalKeyPrefix + p.Namespace + "/" + p.Name)
+}
+
+// next processes one queued key; false once the queue shut down.
+func (c *Controller) next(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+	opCtx, cancel := context.WithTimeout(ctx, defaultOperationDeadline)
+	defer cancel()
+	var err error
+	requeueAfter := time.Duration(0)
+	switch {
+	case strings.HasPrefix(key, destinationKeyPrefix):
+		name := strings.TrimPrefix(key, destinationKeyPrefix)
+		c.mu.Lock()
+		t, ok := c.triggers[name]
+		delete(c.triggers, name)
+		early := !ok && time.Now().Add(time.Second).Before(c.due[name]) // a timer of an earlier run
+		c.mu.Unlock()
+		if early {
+			return true
+		}
+		if !ok {
+			t = trigger{kind: triggerInterval}
+		}
+		var enabled bool
+		enabled, err = c.reconcile(opCtx, name, t)
+		c.mu.Lock()
+		delete(c.due, name) // a retry after an error is not early
+		if enabled && err == nil {
+			requeueAfter = c.cfg.Interval
+			c.due[name] = time.Now().Add(requeueAfter)
+		}
+		c.mu.Unlock()
+	case strings.HasPrefix(key, proposalKeyPrefix):
+		ns, name, _ := strings.Cut(strings.TrimPrefix(key, proposalKeyPrefix), "/")
+		err = c.decide(opCtx, ns, name)
+	}
+	c.cfg.Metrics.Pending.Set(float64(c.pendingCount("")))
+	switch {
+	case err != nil && ctx.Err() == nil:
+		c.cfg.Log.Warn("write-back failed; retrying", "key", key, "err", err)
+		c.queue.AddRateLimited(key)
+	case requeueAfter > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, requeueAfter)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+// errNotWriteBack says a destination is gone or does not enable write-back.
+var errNotWriteBack = errors.New("not a write-back destination")

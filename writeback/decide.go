@@ -1,0 +1,320 @@
+package writeback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/metrics"
+	"github.com/configbutler/gitops-reverser/sanitize"
+	"github.com/configbutler/gitops-reverser/watch"
+)
+
+// Trailers of the commits that record what write-back did.
+const (
+	TrailerProposal   = "X-ConfigButler-Proposal"
+	TrailerApprovedBy = "X-ConfigButler-ApprovedBy"
+)
+
+// Refusal reasons of an approval (proposals_refused_total{reason}).
+const (
+	ReasonApproverUnknown   = "ApproverUnknown"
+	ReasonApproverForbidden = "ApproverForbidden"
+	ReasonNotFromGit        = "NotFromGit"
+)
+
+// decide acts on a waiting proposal: Stale when the live object moved, else its decision.
+func (c *Controller) decide(ctx context.Context, namespace, name string) error {
+	u, err := c.dyn.Resource(crds.Proposals).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read Proposal %s/%s: %w", namespace, name, err)
+	}
+	p, err := crds.FromUnstructured[crds.Proposal](u)
+	if err != nil || !waiting(p) {
+		return err
+	}
+	d, err := c.destination(namespace, p.Spec.DestinationRef.Name)
+	if errors.Is(err, errNotWriteBack) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	live, err := c.live(ctx, p)
+	if err != nil {
+		return err
+	}
+	if why := staleness(p, live); why != "" {
+		return c.markStale(ctx, d, p, live, why)
+	}
+	switch p.Spec.Decision {
+	case crds.DecisionReject:
+		return c.reject(ctx, d, p, live)
+	case crds.DecisionIgnore:
+		who, _ := c.approver(p)
+		_, err := c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
+			s.Phase, s.ReviewedBy, s.DecidedAt = crds.PhaseIgnored, reviewer(who), now()
+			s.Message = "ignored: the file stays as written in Git until it is edited again or the live object changes"
+			setApplied(s, metav1.ConditionFalse, reasonIgnored, s.Message)
+		})
+		return err
+	case crds.DecisionApprove:
+		return c.approve(ctx, d, p)
+	}
+	return nil
+}
+
+// approve applies an approved proposal when nothing forbids it.
+func (c *Controller) approve(ctx context.Context, d *dest, p *crds.Proposal) error {
+	switch {
+	case c.cfg.Halt:
+		return c.hold(ctx, p, reasonHalted, "approved, but write-back is halted (--halt-write-back): nothing is applied until it is lifted")
+	case d.writeBack().Suspend:
+		return c.hold(ctx, p, reasonSuspended, "approved, but write-back of GitDestination "+d.key+" is suspended (spec.writeBack.suspend)")
+	}
+	who, ok := c.approver(p)
+	if !ok {
+		return c.refuseApproval(ctx, p, nil, ReasonApproverUnknown, reasonApproverUnknown,
+			"nobody is known to have approved it (the admission webhook did not see who set spec.decision); set spec.decision again")
+	}
+	allowed, why, err := c.mayChange(ctx, who, p)
+	if err != nil {
+		return err
+	}
+	if !allowed {
+		return c.refuseApproval(ctx, p, &who, ReasonApproverForbidden, reasonForbidden,
+			fmt.Sprintf("%s approved it but may not %s %s themselves%s; someone who may must approve it", who.Username,
+				verbOf(p.Spec.Change), targetName(p.Spec.Target), because(why)))
+	}
+	if err := c.fromGit(ctx, d, p); err != nil {
+		var refused *Refused
+		if errors.As(err, &refused) {
+			return c.refuseApproval(ctx, p, &who, refused.Reason, reasonNotFromGit, refused.Message)
+		}
+		return err
+	}
+	credit := watch.Credit{
+		Author:   gitops.Signature{Name: p.Spec.Author.Name, Email: p.Spec.Author.Email},
+		Trailers: [][2]string{{TrailerProposal, p.Namespace + "/" + p.Name}, {TrailerApprovedBy, who.Username}},
+	}
+	_, err = c.applyAndRecord(ctx, d, p, credit, &who)
+	return err
+}
+
+// autoApply applies a proposal it has just opened, without review. A refusal by the apiserver is
+// told in the proposal, which then waits for a person; only a failure to talk to it is an error.
+func (c *Controller) autoApply(ctx context.Context, d *dest, p *crds.Proposal) (bool, error) {
+	credit := watch.Credit{
+		Author:   gitops.Signature{Name: p.Spec.Author.Name, Email: p.Spec.Author.Email},
+		Trailers: [][2]string{{TrailerProposal, p.Namespace + "/" + p.Name}},
+	}
+	return c.applyAndRecord(ctx, d, p, credit, nil)
+}
+
+// applyAndRecord applies p and records the outcome in its status, an Event and the metrics.
+// who is the approver, nil for an automatic apply. applied says whether the cluster changed.
+func (c *Controller) applyAndRecord(ctx context.Context, d *dest, p *crds.Proposal, credit watch.Credit, who *authenticationv1.UserInfo) (bool, error) {
+	outcome, err := c.apply(ctx, p, credit)
+	if err != nil {
+		return false, err
+	}
+	switch outcome.kind {
+	case outcomeStale:
+		return false, c.markStale(ctx, d, p, outcome.live, outcome.message)
+	case outcomeRefused:
+		c.cfg.Metrics.ProposalsRefused.WithLabelValues(outcome.reason).Inc()
+		if who != nil {
+			if err := c.clearDecision(ctx, p); err != nil {
+				return false, err
+			}
+		}
+		_, err := c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
+			s.Phase, s.Message = crds.PhasePending, "not applied: "+outcome.message
+			if who != nil {
+				s.ReviewedBy = reviewer(*who)
+			}
+			setApplied(s, metav1.ConditionFalse, outcome.reason, s.Message)
+		})
+		c.recorder.Event(objectRef(crds.KindProposal, p), corev1.EventTypeWarning, outcome.reason, "not applied: "+outcome.message)
+		return false, err
+	}
+	mode := metrics.ApplyAuto
+	if who != nil {
+		mode = metrics.ApplyApproved
+	}
+	c.cfg.Git.Release(d.url, d.branch, p.Spec.Path, nil)
+	c.cfg.Metrics.ProposalsApplied.WithLabelValues(mode).Inc()
+	_, err = c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
+		s.Phase, s.AppliedAt, s.AutoApplied = crds.PhaseApplied, now(), who == nil
+		s.Message = fmt.Sprintf("applied (%s)", mode)
+		if who != nil {
+			s.ReviewedBy, s.DecidedAt = reviewer(*who), now()
+			s.Message = "applied: approved by " + who.Username
+		}
+		setApplied(s, metav1.ConditionTrue, reasonApplied, s.Message)
+	})
+	c.recorder.Eventf(objectRef(crds.KindProposal, p), corev1.EventTypeNormal, reasonApplied, "%s %s applied (%s)", p.Spec.Change, targetName(p.Spec.Target), mode)
+	return true, err
+}
+
+// reject keeps the live state; the mirror writes it back over the edit.
+func (c *Controller) reject(ctx context.Context, d *dest, p *crds.Proposal, live *unstructured.Unstructured) error {
+	who, _ := c.approver(p)
+	restore, err := restoreChange(p, live, "rejected")
+	if err != nil {
+		return err
+	}
+	p, err = c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
+		s.Phase, s.ReviewedBy, s.DecidedAt = crds.PhaseRejected, reviewer(who), now()
+		s.Message = "rejected: the live state stays and is written back to Git"
+		setApplied(s, metav1.ConditionFalse, reasonRejected, s.Message)
+	})
+	if err != nil {
+		return err
+	}
+	c.cfg.Git.Release(d.url, d.branch, p.Spec.Path, restore)
+	c.recorder.Eventf(objectRef(crds.KindProposal, p), corev1.EventTypeNormal, reasonRejected, "%s %s rejected", p.Spec.Change, targetName(p.Spec.Target))
+	return nil
+}
+
+// markStale ends a proposal whose live object moved: the mirror writes the live state again.
+func (c *Controller) markStale(ctx context.Context, d *dest, p *crds.Proposal, live *unstructured.Unstructured, why string) error {
+	restore, err := restoreChange(p, live, "stale")
+	if err != nil {
+		return err
+	}
+	if _, err := c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
+		s.Phase, s.Message = crds.PhaseStale, why+"; the live state is written back to Git"
+		setApplied(s, metav1.ConditionFalse, reasonStale, s.Message)
+	}); err != nil {
+		return err
+	}
+	c.cfg.Git.Release(d.url, d.branch, p.Spec.Path, restore)
+	c.recorder.Event(objectRef(crds.KindProposal, p), corev1.EventTypeWarning, reasonStale, why)
+	return nil
+}
+
+// hold keeps an approved proposal pending, saying why, once.
+func (c *Controller) hold(ctx context.Context, p *crds.Proposal, reason, message string) error {
+	if cur := meta.FindStatusCondition(p.Status.Conditions, crds.ConditionApplied); cur != nil && cur.Reason == reason {
+		return nil
+	}
+	_, err := c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
+		s.Message = message
+		setApplied(s, metav1.ConditionFalse, reason, message)
+	})
+	c.recorder.Event(objectRef(crds.KindProposal, p), corev1.EventTypeWarning, reason, message)
+	return err
+}
+
+// refuseApproval clears the decision, so someone decides again, and says why.
+func (c *Controller) refuseApproval(ctx context.Context, p *crds.Proposal, who *authenticationv1.UserInfo, metric, reason, message string) error {
+	c.cfg.Metrics.ProposalsRefused.WithLabelValues(metric).Inc()
+	if err := c.clearDecision(ctx, p); err != nil {
+		return err
+	}
+	_, err := c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
+		s.Phase, s.Message = crds.PhasePending, message
+		if who != nil {
+			s.ReviewedBy = reviewer(*who)
+		}
+		setApplied(s, metav1.ConditionFalse, reason, message)
+	})
+	c.recorder.Event(objectRef(crds.KindProposal, p), corev1.EventTypeWarning, reason, message)
+	return err
+}
+
+// approver is who set the current decision: as the webhook saw it, or as recorded in the status
+// for this very generation of the proposal (a decision change bumps the generation).
+func (c *Controller) approver(p *crds.Proposal) (authenticationv1.UserInfo, bool) {
+	if c.cfg.Approvers != nil {
+		if u, ok := c.cfg.Approvers(p.UID, string(p.Spec.Decision)); ok {
+			return u, true
+		}
+	}
+	if r := p.Status.ReviewedBy; r != nil && p.Status.ObservedGeneration == p.Generation && p.Status.DecidedAt != nil {
+		return authenticationv1.UserInfo{Username: r.Username, UID: r.UID, Groups: r.Groups}, true
+	}
+	return authenticationv1.UserInfo{}, false
+}
+
+// fromGit checks that the proposal says exactly what Git holds at its source commit, so nothing
+// but a Git edit reaches the cluster (a hand-made Proposal is refused).
+func (c *Controller) fromGit(ctx context.Context, d *dest, p *crds.Proposal) error {
+	data, err := c.cfg.Git.File(ctx, d.url, d.branch, p.Spec.SourceCommit, p.Spec.Path)
+	deleted := errors.Is(err, gitops.ErrNotFound)
+	if err != nil && !deleted {
+		return fmt.Errorf("read %s at %s: %w", p.Spec.Path, short(p.Spec.SourceCommit), err)
+	}
+	if (p.Spec.Change == crds.ChangeDestroy) != deleted || (!deleted && string(data) != p.Spec.Desired) {
+		return &Refused{Reason: ReasonNotFromGit, Message: fmt.Sprintf("its content is not what %s holds at commit %s; only Git edits are applied",
+			p.Spec.Path, short(p.Spec.SourceCommit))}
+	}
+	return nil
+}
+
+// restoreChange is what the mirror writes when a proposal ends without being applied, should
+// it have nothing newer: the live object, or the deletion of a file no live object maps to.
+func restoreChange(p *crds.Proposal, live *unstructured.Unstructured, why string) (*gitops.Change, error) {
+	ch := &gitops.Change{
+		Path:     p.Spec.Path,
+		Summary:  fmt.Sprintf("restore %s (proposal %s %s)", targetName(p.Spec.Target), p.Name, why),
+		Trailers: [][2]string{{TrailerProposal, p.Namespace + "/" + p.Name}},
+	}
+	if live != nil {
+		content, err := sanitize.YAML(sanitize.Object(live.Object))
+		if err != nil {
+			return nil, fmt.Errorf("render the live object: %w", err)
+		}
+		ch.Content = content
+	}
+	return ch, nil
+}
+
+// staleness says why the live object no longer is what the proposal was computed against, or "".
+func staleness(p *crds.Proposal, live *unstructured.Unstructured) string {
+	switch {
+	case p.Spec.Change == crds.ChangeCreate && live != nil:
+		return "the object was created in the cluster meanwhile"
+	case p.Spec.Change == crds.ChangeCreate:
+		return ""
+	case live == nil:
+		return "the object was deleted from the cluster meanwhile"
+	}
+	content, err := sanitize.YAML(sanitize.Object(live.Object))
+	if err != nil || digest(content) != p.Spec.LiveDigest {
+		return "the live object changed since the proposal was computed"
+	}
+	return ""
+}
+
+func reviewer(u authenticationv1.UserInfo) *crds.Reviewer {
+	if u.Username == "" {
+		return nil
+	}
+	return &crds.Reviewer{Username: u.Username, UID: u.UID, Groups: u.Groups}
+}
+
+func because(why string) string {
+	if why == "" {
+		return ""
+	}
+	return " (" + why + ")"
+}
+
+func now() *metav1.Time {
+	t := metav1.Now()
+	return &t
+}

@@ -1,0 +1,64 @@
+package writeback
+
+import (
+	"fmt"
+	"path"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/configbutler/gitops-reverser/crds"
+)
+
+// dest is a write-back destination resolved to its repository, branch and folder.
+type dest struct {
+	obj                 *crds.GitDestination
+	key                 string // namespace/name
+	url, branch, folder string
+}
+
+func (d *dest) writeBack() crds.WriteBack {
+	if d.obj.Spec.WriteBack == nil {
+		return crds.WriteBack{}
+	}
+	return *d.obj.Spec.WriteBack
+}
+
+func (d *dest) status() crds.WriteBackStatus {
+	if d.obj.Status.WriteBack == nil {
+		return crds.WriteBackStatus{}
+	}
+	return *d.obj.Status.WriteBack
+}
+
+// destination reads a GitDestination and its GitRepoConfig from the cache.
+func (c *Controller) destination(namespace, name string) (*dest, error) {
+	key := namespace + "/" + name
+	item, ok, err := c.dests.GetStore().GetByKey(key)
+	if err != nil || !ok {
+		return nil, fmt.Errorf("GitDestination %s: %w", key, errNotWriteBack)
+	}
+	obj, err := crds.FromUnstructured[crds.GitDestination](item.(*unstructured.Unstructured))
+	if err != nil {
+		return nil, fmt.Errorf("read GitDestination %s: %w", key, err)
+	}
+	repoKey := obj.Spec.RepoRef.NamespaceOr(namespace) + "/" + obj.Spec.RepoRef.Name
+	item, ok, err = c.repos.GetStore().GetByKey(repoKey)
+	if err != nil || !ok {
+		return nil, fmt.Errorf("GitRepoConfig %s of GitDestination %s not found", repoKey, key)
+	}
+	repo, err := crds.FromUnstructured[crds.GitRepoConfig](item.(*unstructured.Unstructured))
+	if err != nil {
+		return nil, fmt.Errorf("read GitRepoConfig %s: %w", repoKey, err)
+	}
+	return &dest{obj: obj, key: key, url: repo.Spec.RepoURL, branch: obj.Spec.Branch, folder: cleanFolder(obj.Spec.BaseFolder)}, nil
+}
+
+// cleanFolder is baseFolder as the gitops package writes under it: no leading, trailing or
+// doubled slashes; "" for the repository's root.
+func cleanFolder(f string) string {
+	c := path.Clean("/" + f)
+	if c == "/" {
+		return ""
+	}
+	return c[1:]
+}

@@ -1,0 +1,198 @@
+package writeback
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/sanitize"
+	"github.com/configbutler/gitops-reverser/watch"
+)
+
+// ReasonNotSelected refuses a file of a resource the destination's rules do not select, or
+// outside the namespace of the WatchRule that selects it.
+const ReasonNotSelected = "NotSelected"
+
+// candidate is a difference between a Git file and the live object: a proposal to be.
+type candidate struct {
+	edit       gitops.Edit
+	change     crds.ProposalChange
+	target     crds.ProposalTarget
+	desired    []byte // the file as in Git; nil for destroy
+	liveRV     string
+	liveDigest string
+	diff       string
+}
+
+// evaluate compares one edited file with the live object. It returns nil when they agree, a
+// *Refused error for a file write-back will not act on, or another error when the cluster could
+// not be read.
+func (c *Controller) evaluate(ctx context.Context, d *dest, sels []watch.Selection, e gitops.Edit) (*candidate, error) {
+	if e.Deleted {
+		return c.evaluateDeleted(ctx, d, sels, e)
+	}
+	if e.Size > MaxDocumentBytes || e.Content == nil {
+		return nil, &Refused{Reason: ReasonTooLarge, Message: fmt.Sprintf("%d bytes, over the %d-byte limit", e.Size, MaxDocumentBytes)}
+	}
+	doc, err := ParseDocument(e.Content)
+	if err != nil {
+		return nil, err
+	}
+	obj := doc.Object
+	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
+	if err != nil {
+		return nil, &Refused{Reason: ReasonNotAnObject, Message: fmt.Sprintf("apiVersion %q: %v", obj.GetAPIVersion(), err)}
+	}
+	if gv.Group == "" && obj.GetKind() == "Secret" {
+		return nil, &Refused{Reason: ReasonSecret, Message: "Secrets are never proposed nor applied from Git"}
+	}
+	resource := resourceOf(sels, gv.Group, obj.GetKind())
+	if resource == "" {
+		return nil, notSelected(d, gv.Group, obj.GetKind(), obj.GetNamespace())
+	}
+	if _, err := CheckPath(d.folder, e.Path, obj, resource); err != nil {
+		return nil, err
+	}
+	if selectKind(sels, gv.Group, obj.GetKind(), obj.GetNamespace()) == nil {
+		return nil, notSelected(d, gv.Group, obj.GetKind(), obj.GetNamespace())
+	}
+	gvr := gv.WithResource(resource)
+	live, err := c.get(ctx, gvr, obj.GetNamespace(), obj.GetName())
+	if err != nil {
+		return nil, err
+	}
+	desired := sanitize.Object(obj.Object)
+	cand := &candidate{
+		edit: e, desired: e.Content,
+		target: crds.ProposalTarget{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Resource: gvr.Resource,
+			Namespace: obj.GetNamespace(), Name: obj.GetName()},
+	}
+	desiredYAML, err := sanitize.YAML(desired)
+	if err != nil {
+		return nil, &Refused{Reason: ReasonUnparseable, Message: err.Error()}
+	}
+	if live == nil {
+		cand.change = crds.ChangeCreate
+		cand.diff = UnifiedDiff(nil, desiredYAML, "live (absent)", e.Path)
+		return cand, nil
+	}
+	liveClean := sanitize.Object(live.Object)
+	if cmp.Equal(desired, liveClean) {
+		return nil, nil
+	}
+	liveYAML, err := sanitize.YAML(liveClean)
+	if err != nil {
+		return nil, fmt.Errorf("render the live object: %w", err)
+	}
+	cand.change = crds.ChangeUpdate
+	cand.liveRV, cand.liveDigest = live.GetResourceVersion(), digest(liveYAML)
+	cand.diff = UnifiedDiff(liveYAML, desiredYAML, "live", e.Path)
+	return cand, nil
+}
+
+// evaluateDeleted handles a file a person removed: a destroy of the live object, if any.
+func (c *Controller) evaluateDeleted(ctx context.Context, d *dest, sels []watch.Selection, e gitops.Edit) (*candidate, error) {
+	at, err := PathTarget(d.folder, e.Path)
+	if err != nil {
+		return nil, err
+	}
+	sel := selectResource(sels, at.Group, at.Resource, at.Namespace)
+	if sel == nil {
+		return nil, notSelected(d, at.Group, at.Resource, at.Namespace)
+	}
+	live, err := c.get(ctx, sel.GVR, at.Namespace, at.Name)
+	if err != nil || live == nil {
+		return nil, err
+	}
+	liveYAML, err := sanitize.YAML(sanitize.Object(live.Object))
+	if err != nil {
+		return nil, fmt.Errorf("render the live object: %w", err)
+	}
+	return &candidate{
+		edit: e, change: crds.ChangeDestroy,
+		target: crds.ProposalTarget{APIVersion: sel.GVR.GroupVersion().String(), Kind: sel.Kind, Resource: sel.GVR.Resource,
+			Namespace: at.Namespace, Name: at.Name},
+		liveRV: live.GetResourceVersion(), liveDigest: digest(liveYAML),
+		diff: UnifiedDiff(liveYAML, nil, "live", e.Path+" (deleted)"),
+	}, nil
+}
+
+// get reads a live object; nil when it does not exist.
+func (c *Controller) get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+	client := c.dyn.Resource(gvr).Namespace(namespace)
+	obj, err := client.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read %s %s/%s: %w", gvr.Resource, namespace, name, err)
+	}
+	return obj, nil
+}
+
+// selectKind finds the selection of a kind in a namespace ("" for cluster-scoped objects).
+func selectKind(sels []watch.Selection, group, kind, namespace string) *watch.Selection {
+	for i := range sels {
+		s := &sels[i]
+		if s.GVR.Group == group && s.Kind == kind && inScope(s, namespace) {
+			return s
+		}
+	}
+	return nil
+}
+
+// resourceOf is the resource name of a selected kind, in any namespace; "" when not selected.
+func resourceOf(sels []watch.Selection, group, kind string) string {
+	for _, s := range sels {
+		if s.GVR.Group == group && s.Kind == kind {
+			return s.GVR.Resource
+		}
+	}
+	return ""
+}
+
+func selectResource(sels []watch.Selection, group, resource, namespace string) *watch.Selection {
+	for i := range sels {
+		s := &sels[i]
+		if s.GVR.Group == group && s.GVR.Resource == resource && inScope(s, namespace) {
+			return s
+		}
+	}
+	return nil
+}
+
+// inScope reports whether an object in namespace is within the selection: a namespaced one in
+// the rule's namespace (or any, for a ClusterWatchRule), a cluster-scoped one only without one.
+func inScope(s *watch.Selection, namespace string) bool {
+	if !s.Namespaced {
+		return namespace == ""
+	}
+	return namespace != "" && (s.Namespace == "" || s.Namespace == namespace)
+}
+
+func notSelected(d *dest, group, kind, namespace string) *Refused {
+	what := kind
+	if group != "" {
+		what = kind + "." + group
+	}
+	where := "cluster-scoped"
+	if namespace != "" {
+		where = "in namespace " + namespace
+	}
+	return &Refused{Reason: ReasonNotSelected, Message: fmt.Sprintf("%s %s is not selected by the rules of GitDestination %s", what, where, d.key)}
+}
+
+// digest names the sanitized live content a proposal was computed against.
+func digest(content []byte) string {
+	sum := sha256.Sum256(content)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,64 @@
+package writeback
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/configbutler/gitops-reverser/crds"
+)
+
+// LoadHolds holds the file of every waiting proposal, so that the mirror, which writes every
+// live object when it starts, leaves them as people wrote them. The daemon calls it before it
+// starts the mirror. A proposal whose destination cannot be read is skipped (its file is then
+// written from the live state, and the proposal goes Stale when next looked at).
+func (c *Controller) LoadHolds(ctx context.Context) (int, error) {
+	list, err := c.dyn.Resource(crds.Proposals).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("list Proposals: %w", err)
+	}
+	repos := map[string]*crds.GitRepoConfig{}
+	held := 0
+	for i := range list.Items {
+		p, err := crds.FromUnstructured[crds.Proposal](&list.Items[i])
+		if err != nil || !waiting(p) {
+			continue
+		}
+		d, err := c.getDestination(ctx, p.Namespace, p.Spec.DestinationRef.Name, repos)
+		if err != nil {
+			c.cfg.Log.Warn("proposal's file not held", "proposal", p.Namespace+"/"+p.Name, "err", err)
+			continue
+		}
+		c.cfg.Git.Hold(d.url, d.branch, p.Spec.Path)
+		held++
+	}
+	return held, nil
+}
+
+// getDestination reads a destination and its repository from the apiserver (the caches are
+// not running yet); repos caches the repositories read.
+func (c *Controller) getDestination(ctx context.Context, namespace, name string, repos map[string]*crds.GitRepoConfig) (*dest, error) {
+	u, err := c.dyn.Resource(crds.GitDestinations).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("read GitDestination %s/%s: %w", namespace, name, err)
+	}
+	obj, err := crds.FromUnstructured[crds.GitDestination](u)
+	if err != nil {
+		return nil, err
+	}
+	repoNS := obj.Spec.RepoRef.NamespaceOr(namespace)
+	key := repoNS + "/" + obj.Spec.RepoRef.Name
+	repo := repos[key]
+	if repo == nil {
+		ru, err := c.dyn.Resource(crds.GitRepoConfigs).Namespace(repoNS).Get(ctx, obj.Spec.RepoRef.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("read GitRepoConfig %s: %w", key, err)
+		}
+		if repo, err = crds.FromUnstructured[crds.GitRepoConfig](ru); err != nil {
+			return nil, err
+		}
+		repos[key] = repo
+	}
+	return &dest{obj: obj, key: namespace + "/" + name, url: repo.Spec.RepoURL, branch: obj.Spec.Branch, folder: cleanFolder(obj.Spec.BaseFolder)}, nil
+}

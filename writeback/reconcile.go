@@ -1,0 +1,139 @@
+package writeback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitops"
+)
+
+// reconcile runs write-back once for the destination "namespace/name": fetch, read what people
+// changed since the last reconciled revision, open a proposal per difference (at most MaxPerTick),
+// auto-apply what may be, and record it all in a SyncRun. enabled is false when the destination
+// is gone or does not enable write-back (it is then not scheduled again).
+func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enabled bool, err error) {
+	namespace, name, _ := strings.Cut(key, "/")
+	d, err := c.destination(namespace, name)
+	if errors.Is(err, errNotWriteBack) {
+		return false, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	if !d.writeBack().Enabled {
+		return false, nil
+	}
+	since := d.status().LastRevision
+	res, err := c.cfg.Git.Edits(ctx, d.url, d.branch, gitops.EditsQuery{
+		Folder: d.folder, Since: since, Ours: c.cfg.Ours, MaxBytes: MaxDocumentBytes,
+	})
+	lost := errors.Is(err, gitops.ErrUnknownRevision) || errors.Is(err, gitops.ErrHistoryTooLong)
+	if lost { // the last reconciled revision is gone: start again from the tip
+		res, err = c.cfg.Git.Edits(ctx, d.url, d.branch, gitops.EditsQuery{Folder: d.folder, Ours: c.cfg.Ours})
+	}
+	if err == nil && !lost && t.kind == triggerInterval && since != "" && res.Tip == since {
+		// Nothing was pushed since the last run: a run that finds nothing is not worth a record.
+		return true, c.recordDestination(ctx, d, t, "", "")
+	}
+	run, runErr := c.startRun(ctx, d, t.kind, since)
+	if runErr != nil {
+		return true, runErr
+	}
+	switch {
+	case err != nil:
+		run.fail(fmt.Errorf("read the edits of %s@%s: %w", d.url, d.branch, err))
+	case lost:
+		run.obj.Status.Revision = res.Tip
+		run.fail(fmt.Errorf("revision %s is no longer in the history of %s (force-pushed?); edits before %s were not considered", since, d.branch, short(res.Tip)))
+	case since == "":
+		run.obj.Status.Revision = res.Tip
+		run.note = fmt.Sprintf("first run: %s is the baseline; edits pushed after it become proposals", short(res.Tip))
+	default:
+		run.obj.Status.Revision = res.Tip
+		c.consider(ctx, d, run, res.Edits)
+	}
+	finishErr := c.finishRun(ctx, d, run)
+	next := run.obj.Status.Revision
+	if run.obj.Status.Phase == crds.SyncRunPartial || (err != nil && !lost) {
+		next = "" // keep the last reconciled revision: the rest comes on the next runs
+	}
+	return true, errors.Join(finishErr, c.recordDestination(ctx, d, t, next, run.obj.Name))
+}
+
+// consider turns the edits into proposals, at most MaxPerTick new ones.
+func (c *Controller) consider(ctx context.Context, d *dest, run *runRecord, edits []gitops.Edit) {
+	sels := c.cfg.Selections(d.key)
+	wb := d.writeBack()
+	for i, e := range edits {
+		if !strings.HasSuffix(e.Path, ".yaml") {
+			continue // a README or the like: the mirror writes only .yaml files
+		}
+		cand, err := c.evaluate(ctx, d, sels, e)
+		var refused *Refused
+		switch {
+		case errors.As(err, &refused):
+			c.refuse(run, e.Path, refused)
+			continue
+		case err != nil:
+			run.fail(fmt.Errorf("%s: %w", e.Path, err))
+			continue
+		case cand == nil:
+			continue // Git already says what the cluster says
+		}
+		if run.obj.Status.ProposalsOpened >= c.cfg.MaxPerTick {
+			run.obj.Status.Phase = crds.SyncRunPartial
+			run.note = fmt.Sprintf("%d proposals opened, the cap per run; %d more edited files wait for the next runs",
+				run.obj.Status.ProposalsOpened, len(edits)-i)
+			return
+		}
+		run.count(cand)
+		p, opened, err := c.open(ctx, d, cand)
+		if err != nil {
+			run.fail(fmt.Errorf("open a proposal for %s: %w", e.Path, err))
+			continue
+		}
+		if !opened {
+			continue
+		}
+		run.obj.Status.ProposalsOpened++
+		if !wb.AutoApply || cand.change == crds.ChangeDestroy || wb.Suspend || c.cfg.Halt {
+			continue
+		}
+		applied, err := c.autoApply(ctx, d, p)
+		if err != nil {
+			run.fail(fmt.Errorf("auto-apply %s: %w", p.Name, err))
+			continue
+		}
+		if applied {
+			run.obj.Status.Applied++
+		}
+	}
+}
+
+// refuse reports a Git file write-back will not act on, in the run and as an Event.
+func (c *Controller) refuse(run *runRecord, path string, r *Refused) {
+	c.cfg.Metrics.ProposalsRefused.WithLabelValues(r.Reason).Inc()
+	run.obj.Status.RefusedTotal++
+	if len(run.obj.Status.Refused) < maxRefusedListed {
+		run.obj.Status.Refused = append(run.obj.Status.Refused, crds.RefusedFile{Path: path, Reason: r.Reason, Message: r.Message})
+	}
+	c.recorder.Eventf(objectRef(crds.KindSyncRun, run.obj), corev1.EventTypeWarning, "Refused", "%s: %s", path, r.Error())
+	c.cfg.Log.Warn("git file refused", "destination", run.obj.Namespace+"/"+run.obj.Spec.DestinationRef.Name,
+		"path", path, "reason", r.Reason, "message", r.Message)
+}
+
+// short is a commit SHA as people read it.
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	if sha == "" {
+		return "(empty branch)"
+	}
+	return sha
+}

@@ -1,0 +1,176 @@
+package writeback
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/configbutler/gitops-reverser/crds"
+)
+
+// runRecord is a SyncRun being filled in.
+type runRecord struct {
+	obj    *crds.SyncRun
+	counts map[crds.DifferenceCount]int // by group, kind and change (Count unused in the key)
+	errs   []string
+	note   string
+}
+
+func (r *runRecord) fail(err error) { r.errs = append(r.errs, err.Error()) }
+
+func (r *runRecord) count(cand *candidate) {
+	gv, _ := gvrOf(cand.target)
+	r.counts[crds.DifferenceCount{Group: gv.Group, Kind: cand.target.Kind, Change: cand.change}]++
+	r.obj.Status.DifferenceTotal++
+}
+
+// startRun creates the SyncRun of a reconcile, Running.
+func (c *Controller) startRun(ctx context.Context, d *dest, trigger, base string) (*runRecord, error) {
+	started := metav1.Now()
+	run := &crds.SyncRun{
+		TypeMeta: metav1.TypeMeta{APIVersion: crds.GroupVersion.String(), Kind: crds.KindSyncRun},
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: truncate(d.obj.Name, 240) + "-",
+			Namespace:    d.obj.Namespace,
+			Labels:       map[string]string{crds.LabelDestination: d.obj.Name},
+		},
+		Spec:   crds.SyncRunSpec{DestinationRef: crds.LocalReference{Name: d.obj.Name}, Trigger: trigger},
+		Status: crds.SyncRunStatus{Phase: crds.SyncRunRunning, StartedAt: &started, BaseRevision: base},
+	}
+	u, err := crds.ToUnstructured(run)
+	if err != nil {
+		return nil, err
+	}
+	created, err := c.dyn.Resource(crds.SyncRuns).Namespace(d.obj.Namespace).Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager})
+	if err != nil {
+		return nil, fmt.Errorf("create a SyncRun for GitDestination %s: %w", d.key, err)
+	}
+	if run, err = crds.FromUnstructured[crds.SyncRun](created); err != nil {
+		return nil, err
+	}
+	return &runRecord{obj: run, counts: map[crds.DifferenceCount]int{}}, nil
+}
+
+// finishRun completes the SyncRun: its phase, counts, error, condition and an Event.
+func (c *Controller) finishRun(ctx context.Context, d *dest, r *runRecord) error {
+	st := &r.obj.Status
+	completed := metav1.Now()
+	st.CompletedAt = &completed
+	for k, n := range r.counts {
+		k.Count = n
+		st.Differences = append(st.Differences, k)
+	}
+	slices.SortFunc(st.Differences, func(a, b crds.DifferenceCount) int {
+		return strings.Compare(a.Group+"/"+a.Kind+"/"+string(a.Change), b.Group+"/"+b.Kind+"/"+string(b.Change))
+	})
+	switch {
+	case len(r.errs) > 0:
+		st.Phase = crds.SyncRunFailed
+		st.Error = strings.Join(r.errs, "; ")
+	case st.Phase == crds.SyncRunRunning:
+		st.Phase = crds.SyncRunSuccess
+	}
+	message := fmt.Sprintf("%s at %s: %d differences, %d proposals opened, %d applied, %d files refused",
+		st.Phase, short(st.Revision), st.DifferenceTotal, st.ProposalsOpened, st.Applied, st.RefusedTotal)
+	if r.note != "" {
+		message += "; " + r.note
+	}
+	if st.Error != "" {
+		message += "; " + st.Error
+	}
+	status := metav1.ConditionTrue
+	if st.Phase != crds.SyncRunSuccess {
+		status = metav1.ConditionFalse
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: crds.ConditionComplete, Status: status, Reason: string(st.Phase), Message: truncate(message, 32<<10),
+		ObservedGeneration: r.obj.Generation,
+	})
+	c.cfg.Metrics.SyncRuns.WithLabelValues(strings.ToLower(string(st.Phase))).Inc()
+	u, err := crds.ToUnstructured(r.obj)
+	if err != nil {
+		return err
+	}
+	if _, err := c.dyn.Resource(crds.SyncRuns).Namespace(r.obj.Namespace).Update(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("complete SyncRun %s/%s: %w", r.obj.Namespace, r.obj.Name, err)
+	}
+	eventType := corev1.EventTypeNormal
+	if st.Phase == crds.SyncRunFailed {
+		eventType = corev1.EventTypeWarning
+	}
+	c.recorder.Event(objectRef(crds.KindSyncRun, r.obj), eventType, string(st.Phase), message)
+	c.cfg.Log.Info("write-back run", "destination", d.key, "run", r.obj.Name, "phase", st.Phase, "revision", short(st.Revision),
+		"differences", st.DifferenceTotal, "opened", st.ProposalsOpened, "applied", st.Applied, "refused", st.RefusedTotal, "error", st.Error)
+	c.prune(ctx, d)
+	return nil
+}
+
+// prune deletes the destination's SyncRuns past their retention: Retention for successful ones,
+// FailedRetention for failed and partial ones.
+func (c *Controller) prune(ctx context.Context, d *dest) {
+	client := c.dyn.Resource(crds.SyncRuns).Namespace(d.obj.Namespace)
+	list, err := client.List(ctx, metav1.ListOptions{LabelSelector: crds.LabelDestination + "=" + d.obj.Name})
+	if err != nil {
+		c.cfg.Log.Warn("list SyncRuns to prune", "destination", d.key, "err", err)
+		return
+	}
+	now := time.Now()
+	for i := range list.Items {
+		run, err := crds.FromUnstructured[crds.SyncRun](&list.Items[i])
+		if err != nil || run.Status.CompletedAt == nil {
+			continue
+		}
+		keep := c.cfg.Retention
+		if run.Status.Phase != crds.SyncRunSuccess {
+			keep = c.cfg.FailedRetention
+		}
+		if now.Sub(run.Status.CompletedAt.Time) < keep {
+			continue
+		}
+		if err := client.Delete(ctx, run.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			c.cfg.Log.Warn("prune SyncRun", "run", run.Name, "err", err)
+		}
+	}
+}
+
+// recordDestination writes the destination's write-back status: the revision the next run starts
+// from (unchanged when next is ""), the last run, the sync-now value acted on, the pending count.
+func (c *Controller) recordDestination(ctx context.Context, d *dest, t trigger, next, run string) error {
+	st := d.status()
+	if next != "" {
+		st.LastRevision = next
+	}
+	if run != "" {
+		st.LastSyncRun = run
+	}
+	st.LastSyncTime = now()
+	if t.kind == triggerSyncNow && t.value != "" {
+		st.LastHandledSyncNow = t.value
+	}
+	st.PendingProposals = c.pendingCount(d.key)
+	body, err := json.Marshal(map[string]any{"status": map[string]any{"writeBack": st}})
+	if err != nil {
+		return err
+	}
+	client := c.dyn.Resource(crds.GitDestinations).Namespace(d.obj.Namespace)
+	if _, err := client.Patch(ctx, d.obj.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
+		return fmt.Errorf("update the write-back status of GitDestination %s: %w", d.key, err)
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
