@@ -90,7 +90,7 @@ type Controller struct {
 	repos    cache.SharedIndexInformer
 	props    cache.SharedIndexInformer
 
-	mu       sync.Mutex
+	mu        sync.Mutex
 	triggers  map[string]trigger   // why each queued destination runs next
 	known     map[string]bool      // write-back destinations seen, to run each once at start
 	requested map[string]string    // the sync-now value last queued, per destination
@@ -140,8 +140,8 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{
 		cfg: cfg, dyn: dyn, kube: kube,
-		factory:  dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
-		triggers: map[string]trigger{},
+		factory:   dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
+		triggers:  map[string]trigger{},
 		known:     map[string]bool{},
 		requested: map[string]string{},
 		due:       map[string]time.Time{},

@@ -18,18 +18,18 @@ import (
 
 // Reasons of a proposal's Applied condition.
 const (
-	reasonAwaitingReview = "AwaitingReview"
-	reasonApplied        = "Applied"
-	reasonHalted         = "Halted"
-	reasonSuspended      = "Suspended"
+	reasonAwaitingReview  = "AwaitingReview"
+	reasonApplied         = "Applied"
+	reasonHalted          = "Halted"
+	reasonSuspended       = "Suspended"
 	reasonApproverUnknown = "ApproverUnknown"
-	reasonForbidden      = "Forbidden"
-	reasonApplyFailed    = "ApplyFailed"
-	reasonStale          = "Stale"
-	reasonRejected       = "Rejected"
-	reasonIgnored        = "Ignored"
-	reasonSuperseded     = "Superseded"
-	reasonNotFromGit     = "NotFromGit"
+	reasonForbidden       = "Forbidden"
+	reasonApplyFailed     = "ApplyFailed"
+	reasonStale           = "Stale"
+	reasonRejected        = "Rejected"
+	reasonIgnored         = "Ignored"
+	reasonSuperseded      = "Superseded"
+	reasonNotFromGit      = "NotFromGit"
 )
 
 // proposalName is the same for the same edit (file, commit and content), so a run that sees an
