@@ -22,7 +22,7 @@ type history struct {
 	nodes map[plumbing.Hash]*commitNode
 	queue commitQueue
 	live  int // queued nodes that are not excluded: the walk ends when none is left
-	read  int
+	read  int // commits popped
 	seq   int
 }
 
@@ -64,11 +64,13 @@ func (h *history) edits(tip, since plumbing.Hash, ours func(string) bool) (map[s
 		if !n.excluded {
 			h.live--
 		}
-		if h.read++; h.read > h.max {
-			return nil, fmt.Errorf("more than %d commits to read: %w", h.max, ErrHistoryTooLong)
-		}
 		if !n.excluded {
 			order = append(order, n)
+		}
+		// The bound counts the commits between since and the tip; the ones below since that the
+		// walk reads as well (when committer times are equal or out of order) may be as many.
+		if h.read++; len(order) > h.max || h.read > 2*h.max {
+			return nil, fmt.Errorf("more than %d commits to read: %w", h.max, ErrHistoryTooLong)
 		}
 		for _, p := range n.parents {
 			sinceReached = sinceReached || (!n.excluded && p == since)
