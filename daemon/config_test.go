@@ -45,6 +45,8 @@ func TestDefaultsMatchTheSpec(t *testing.T) {
 		EnableWebhook: true, WebhookBindAddress: ":9443", WebhookServiceName: "gitops-reverser",
 		CorrelationTTL: time.Minute, CorrelationCapacity: 10000,
 		MetricsBindAddress: ":8080", HealthBindAddress: ":8081", LogFormat: "text",
+		WriteBackInterval: 5 * time.Minute, MaxProposalsPerTick: 25,
+		SyncRunRetention: 90 * 24 * time.Hour, SyncRunRetentionFail: 365 * 24 * time.Hour,
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Fatalf("defaults (-want +got):\n%s", diff)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -29,6 +30,7 @@ import (
 // with a running daemon whose webhook the apiserver calls, and a first run that set the baseline.
 type wbWorld struct {
 	t    testing.TB
+	root testing.TB // the test that owns the world (and its daemons)
 	ns   string
 	srv  *testenv.GitServer
 	kube *kubernetes.Clientset
@@ -44,7 +46,7 @@ func newWBWorld(t testing.TB, ns string, writeBack crds.WriteBack, prep func(*wb
 	t.Helper()
 	ctx := context.Background()
 	srv, kube := mirrorSetup(t, ns)
-	w := &wbWorld{t: t, ns: ns, srv: srv, kube: kube, dyn: dynamic.NewForConfigOrDie(cp.AdminConfig()), sync: new(int)}
+	w := &wbWorld{t: t, root: t, ns: ns, srv: srv, kube: kube, dyn: dynamic.NewForConfigOrDie(cp.AdminConfig()), sync: new(int)}
 	w.patch(crds.WatchRules, "cms", map[string]any{"spec": map[string]any{"rules": []any{
 		map[string]any{"resources": []any{"configmaps"}},
 		map[string]any{"apiGroups": []any{"apps"}, "resources": []any{"deployments"}},
@@ -316,6 +318,76 @@ func TestWriteBackAutoApply(t *testing.T) {
 	t.Run("a deleted file opens a destroy that never auto-applies", func(t *testing.T) { destroyWaits(w.on(t)) })
 	t.Run("every guard rail refuses its input", func(t *testing.T) { guardRails(w.on(t)) })
 	t.Run("a 30-file rewrite is partial, then the rest comes next run", func(t *testing.T) { capPerRun(w.on(t)) })
+	t.Run("an apply the apiserver refuses waits with the reason, the rest of the run goes on", func(t *testing.T) { refusedApply(w.on(t)) })
+}
+
+// refusedApply: an admission policy forbids purple ConfigMaps. One commit edits two ConfigMaps,
+// one to purple: that proposal goes back to pending with the apiserver's reason, the other is
+// applied in the same run.
+func refusedApply(w *wbWorld) {
+	t := w.t
+	ctx := context.Background()
+	forbid := metav1.StatusReasonForbidden
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-purple-" + w.ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: `!has(object.data) || !('color' in object.data) || object.data['color'] != 'purple'`,
+				Message:    "purple is not allowed", Reason: &forbid,
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-purple-" + w.ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": w.ns}}},
+		},
+	}
+	vap := w.kube.AdmissionregistrationV1()
+	if _, err := vap.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = vap.ValidatingAdmissionPolicies().Delete(context.Background(), policy.Name, metav1.DeleteOptions{})
+	})
+	if _, err := vap.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = vap.ValidatingAdmissionPolicyBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+	})
+	w.configMap("denied", map[string]string{"color": "blue"})
+	w.configMap("allowed", map[string]string{"color": "blue"})
+	testenv.Eventually(t, time.Minute, "the policy in force", func() (bool, string) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe-purple", Namespace: w.ns}, Data: map[string]string{"color": "purple"}}
+		_, err := w.kube.CoreV1().ConfigMaps(w.ns).Create(ctx, cm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil, fmt.Sprint(err)
+	})
+	w.edit(map[string]string{
+		w.cmPath("denied"):  w.replace(w.liveYAML("denied"), "color: blue", "color: purple"),
+		w.cmPath("allowed"): w.replace(w.liveYAML("allowed"), "color: blue", "color: green"),
+	})
+	w.syncNow()
+	p := w.waitProposal(w.cmPath("denied"), "refused apply pending", func(q *crds.Proposal) bool {
+		c := conditionOf(q, crds.ConditionApplied)
+		return q.Status.Phase == crds.PhasePending && c != nil && c.Reason == "Forbidden"
+	})
+	if !strings.Contains(p.Status.Message, "purple is not allowed") {
+		t.Errorf("status message %q does not give the apiserver's reason", p.Status.Message)
+	}
+	w.waitProposal(w.cmPath("allowed"), "the other proposal applied", func(q *crds.Proposal) bool { return q.Status.Phase == crds.PhaseApplied })
+	if got := w.liveColor("denied"); got != "blue" {
+		t.Errorf("denied ConfigMap is %q", got)
+	}
 }
 
 // autoAppliedUpdate: alice scales a Deployment in Git; the update proposal is applied, and the
@@ -495,7 +567,41 @@ func TestWriteBackReview(t *testing.T) {
 		func(t *testing.T) { approvals(w.on(t)) })
 	t.Run("a live change makes a pending proposal Stale and the mirror writes the live state", func(t *testing.T) { stale(w.on(t)) })
 	t.Run("a rejection puts the live state back into Git", func(t *testing.T) { rejection(w.on(t)) })
+	t.Run("ignore leaves the file as written", func(t *testing.T) { ignored(w.on(t)) })
 	t.Run("suspend stops applies", func(t *testing.T) { suspended(w.on(t)) })
+	t.Run("a restart keeps the files of waiting proposals as written", func(t *testing.T) { restartKeepsHolds(w.on(t)) }) // last: it replaces the daemon
+}
+
+func ignored(w *wbWorld) {
+	t := w.t
+	path, p := w.pendingEdit("ignored")
+	edited := w.remote(path)
+	w.decide("carol", p, crds.DecisionIgnore)
+	w.waitProposal(path, "proposal Ignored", func(q *crds.Proposal) bool { return q.Name == p.Name && q.Status.Phase == crds.PhaseIgnored })
+	w.configMap("after-ignore", map[string]string{"k": "v"}) // the mirror commits something after
+	if got := w.remote(path); got != edited {
+		t.Errorf("the ignored edit was overwritten:\n%s", got)
+	}
+	if got := w.liveColor("ignored"); got != "blue" {
+		t.Errorf("an ignored proposal changed the ConfigMap: %q", got)
+	}
+}
+
+// restartKeepsHolds: the daemon starts again while a proposal waits; its first list writes every
+// live object, but not over the file under review.
+func restartKeepsHolds(w *wbWorld) {
+	t := w.t
+	w.patch(crds.GitDestinations, "dest", map[string]any{"spec": map[string]any{"writeBack": map[string]any{"suspend": false}}})
+	path, p := w.pendingEdit("kept")
+	edited := w.remote(path)
+	w.d.Stop(t)
+	w.d = startDaemon(w.root, w.root.TempDir(), "--git-batch-quiet-ms", "200")
+	w.configMap("after-restart", map[string]string{"k": "v"})
+	if got := w.remote(path); got != edited {
+		t.Errorf("after a restart the mirror wrote over the file under review:\n%s", got)
+	}
+	w.decide("carol", p, crds.DecisionApprove)
+	w.waitProposal(path, "approved after the restart", func(q *crds.Proposal) bool { return q.Name == p.Name && q.Status.Phase == crds.PhaseApplied })
 }
 
 // pendingEdit mirrors a ConfigMap, has alice change its data in Git and waits for the pending
@@ -619,4 +725,21 @@ func conditionOf(p *crds.Proposal, typ string) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// TestApprovalWithoutAKnownApproverIsAskedAgain: without the webhook nobody is known to have set
+// the decision, so nothing is applied, the decision is cleared and the status says why.
+func TestApprovalWithoutAKnownApproverIsAskedAgain(t *testing.T) {
+	w := newWBWorld(t, "wb-unknown", crds.WriteBack{Enabled: true}, nil, "--enable-webhook=false")
+	grantRole(t, w.kube, w.ns, "proposal-reviewer", crds.Group, []string{"proposals"}, []string{"get", "list", "watch", "update", "patch"}, "carol")
+	grantRole(t, w.kube, w.ns, "cm-editor", "", []string{"configmaps"}, []string{"*"}, "carol")
+	path, p := w.pendingEdit("unknown")
+	w.decide("carol", p, crds.DecisionApprove)
+	w.waitProposal(path, "approval refused: approver unknown", func(q *crds.Proposal) bool {
+		c := conditionOf(q, crds.ConditionApplied)
+		return q.Name == p.Name && c != nil && c.Reason == "ApproverUnknown" && q.Spec.Decision == crds.DecisionNone
+	})
+	if got := w.liveColor("unknown"); got != "blue" {
+		t.Errorf("an approval by nobody known changed the ConfigMap: %q", got)
+	}
 }

@@ -294,6 +294,9 @@ func (c *Controller) next(ctx context.Context) bool {
 		enabled, err = c.reconcile(opCtx, name, t)
 		c.mu.Lock()
 		delete(c.due, name) // a retry after an error is not early
+		if _, newer := c.triggers[name]; err != nil && !newer {
+			c.triggers[name] = t // the retry answers the same trigger
+		}
 		if enabled && err == nil {
 			requeueAfter = c.cfg.Interval
 			c.due[name] = time.Now().Add(requeueAfter)

@@ -36,7 +36,14 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 	if lost { // the last reconciled revision is gone: start again from the tip
 		res, err = c.cfg.Git.Edits(ctx, d.url, d.branch, gitops.EditsQuery{Folder: d.folder, Ours: c.cfg.Ours})
 	}
-	if err == nil && !lost && t.kind == triggerInterval && since != "" && res.Tip == since {
+	switch {
+	case errors.Is(err, gitops.ErrStopped):
+		// The mirror has not started the destination's Git worker (yet): nothing to record, retry.
+		return true, fmt.Errorf("GitDestination %s: %w", d.key, err)
+	case err == nil && !lost && res.Tip == "" && since == "":
+		// The branch does not exist yet: the baseline is its first commit, next run.
+		return true, c.recordDestination(ctx, d, t, "", "")
+	case err == nil && !lost && t.kind == triggerInterval && since != "" && res.Tip == since:
 		// Nothing was pushed since the last run: a run that finds nothing is not worth a record.
 		return true, c.recordDestination(ctx, d, t, "", "")
 	}
