@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -72,17 +73,13 @@ func newWBWorld(t testing.TB, ns string, writeBack crds.WriteBack, prep func(*wb
 	return w
 }
 
-func (w *wbWorld) patch(gvr interface{ String() string }, name string, body map[string]any) {
+func (w *wbWorld) patch(gvr schema.GroupVersionResource, name string, body map[string]any) {
 	w.t.Helper()
 	data, err := json.Marshal(body)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	res := crds.GitDestinations
-	if gvr.String() == crds.WatchRules.String() {
-		res = crds.WatchRules
-	}
-	if _, err := w.dyn.Resource(res).Namespace(w.ns).Patch(context.Background(), name, types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
+	if _, err := w.dyn.Resource(gvr).Namespace(w.ns).Patch(context.Background(), name, types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
 		w.t.Fatal(err)
 	}
 }
@@ -143,19 +140,22 @@ func (w *wbWorld) remote(path string) string {
 	return string(data)
 }
 
-func (w *wbWorld) proposals() []*crds.Proposal {
+func (w *wbWorld) proposals() []*crds.Proposal { return listAs[crds.Proposal](w, crds.Proposals) }
+
+// listAs lists one of our kinds in the world's namespace, as its Go type.
+func listAs[T any](w *wbWorld, gvr schema.GroupVersionResource) []*T {
 	w.t.Helper()
-	list, err := w.dyn.Resource(crds.Proposals).Namespace(w.ns).List(context.Background(), metav1.ListOptions{})
+	list, err := w.dyn.Resource(gvr).Namespace(w.ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	var out []*crds.Proposal
+	out := make([]*T, 0, len(list.Items))
 	for i := range list.Items {
-		p, err := crds.FromUnstructured[crds.Proposal](&list.Items[i])
+		obj, err := crds.FromUnstructured[T](&list.Items[i])
 		if err != nil {
 			w.t.Fatal(err)
 		}
-		out = append(out, p)
+		out = append(out, obj)
 	}
 	return out
 }
@@ -193,19 +193,7 @@ func (w *wbWorld) decide(user string, p *crds.Proposal, decision crds.Decision) 
 
 // runs lists the destination's SyncRuns, oldest first.
 func (w *wbWorld) runs() []*crds.SyncRun {
-	w.t.Helper()
-	list, err := w.dyn.Resource(crds.SyncRuns).Namespace(w.ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	var out []*crds.SyncRun
-	for i := range list.Items {
-		r, err := crds.FromUnstructured[crds.SyncRun](&list.Items[i])
-		if err != nil {
-			w.t.Fatal(err)
-		}
-		out = append(out, r)
-	}
+	out := listAs[crds.SyncRun](w, crds.SyncRuns)
 	slices.SortFunc(out, func(a, b *crds.SyncRun) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
 	return out
 }

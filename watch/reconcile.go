@@ -83,7 +83,7 @@ func (m *Manager) destinationCondition(d *destination) condition {
 	}
 	if st.Coalesced > m.coalesced[d.name()] {
 		m.coalesced[d.name()] = st.Coalesced
-		m.reporter.recorder.Eventf(objectRef(crds.KindGitDestination, d.obj), corev1.EventTypeWarning, "QueueCoalesced",
+		m.reporter.recorder.Eventf(crds.ObjectReference(crds.KindGitDestination, d.obj), corev1.EventTypeWarning, "QueueCoalesced",
 			"the remote %s@%s did not keep up: waiting changes were merged per file and are credited to the bot",
 			d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch)
 	}
@@ -157,7 +157,7 @@ func (m *Manager) warnSecrets(ref ruleRef) {
 	}
 	m.warned[k] = true
 	m.opts.Metrics.SecretsSkipped.Inc()
-	m.reporter.recorder.Event(objectRef(ref.kind, ref.meta), corev1.EventTypeWarning, "SecretsSkipped",
+	m.reporter.recorder.Event(crds.ObjectReference(ref.kind, ref.meta), corev1.EventTypeWarning, "SecretsSkipped",
 		"the rules select Secrets; they are never written to Git in plain text and are skipped")
 }
 

@@ -64,7 +64,7 @@ func (r *reporter) report(ctx context.Context, gvr schema.GroupVersionResource, 
 		return fmt.Errorf("update status of %s %s: %w", kind, obj.GetName(), err)
 	}
 	if current == nil || current.Status != want.Status || current.Reason != want.Reason || current.Message != want.Message {
-		ref := objectRef(kind, obj)
+		ref := crds.ObjectReference(kind, obj)
 		eventType := corev1.EventTypeWarning
 		if cond.ready {
 			eventType = corev1.EventTypeNormal
@@ -72,12 +72,4 @@ func (r *reporter) report(ctx context.Context, gvr schema.GroupVersionResource, 
 		r.recorder.Event(ref, eventType, cond.reason, cond.message)
 	}
 	return nil
-}
-
-// objectRef points an Event at one of the daemon's objects.
-func objectRef(kind string, obj metav1.Object) *corev1.ObjectReference {
-	return &corev1.ObjectReference{
-		APIVersion: crds.GroupVersion.String(), Kind: kind,
-		Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID(),
-	}
 }

@@ -63,6 +63,9 @@ func (c *Controller) decide(ctx context.Context, namespace, name string) error {
 	case crds.DecisionReject:
 		return c.reject(ctx, d, p, live)
 	case crds.DecisionIgnore:
+		if p.Status.Phase == crds.PhaseIgnored {
+			return nil
+		}
 		who, _ := c.approver(p)
 		_, err := c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
 			s.Phase, s.ReviewedBy, s.DecidedAt = crds.PhaseIgnored, reviewer(who), now()
@@ -78,16 +81,16 @@ func (c *Controller) decide(ctx context.Context, namespace, name string) error {
 
 // approve applies an approved proposal when nothing forbids it.
 func (c *Controller) approve(ctx context.Context, d *dest, p *crds.Proposal) error {
-	switch {
-	case c.cfg.Halt:
-		return c.hold(ctx, p, reasonHalted, "approved, but write-back is halted (--halt-write-back): nothing is applied until it is lifted")
-	case d.writeBack().Suspend:
-		return c.hold(ctx, p, reasonSuspended, "approved, but write-back of GitDestination "+d.key+" is suspended (spec.writeBack.suspend)")
-	}
 	who, ok := c.approver(p)
 	if !ok {
 		return c.refuseApproval(ctx, p, nil, ReasonApproverUnknown, reasonApproverUnknown,
 			"nobody is known to have approved it (the admission webhook did not see who set spec.decision); set spec.decision again")
+	}
+	switch {
+	case c.cfg.Halt:
+		return c.hold(ctx, p, who, reasonHalted, "approved by "+who.Username+", but write-back is halted (--halt-write-back): nothing is applied until it is lifted")
+	case d.writeBack().Suspend:
+		return c.hold(ctx, p, who, reasonSuspended, "approved by "+who.Username+", but write-back of GitDestination "+d.key+" is suspended (spec.writeBack.suspend)")
 	}
 	allowed, why, err := c.mayChange(ctx, who, p)
 	if err != nil {
@@ -147,7 +150,7 @@ func (c *Controller) applyAndRecord(ctx context.Context, d *dest, p *crds.Propos
 			}
 			setApplied(s, metav1.ConditionFalse, outcome.reason, s.Message)
 		})
-		c.recorder.Event(objectRef(crds.KindProposal, p), corev1.EventTypeWarning, outcome.reason, "not applied: "+outcome.message)
+		c.recorder.Event(crds.ObjectReference(crds.KindProposal, p), corev1.EventTypeWarning, outcome.reason, "not applied: "+outcome.message)
 		return false, err
 	}
 	mode := metrics.ApplyAuto
@@ -165,7 +168,7 @@ func (c *Controller) applyAndRecord(ctx context.Context, d *dest, p *crds.Propos
 		}
 		setApplied(s, metav1.ConditionTrue, reasonApplied, s.Message)
 	})
-	c.recorder.Eventf(objectRef(crds.KindProposal, p), corev1.EventTypeNormal, reasonApplied, "%s %s applied (%s)", p.Spec.Change, targetName(p.Spec.Target), mode)
+	c.recorder.Eventf(crds.ObjectReference(crds.KindProposal, p), corev1.EventTypeNormal, reasonApplied, "%s %s applied (%s)", p.Spec.Change, targetName(p.Spec.Target), mode)
 	return true, err
 }
 
@@ -185,7 +188,7 @@ func (c *Controller) reject(ctx context.Context, d *dest, p *crds.Proposal, live
 		return err
 	}
 	c.cfg.Git.Release(d.url, d.branch, p.Spec.Path, restore)
-	c.recorder.Eventf(objectRef(crds.KindProposal, p), corev1.EventTypeNormal, reasonRejected, "%s %s rejected", p.Spec.Change, targetName(p.Spec.Target))
+	c.recorder.Eventf(crds.ObjectReference(crds.KindProposal, p), corev1.EventTypeNormal, reasonRejected, "%s %s rejected", p.Spec.Change, targetName(p.Spec.Target))
 	return nil
 }
 
@@ -202,20 +205,21 @@ func (c *Controller) markStale(ctx context.Context, d *dest, p *crds.Proposal, l
 		return err
 	}
 	c.cfg.Git.Release(d.url, d.branch, p.Spec.Path, restore)
-	c.recorder.Event(objectRef(crds.KindProposal, p), corev1.EventTypeWarning, reasonStale, why)
+	c.recorder.Event(crds.ObjectReference(crds.KindProposal, p), corev1.EventTypeWarning, reasonStale, why)
 	return nil
 }
 
-// hold keeps an approved proposal pending, saying why, once.
-func (c *Controller) hold(ctx context.Context, p *crds.Proposal, reason, message string) error {
+// hold keeps an approved proposal pending, saying why, once. It records the approver, so the
+// approval still counts when the hold is lifted after a restart (while the decision is unchanged).
+func (c *Controller) hold(ctx context.Context, p *crds.Proposal, who authenticationv1.UserInfo, reason, message string) error {
 	if cur := meta.FindStatusCondition(p.Status.Conditions, crds.ConditionApplied); cur != nil && cur.Reason == reason {
 		return nil
 	}
 	_, err := c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
-		s.Message = message
+		s.Message, s.ReviewedBy, s.DecidedAt = message, reviewer(who), now()
 		setApplied(s, metav1.ConditionFalse, reason, message)
 	})
-	c.recorder.Event(objectRef(crds.KindProposal, p), corev1.EventTypeWarning, reason, message)
+	c.recorder.Event(crds.ObjectReference(crds.KindProposal, p), corev1.EventTypeWarning, reason, message)
 	return err
 }
 
@@ -232,7 +236,7 @@ func (c *Controller) refuseApproval(ctx context.Context, p *crds.Proposal, who *
 		}
 		setApplied(s, metav1.ConditionFalse, reason, message)
 	})
-	c.recorder.Event(objectRef(crds.KindProposal, p), corev1.EventTypeWarning, reason, message)
+	c.recorder.Event(crds.ObjectReference(crds.KindProposal, p), corev1.EventTypeWarning, reason, message)
 	return err
 }
 

@@ -97,7 +97,7 @@ func (c *Controller) open(ctx context.Context, d *dest, cand *candidate) (*crds.
 		return nil, true, err
 	}
 	c.cfg.Metrics.ProposalsOpened.WithLabelValues(string(p.Spec.Change)).Inc()
-	c.recorder.Eventf(objectRef(crds.KindProposal, p), corev1.EventTypeNormal, "Opened",
+	c.recorder.Eventf(crds.ObjectReference(crds.KindProposal, p), corev1.EventTypeNormal, "Opened",
 		"%s %s from commit %s by %s", p.Spec.Change, targetName(p.Spec.Target), short(p.Spec.SourceCommit), p.Spec.Author.Name)
 	for _, old := range c.proposalsAt(p.Spec.Path) {
 		if old.Name == p.Name || old.Namespace != p.Namespace || old.Spec.DestinationRef.Name != d.obj.Name || !waiting(old) {
@@ -220,12 +220,4 @@ func targetName(t crds.ProposalTarget) string {
 		return t.Kind + " " + t.Namespace + "/" + t.Name
 	}
 	return t.Kind + " " + t.Name
-}
-
-// objectRef points an Event at one of the daemon's objects.
-func objectRef(kind string, obj metav1.Object) *corev1.ObjectReference {
-	return &corev1.ObjectReference{
-		APIVersion: crds.GroupVersion.String(), Kind: kind,
-		Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID(),
-	}
 }

@@ -65,9 +65,11 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 		c.consider(ctx, d, run, res.Edits)
 	}
 	finishErr := c.finishRun(ctx, d, run)
-	next := run.obj.Status.Revision
-	if run.obj.Status.Phase == crds.SyncRunPartial || (err != nil && !lost) {
-		next = "" // keep the last reconciled revision: the rest comes on the next runs
+	next := ""
+	if run.obj.Status.Phase == crds.SyncRunSuccess || lost {
+		// Only a complete run moves on; after a partial or failed one the next run reads the
+		// same edits again, and the proposals it already opened are found, not opened twice.
+		next = run.obj.Status.Revision
 	}
 	return true, errors.Join(finishErr, c.recordDestination(ctx, d, t, next, run.obj.Name))
 }
@@ -129,7 +131,7 @@ func (c *Controller) refuse(run *runRecord, path string, r *Refused) {
 	if len(run.obj.Status.Refused) < maxRefusedListed {
 		run.obj.Status.Refused = append(run.obj.Status.Refused, crds.RefusedFile{Path: path, Reason: r.Reason, Message: r.Message})
 	}
-	c.recorder.Eventf(objectRef(crds.KindSyncRun, run.obj), corev1.EventTypeWarning, "Refused", "%s: %s", path, r.Error())
+	c.recorder.Eventf(crds.ObjectReference(crds.KindSyncRun, run.obj), corev1.EventTypeWarning, "Refused", "%s: %s", path, r.Error())
 	c.cfg.Log.Warn("git file refused", "destination", run.obj.Namespace+"/"+run.obj.Spec.DestinationRef.Name,
 		"path", path, "reason", r.Reason, "message", r.Message)
 }

@@ -107,7 +107,7 @@ func (c *Controller) finishRun(ctx context.Context, d *dest, r *runRecord) error
 	if st.Phase == crds.SyncRunFailed {
 		eventType = corev1.EventTypeWarning
 	}
-	c.recorder.Event(objectRef(crds.KindSyncRun, r.obj), eventType, string(st.Phase), message)
+	c.recorder.Event(crds.ObjectReference(crds.KindSyncRun, r.obj), eventType, string(st.Phase), message)
 	c.cfg.Log.Info("write-back run", "destination", d.key, "run", r.obj.Name, "phase", st.Phase, "revision", short(st.Revision),
 		"differences", st.DifferenceTotal, "opened", st.ProposalsOpened, "applied", st.Applied, "refused", st.RefusedTotal, "error", st.Error)
 	c.prune(ctx, d)
