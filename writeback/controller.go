@@ -56,6 +56,9 @@ const (
 	destinationKeyPrefix     = "d/"
 	proposalKeyPrefix        = "p/"
 	defaultOperationDeadline = 2 * time.Minute
+	// Client-side rate limit of write-back's API requests (one proposal takes about eight).
+	clientQPS   = 50
+	clientBurst = 100
 )
 
 // Config is everything the controller needs. Approvers, Credits, Metrics and Log may be nil.
@@ -130,11 +133,15 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Selections == nil {
 		cfg.Selections = func(string) []watch.Selection { return nil }
 	}
-	dyn, err := dynamic.NewForConfig(cfg.Kube)
+	kubeCfg := rest.CopyConfig(cfg.Kube)
+	if kubeCfg.QPS == 0 { // client-go's default of 5 requests/s would make a 25-proposal run take 40 s
+		kubeCfg.QPS, kubeCfg.Burst = clientQPS, clientBurst
+	}
+	dyn, err := dynamic.NewForConfig(kubeCfg)
 	if err != nil {
 		return nil, fmt.Errorf("build dynamic client: %w", err)
 	}
-	kube, err := kubernetes.NewForConfig(cfg.Kube)
+	kube, err := kubernetes.NewForConfig(kubeCfg)
 	if err != nil {
 		return nil, fmt.Errorf("build kubernetes client: %w", err)
 	}
