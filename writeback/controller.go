@@ -239,10 +239,16 @@ func (c *Controller) enqueueDestination(key string, t trigger) {
 // sync-now annotation carries a value not acted on yet.
 func (c *Controller) destinationSeen(obj any) {
 	d, err := crds.FromUnstructured[crds.GitDestination](obj.(*unstructured.Unstructured))
-	if err != nil || d.Spec.WriteBack == nil || !d.Spec.WriteBack.Enabled {
+	if err != nil {
 		return
 	}
 	key := d.Namespace + "/" + d.Name
+	if d.Spec.WriteBack == nil || !d.Spec.WriteBack.Enabled {
+		c.mu.Lock()
+		delete(c.known, key) // enabled again later, it runs at once
+		c.mu.Unlock()
+		return
+	}
 	c.mu.Lock()
 	first := !c.known[key]
 	c.known[key] = true

@@ -89,8 +89,9 @@ func (c *Controller) approve(ctx context.Context, d *dest, p *crds.Proposal) err
 	switch {
 	case c.cfg.Halt:
 		return c.hold(ctx, p, who, reasonHalted, "approved by "+who.Username+", but write-back is halted (--halt-write-back): nothing is applied until it is lifted")
-	case d.writeBack().Suspend:
-		return c.hold(ctx, p, who, reasonSuspended, "approved by "+who.Username+", but write-back of GitDestination "+d.key+" is suspended (spec.writeBack.suspend)")
+	case d.writeBack().Suspend || !d.writeBack().Enabled:
+		return c.hold(ctx, p, who, reasonSuspended, "approved by "+who.Username+", but write-back of GitDestination "+d.key+
+			" is suspended or off (spec.writeBack): nothing is applied until it is on again")
 	}
 	allowed, why, err := c.mayChange(ctx, who, p)
 	if err != nil {
