@@ -505,10 +505,19 @@ func guardRails(w *wbWorld) {
 	if after := metricSum(t, w.d, "gitops_reverser_proposals_refused_total"); after-before != float64(len(files)) {
 		t.Errorf("proposals_refused_total rose by %v, want %d", after-before, len(files))
 	}
-	events, err := w.kube.CoreV1().Events(w.ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + run.Name})
-	if err != nil || len(events.Items) == 0 {
-		t.Errorf("no Events on SyncRun %s: %v", run.Name, err)
-	}
+	testenv.Eventually(t, time.Minute, "Refused Events on the SyncRun", func() (bool, string) {
+		events, err := w.kube.CoreV1().Events(w.ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + run.Name})
+		if err != nil {
+			return false, err.Error()
+		}
+		refused := 0
+		for _, e := range events.Items {
+			if e.Reason == "Refused" {
+				refused++
+			}
+		}
+		return refused > 0, fmt.Sprintf("%d Refused events", refused)
+	}, w.d.FailFast())
 }
 
 // capPerRun: alice edits 30 ConfigMaps in one commit; the first run opens (and applies) 25 and
