@@ -10,7 +10,7 @@ import (
 const (
 	// DefaultDeliveryTTL is how long a delivery id is remembered.
 	DefaultDeliveryTTL = 10 * time.Minute
-	// DefaultDeliveryCapacity bounds how many ids are remembered (about 6 MB at most).
+	// DefaultDeliveryCapacity bounds how many ids are remembered (some 15 MB when full).
 	DefaultDeliveryCapacity = 100_000
 )
 
