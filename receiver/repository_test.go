@@ -92,3 +92,33 @@ func TestMatchesRepository(t *testing.T) {
 		t.Error("an event with no repository matches")
 	}
 }
+
+// FuzzSameRepository: never panics, is symmetric, a parseable reference names itself, and adding a
+// suffix to a reference always names another repository.
+func FuzzSameRepository(f *testing.F) {
+	for _, s := range [][2]string{
+		{"https://github.com/org/repo.git", "git@github.com:org/repo"},
+		{"ssh://git@[::1]:2222/a/b/", "a/b"},
+		{"file:///srv/repo.git", "https://u:p@H.example:443/x"},
+		{"org/repo", "org/repo-evil"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if SameRepository(a, b) != SameRepository(b, a) {
+			t.Fatalf("SameRepository(%q, %q) is not symmetric", a, b)
+		}
+		if _, ok := parseRepository(a); !ok {
+			if SameRepository(a, a) {
+				t.Fatalf("%q does not parse but names itself", a)
+			}
+			return
+		}
+		if !SameRepository(a, a) {
+			t.Fatalf("%q does not name itself", a)
+		}
+		if SameRepository(a, a+"-evil") {
+			t.Fatalf("%q names %q", a, a+"-evil")
+		}
+	})
+}

@@ -70,7 +70,7 @@ func Verify(typ string, token []byte, header http.Header, body []byte, events []
 		return Event{}, refuse(http.StatusBadRequest, ReasonMissingEvent, "the delivery names no event")
 	}
 	if !ev.Ping && !wanted(ev.Name, events) {
-		return ev, refuse(http.StatusOK, ReasonEventFiltered, "event %q is not in the receiver's events", ev.Name)
+		return ev, refuse(http.StatusOK, ReasonEventFiltered, "event %q is not in the receiver's events", short(ev.Name))
 	}
 	if d.repos == nil {
 		return ev, nil
@@ -80,7 +80,7 @@ func Verify(typ string, token []byte, header http.Header, body []byte, events []
 	case err == nil:
 		ev.Repository = repos
 	case !ev.Ping:
-		return Event{}, refuse(http.StatusBadRequest, ReasonUnparseable, "the body of event %q: %v", ev.Name, err)
+		return Event{}, refuse(http.StatusBadRequest, ReasonUnparseable, "the body of event %q: %v", short(ev.Name), err)
 	}
 	return ev, nil
 }
@@ -148,4 +148,13 @@ func wanted(name string, events []string) bool {
 		}
 	}
 	return false
+}
+
+// short caps a sender's value quoted in a refusal's message.
+func short(s string) string {
+	const limit = 64
+	if len(s) <= limit {
+		return s
+	}
+	return s[:limit] + "…"
 }
