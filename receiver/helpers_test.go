@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"hash"
 	"net/http"
 	"os"
@@ -70,8 +71,8 @@ func signed(typ string, token, body []byte, event, delivery string) http.Header 
 // mustRefusal asserts err is a *Refusal with status and reason.
 func mustRefusal(tb testing.TB, err error, status int, reason string) {
 	tb.Helper()
-	r, ok := err.(*Refusal)
-	if !ok {
+	var r *Refusal
+	if !errors.As(err, &r) {
 		tb.Fatalf("error = %v (%T), want a *Refusal %d %s", err, err, status, reason)
 	}
 	if r.Status != status || r.Reason != reason {

@@ -3,6 +3,7 @@ package receiver
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -27,7 +28,7 @@ func payload(h http.Header, body []byte) []byte {
 // decode unmarshals a JSON object; an empty body is not one.
 func decode(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return fmt.Errorf("empty body")
+		return errors.New("empty body")
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("decode JSON: %w", err)
