@@ -1,0 +1,155 @@
+package receiver
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeClock is a clock tests move by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func TestDeliverySeenTwiceWithinTTL(t *testing.T) {
+	clock := newFakeClock()
+	d := NewDeliveries(10*time.Minute, 100, clock.now)
+	if d.Seen("ns/r", "id-1") {
+		t.Fatal("a new delivery is seen")
+	}
+	clock.advance(9 * time.Minute)
+	if !d.Seen("ns/r", "id-1") {
+		t.Fatal("a replay within the TTL is not seen")
+	}
+	// A replay does not extend the TTL: it runs from the first delivery.
+	clock.advance(time.Minute)
+	if d.Seen("ns/r", "id-1") {
+		t.Fatal("a delivery is still seen a TTL after it was first recorded")
+	}
+	if !d.Seen("ns/r", "id-1") {
+		t.Fatal("a delivery recorded again after its TTL is not seen")
+	}
+}
+
+func TestDeliveryIsPerReceiver(t *testing.T) {
+	d := NewDeliveries(time.Minute, 100, newFakeClock().now)
+	d.Seen("ns/a", "id")
+	if d.Seen("ns/b", "id") {
+		t.Error("an id seen by one receiver is seen by another")
+	}
+	// The key is not a plain concatenation.
+	d.Seen("ns/a", "bc")
+	if d.Seen("ns/ab", "c") {
+		t.Error(`("ns/a","bc") and ("ns/ab","c") are the same delivery`)
+	}
+}
+
+func TestEmptyDeliveryIsNeverSeen(t *testing.T) {
+	d := NewDeliveries(time.Minute, 100, newFakeClock().now)
+	for range 3 {
+		if d.Seen("ns/r", "") {
+			t.Fatal("an empty delivery id is seen")
+		}
+	}
+	if d.fifo.len() != 0 {
+		t.Errorf("an empty id was recorded (%d entries)", d.fifo.len())
+	}
+}
+
+func TestDeliveriesEvictOldestWhenFull(t *testing.T) {
+	clock := newFakeClock()
+	d := NewDeliveries(time.Hour, 3, clock.now)
+	for i := range 4 {
+		clock.advance(time.Second)
+		if d.Seen("r", fmt.Sprint(i)) {
+			t.Fatalf("new id %d is seen", i)
+		}
+	}
+	// 0 was evicted to make room for 3; 1, 2, 3 are remembered.
+	for _, id := range []string{"3", "2", "1"} {
+		if !d.Seen("r", id) {
+			t.Errorf("id %s is forgotten while the set is not over capacity", id)
+		}
+	}
+	if d.Seen("r", "0") {
+		t.Error("the oldest id is still seen after eviction")
+	}
+	if n := len(d.seen); n > 3 || d.fifo.len() > 3 {
+		t.Errorf("%d ids and %d queued, capacity 3", n, d.fifo.len())
+	}
+}
+
+func TestDeliveriesExpireAndStayBounded(t *testing.T) {
+	clock := newFakeClock()
+	d := NewDeliveries(time.Minute, 1000, clock.now)
+	for i := range 10_000 {
+		d.Seen("r", fmt.Sprint(i))
+		clock.advance(time.Second)
+		if len(d.seen) > 61 {
+			t.Fatalf("after %d ids, %d remembered with a TTL of 60 ids", i, len(d.seen))
+		}
+	}
+	if len(d.fifo.buf) > 128 {
+		t.Errorf("the queue grew to %d entries for 60 live ids", len(d.fifo.buf))
+	}
+}
+
+func TestDeliveriesClockGoingBack(t *testing.T) {
+	clock := newFakeClock()
+	d := NewDeliveries(time.Minute, 10, clock.now)
+	d.Seen("r", "a")
+	clock.advance(-time.Hour)
+	if !d.Seen("r", "a") {
+		t.Error("a delivery is forgotten when the clock goes back")
+	}
+}
+
+func TestNewDeliveriesDefaults(t *testing.T) {
+	d := NewDeliveries(0, 0, nil)
+	if d.ttl != DefaultDeliveryTTL || d.capacity != DefaultDeliveryCapacity || d.now == nil {
+		t.Fatalf("defaults: ttl %v capacity %d", d.ttl, d.capacity)
+	}
+	if d.Seen("r", "x") || !d.Seen("r", "x") {
+		t.Error("with real time, a replay is not seen")
+	}
+}
+
+// TestDeliveriesConcurrentUse runs under -race: each id is reported new exactly once.
+func TestDeliveriesConcurrentUse(t *testing.T) {
+	d := NewDeliveries(time.Hour, 10_000, newFakeClock().now)
+	var fresh atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				// Every goroutine offers the same 500 ids, in a different order.
+				if !d.Seen("r", fmt.Sprint((i*7+g*13)%500)) {
+					fresh.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := fresh.Load(); got != 500 {
+		t.Errorf("%d deliveries were new, want 500", got)
+	}
+}
