@@ -16,13 +16,14 @@ import (
 // cdeventsTypePrefix starts every CDEvents type; any other CloudEvent is not a CDEvent.
 const cdeventsTypePrefix = "dev.cdevents."
 
-// Reasons a CDEvents delivery is refused, reported to the sender and counted.
+// Reasons a CDEvents delivery is refused (CDEventRefusal.Reason), reported
+// to the sender and counted.
 const (
-	ReasonUnparseable   = "Unparseable"
-	ReasonMissingField  = "MissingField"
-	ReasonTypeMismatch  = "TypeMismatch"
-	ReasonNotACDEvent   = "NotACDEvent"
-	ReasonEventFiltered = "EventFiltered"
+	cdeventUnparseable   = "Unparseable"
+	cdeventMissingField  = "MissingField"
+	cdeventTypeMismatch  = "TypeMismatch"
+	cdeventNotACDEvent   = "NotACDEvent"
+	cdeventEventFiltered = "EventFiltered"
 )
 
 // CDEvent is a verified CDEvents delivery.
@@ -44,6 +45,8 @@ type CDEventRefusal struct {
 	Status  int
 	Reason  string
 	Message string
+
+	err error // the parser's error behind the refusal, if any
 }
 
 // Error implements error.
@@ -51,7 +54,16 @@ func (r *CDEventRefusal) Error() string {
 	return fmt.Sprintf("cdevent refused (%d %s): %s", r.Status, r.Reason, r.Message)
 }
 
-func refuse(status int, reason, format string, args ...any) *CDEventRefusal {
+// Unwrap returns the parser's error behind the refusal, if any.
+func (r *CDEventRefusal) Unwrap() error { return r.err }
+
+// cdeventRefuseErr builds a refusal caused by err, which it wraps.
+func cdeventRefuseErr(status int, reason, what string, err error) *CDEventRefusal {
+	return &CDEventRefusal{Status: status, Reason: reason, Message: fmt.Sprintf("%s: %v", what, err), err: err}
+}
+
+// cdeventRefuse builds the refusal ParseCDEvent returns.
+func cdeventRefuse(status int, reason, format string, args ...any) *CDEventRefusal {
 	return &CDEventRefusal{Status: status, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
@@ -88,38 +100,38 @@ type cdeventBody struct {
 // before calling. Every error is a *CDEventRefusal.
 func ParseCDEvent(r *http.Request, body []byte, events []string) (CDEvent, error) {
 	if cehttp.IsHTTPBatch(r.Header) {
-		return CDEvent{}, refuse(http.StatusBadRequest, ReasonUnparseable, "batched CloudEvents are not accepted")
+		return CDEvent{}, cdeventRefuse(http.StatusBadRequest, cdeventUnparseable, "batched CloudEvents are not accepted")
 	}
 	msg := cehttp.NewMessage(r.Header, io.NopCloser(bytes.NewReader(body)))
 	ev, err := binding.ToEvent(r.Context(), msg)
 	if err != nil {
 		if errors.Is(err, binding.ErrUnknownEncoding) {
-			return CDEvent{}, refuse(http.StatusBadRequest, ReasonUnparseable,
+			return CDEvent{}, cdeventRefuse(http.StatusBadRequest, cdeventUnparseable,
 				"not a CloudEvent: neither ce-specversion headers nor Content-Type application/cloudevents+json")
 		}
-		return CDEvent{}, refuse(http.StatusBadRequest, ReasonUnparseable, "reading the CloudEvent: %v", err)
+		return CDEvent{}, cdeventRefuseErr(http.StatusBadRequest, cdeventUnparseable, "reading the CloudEvent", err)
 	}
 	if err := ev.Validate(); err != nil {
-		return CDEvent{}, refuse(http.StatusBadRequest, ReasonUnparseable, "invalid CloudEvent: %v", err)
+		return CDEvent{}, cdeventRefuseErr(http.StatusBadRequest, cdeventUnparseable, "invalid CloudEvent", err)
 	}
 	if !strings.HasPrefix(ev.Type(), cdeventsTypePrefix) {
-		return CDEvent{}, refuse(http.StatusBadRequest, ReasonNotACDEvent,
+		return CDEvent{}, cdeventRefuse(http.StatusBadRequest, cdeventNotACDEvent,
 			"CloudEvent type %q does not start with %q", ev.Type(), cdeventsTypePrefix)
 	}
 	data := bytes.TrimSpace(ev.Data())
 	if len(data) == 0 {
-		return CDEvent{}, refuse(http.StatusBadRequest, ReasonMissingField, "the CloudEvent carries no data")
+		return CDEvent{}, cdeventRefuse(http.StatusBadRequest, cdeventMissingField, "the CloudEvent carries no data")
 	}
 	cde, err := checkCDEvent(data)
 	if err != nil {
 		return CDEvent{}, err
 	}
 	if cde.Type != ev.Type() {
-		return CDEvent{}, refuse(http.StatusBadRequest, ReasonTypeMismatch,
+		return CDEvent{}, cdeventRefuse(http.StatusBadRequest, cdeventTypeMismatch,
 			"context.type %q differs from the CloudEvent type %q", cde.Type, ev.Type())
 	}
-	if !typeWanted(events, cde.Type) {
-		return CDEvent{}, refuse(http.StatusOK, ReasonEventFiltered, "event type %q is not in the receiver's events", cde.Type)
+	if !cdeventTypeWanted(events, cde.Type) {
+		return CDEvent{}, cdeventRefuse(http.StatusOK, cdeventEventFiltered, "event type %q is not in the receiver's events", cde.Type)
 	}
 	return cde, nil
 }
@@ -129,14 +141,14 @@ func ParseCDEvent(r *http.Request, body []byte, events []string) (CDEvent, error
 // version, subject id, and subject content (an object).
 func checkCDEvent(data []byte) (CDEvent, error) {
 	if data[0] != '{' {
-		return CDEvent{}, refuse(http.StatusBadRequest, ReasonUnparseable, "the CloudEvent data is not a JSON object")
+		return CDEvent{}, cdeventRefuse(http.StatusBadRequest, cdeventUnparseable, "the CloudEvent data is not a JSON object")
 	}
 	var b cdeventBody
 	if err := json.Unmarshal(data, &b); err != nil {
-		return CDEvent{}, refuse(http.StatusBadRequest, ReasonUnparseable, "decoding the CDEvent: %v", err)
+		return CDEvent{}, cdeventRefuseErr(http.StatusBadRequest, cdeventUnparseable, "decoding the CDEvent", err)
 	}
 	if b.Context == nil {
-		return CDEvent{}, refuse(http.StatusBadRequest, ReasonMissingField, "context is missing")
+		return CDEvent{}, cdeventRefuse(http.StatusBadRequest, cdeventMissingField, "context is missing")
 	}
 	c := b.Context
 	for _, f := range []struct{ name, value string }{
@@ -147,38 +159,38 @@ func checkCDEvent(data []byte) (CDEvent, error) {
 		{"context.specversion", c.SpecVersion + c.Version},
 	} {
 		if f.value == "" {
-			return CDEvent{}, refuse(http.StatusBadRequest, ReasonMissingField, "%s is missing or empty", f.name)
+			return CDEvent{}, cdeventRefuse(http.StatusBadRequest, cdeventMissingField, "%s is missing or empty", f.name)
 		}
 	}
 	if !strings.HasPrefix(c.Type, cdeventsTypePrefix) {
-		return CDEvent{}, refuse(http.StatusBadRequest, ReasonNotACDEvent,
+		return CDEvent{}, cdeventRefuse(http.StatusBadRequest, cdeventNotACDEvent,
 			"context.type %q does not start with %q", c.Type, cdeventsTypePrefix)
 	}
 	if b.Subject == nil {
-		return CDEvent{}, refuse(http.StatusBadRequest, ReasonMissingField, "subject is missing")
+		return CDEvent{}, cdeventRefuse(http.StatusBadRequest, cdeventMissingField, "subject is missing")
 	}
 	if b.Subject.ID == "" {
-		return CDEvent{}, refuse(http.StatusBadRequest, ReasonMissingField, "subject.id is missing or empty")
+		return CDEvent{}, cdeventRefuse(http.StatusBadRequest, cdeventMissingField, "subject.id is missing or empty")
 	}
 	var content map[string]json.RawMessage
 	if raw := bytes.TrimSpace(b.Subject.Content); len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &content) != nil {
-		return CDEvent{}, refuse(http.StatusBadRequest, ReasonMissingField, "subject.content is missing or not an object")
+		return CDEvent{}, cdeventRefuse(http.StatusBadRequest, cdeventMissingField, "subject.content is missing or not an object")
 	}
 	return CDEvent{
 		ID:         c.ID,
 		Type:       c.Type,
 		Source:     c.Source,
 		SubjectID:  b.Subject.ID,
-		Repository: repositoryRefs(c.Type, content),
+		Repository: cdeventRepositoryRefs(c.Type, content),
 	}, nil
 }
 
-// repositoryRefs collects the repository references an event names: the
+// cdeventRepositoryRefs collects the repository references an event names: the
 // subject.content.repository object of change and branch events, or, for
 // repository events (whose subject is the repository), the content's URLs
 // and owner/name path. Values that are not strings are skipped: the
 // reference is only a hint for the repository check, never required.
-func repositoryRefs(typ string, content map[string]json.RawMessage) []string {
+func cdeventRepositoryRefs(typ string, content map[string]json.RawMessage) []string {
 	var refs []string
 	add := func(fields map[string]json.RawMessage, keys ...string) {
 		for _, k := range keys {
@@ -207,9 +219,9 @@ func repositoryRefs(typ string, content map[string]json.RawMessage) []string {
 	return refs
 }
 
-// typeWanted reports whether typ passes the events filter; an empty filter
+// cdeventTypeWanted reports whether typ passes the events filter; an empty filter
 // passes every type.
-func typeWanted(events []string, typ string) bool {
+func cdeventTypeWanted(events []string, typ string) bool {
 	if len(events) == 0 {
 		return true
 	}
@@ -232,12 +244,12 @@ func TypeMatches(filter, typ string) bool {
 		return true
 	}
 	rest, ok := strings.CutPrefix(typ, filter+".")
-	return ok && isVersion(rest)
+	return ok && isCDEventVersion(rest)
 }
 
-// isVersion reports whether s is a dotted version such as "0.2.0" or
+// isCDEventVersion reports whether s is a dotted version such as "0.2.0" or
 // "0.6.0-draft": it starts with a digit and has three dot-separated parts.
-func isVersion(s string) bool {
+func isCDEventVersion(s string) bool {
 	parts := strings.Split(s, ".")
 	if len(parts) != 3 {
 		return false

@@ -66,9 +66,9 @@ func MustLoadCDEventExamples(tb testing.TB, dir string) []cdeventExample {
 	return out
 }
 
-// binaryRequest sends body as a CloudEvent in binary mode, its attributes
+// cdeventBinaryRequest sends body as a CloudEvent in binary mode, its attributes
 // in ce-* headers taken from the example's context.
-func binaryRequest(ex cdeventExample, body []byte) *http.Request {
+func cdeventBinaryRequest(ex cdeventExample, body []byte) *http.Request {
 	r := httptest.NewRequest(http.MethodPost, "/hook/x", bytes.NewReader(body))
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("ce-specversion", "1.0")
@@ -79,9 +79,9 @@ func binaryRequest(ex cdeventExample, body []byte) *http.Request {
 	return r
 }
 
-// structuredEnvelope wraps data in a structured-mode CloudEvent with the
+// cloudEventEnvelope wraps data in a structured-mode CloudEvent with the
 // example's context; extra fields are set (or, when nil, removed) last.
-func structuredEnvelope(tb testing.TB, ex cdeventExample, data []byte, extra map[string]any) []byte {
+func cloudEventEnvelope(tb testing.TB, ex cdeventExample, data []byte, extra map[string]any) []byte {
 	tb.Helper()
 	env := map[string]any{
 		"specversion":     "1.0",
@@ -106,26 +106,27 @@ func structuredEnvelope(tb testing.TB, ex cdeventExample, data []byte, extra map
 	return out
 }
 
-// structuredRequest sends a structured-mode CloudEvent envelope.
-func structuredRequest(envelope []byte) *http.Request {
+// cdeventStructuredRequest sends a structured-mode CloudEvent envelope.
+func cdeventStructuredRequest(envelope []byte) *http.Request {
 	r := httptest.NewRequest(http.MethodPost, "/hook/x", bytes.NewReader(envelope))
 	r.Header.Set("Content-Type", "application/cloudevents+json; charset=utf-8")
 	return r
 }
 
-// MustParseBinary runs ParseCDEvent on body sent in binary mode.
-func parseBinary(ex cdeventExample, body []byte, events []string) (CDEvent, error) {
-	return ParseCDEvent(binaryRequest(ex, body), body, events)
+// parseCDEventBinary runs ParseCDEvent on body sent in binary mode.
+func parseCDEventBinary(ex cdeventExample, body []byte, events []string) (CDEvent, error) {
+	return ParseCDEvent(cdeventBinaryRequest(ex, body), body, events)
 }
 
-func parseStructured(tb testing.TB, ex cdeventExample, data []byte, events []string) (CDEvent, error) {
+// parseCDEventStructured runs ParseCDEvent on data sent in structured mode.
+func parseCDEventStructured(tb testing.TB, ex cdeventExample, data []byte, events []string) (CDEvent, error) {
 	tb.Helper()
-	env := structuredEnvelope(tb, ex, data, nil)
-	return ParseCDEvent(structuredRequest(env), env, events)
+	env := cloudEventEnvelope(tb, ex, data, nil)
+	return ParseCDEvent(cdeventStructuredRequest(env), env, events)
 }
 
-// assertRefusal fails unless err is a *CDEventRefusal with this status and reason.
-func assertRefusal(tb testing.TB, err error, status int, reason string) {
+// assertCDEventRefusal fails unless err is a *CDEventRefusal with this status and reason.
+func assertCDEventRefusal(tb testing.TB, err error, status int, reason string) {
 	tb.Helper()
 	var ref *CDEventRefusal
 	if !errors.As(err, &ref) {
@@ -140,8 +141,8 @@ func TestEveryConformanceExampleIsAcceptedInBothModes(t *testing.T) {
 	for _, dir := range []string{"conformance", "v0.4.1/conformance"} {
 		for _, ex := range MustLoadCDEventExamples(t, dir) {
 			for mode, parse := range map[string]func() (CDEvent, error){
-				"binary":     func() (CDEvent, error) { return parseBinary(ex, ex.raw, nil) },
-				"structured": func() (CDEvent, error) { return parseStructured(t, ex, ex.raw, nil) },
+				"binary":     func() (CDEvent, error) { return parseCDEventBinary(ex, ex.raw, nil) },
+				"structured": func() (CDEvent, error) { return parseCDEventStructured(t, ex, ex.raw, nil) },
 			} {
 				t.Run(ex.name+"/"+mode, func(t *testing.T) {
 					got, err := parse()
@@ -178,7 +179,7 @@ func TestRepositoryReferencesAreReported(t *testing.T) {
 		if !ok {
 			t.Fatalf("no example %s", name)
 		}
-		got, err := parseBinary(ex, ex.raw, nil)
+		got, err := parseCDEventBinary(ex, ex.raw, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -272,7 +273,8 @@ func mutateCDEvent(tb testing.TB, raw []byte, change func(doc map[string]any)) [
 	return out
 }
 
-func field(doc map[string]any, k string) map[string]any {
+// cdeventField returns doc[k] when it is an object, else nil.
+func cdeventField(doc map[string]any, k string) map[string]any {
 	m, _ := doc[k].(map[string]any)
 	return m
 }
@@ -284,19 +286,19 @@ func field(doc map[string]any, k string) map[string]any {
 func TestSchemaAndReceiverAgree(t *testing.T) {
 	schemas := MustCompileCDEventSchemas(t)
 	mutations := map[string]func(doc map[string]any){
-		"no context.id":          func(d map[string]any) { delete(field(d, "context"), "id") },
-		"no context.source":      func(d map[string]any) { delete(field(d, "context"), "source") },
-		"no context.timestamp":   func(d map[string]any) { delete(field(d, "context"), "timestamp") },
-		"no context.specversion": func(d map[string]any) { delete(field(d, "context"), "specversion") },
-		"empty context.type":     func(d map[string]any) { field(d, "context")["type"] = "" },
-		"empty context.id":       func(d map[string]any) { field(d, "context")["id"] = "" },
+		"no context.id":          func(d map[string]any) { delete(cdeventField(d, "context"), "id") },
+		"no context.source":      func(d map[string]any) { delete(cdeventField(d, "context"), "source") },
+		"no context.timestamp":   func(d map[string]any) { delete(cdeventField(d, "context"), "timestamp") },
+		"no context.specversion": func(d map[string]any) { delete(cdeventField(d, "context"), "specversion") },
+		"empty context.type":     func(d map[string]any) { cdeventField(d, "context")["type"] = "" },
+		"empty context.id":       func(d map[string]any) { cdeventField(d, "context")["id"] = "" },
 		"no context":             func(d map[string]any) { delete(d, "context") },
 		"no subject":             func(d map[string]any) { delete(d, "subject") },
-		"no subject.id":          func(d map[string]any) { delete(field(d, "subject"), "id") },
-		"no subject.content":     func(d map[string]any) { delete(field(d, "subject"), "content") },
-		"subject.content string": func(d map[string]any) { field(d, "subject")["content"] = "not an object" },
-		"subject.content array":  func(d map[string]any) { field(d, "subject")["content"] = []any{} },
-		"subject.content null":   func(d map[string]any) { field(d, "subject")["content"] = nil },
+		"no subject.id":          func(d map[string]any) { delete(cdeventField(d, "subject"), "id") },
+		"no subject.content":     func(d map[string]any) { delete(cdeventField(d, "subject"), "content") },
+		"subject.content string": func(d map[string]any) { cdeventField(d, "subject")["content"] = "not an object" },
+		"subject.content array":  func(d map[string]any) { cdeventField(d, "subject")["content"] = []any{} },
+		"subject.content null":   func(d map[string]any) { cdeventField(d, "subject")["content"] = nil },
 	}
 	validate := func(sch *jsonschema.Schema, raw []byte) error {
 		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
@@ -314,7 +316,7 @@ func TestSchemaAndReceiverAgree(t *testing.T) {
 			if err := validate(sch, ex.raw); err != nil {
 				t.Fatalf("schema refuses the example: %v", err)
 			}
-			if _, err := parseBinary(ex, ex.raw, nil); err != nil {
+			if _, err := parseCDEventBinary(ex, ex.raw, nil); err != nil {
 				t.Fatalf("receiver refuses the example: %v", err)
 			}
 			for name, change := range mutations {
@@ -322,8 +324,8 @@ func TestSchemaAndReceiverAgree(t *testing.T) {
 				if validate(sch, bad) == nil {
 					t.Errorf("%s: schema accepts it", name)
 				}
-				_, errB := parseBinary(ex, bad, nil)
-				_, errS := parseStructured(t, ex, bad, nil)
+				_, errB := parseCDEventBinary(ex, bad, nil)
+				_, errS := parseCDEventStructured(t, ex, bad, nil)
 				for mode, err := range map[string]error{"binary": errB, "structured": errS} {
 					var ref *CDEventRefusal
 					if !errors.As(err, &ref) || ref.Status != http.StatusBadRequest {
@@ -361,68 +363,68 @@ func TestCDEventRefusals(t *testing.T) {
 		reason string
 	}{
 		{"ce-type differs from context.type", func() (*http.Request, []byte) {
-			return withHeader(binaryRequest(merged, merged.raw), "ce-type", "dev.cdevents.change.merged.0.2.0"), merged.raw
-		}, ReasonTypeMismatch},
+			return withHeader(cdeventBinaryRequest(merged, merged.raw), "ce-type", "dev.cdevents.change.merged.0.2.0"), merged.raw
+		}, cdeventTypeMismatch},
 		{"structured type differs from context.type", func() (*http.Request, []byte) {
-			env := structuredEnvelope(t, merged, merged.raw, map[string]any{"type": "dev.cdevents.change.created.0.4.0"})
-			return structuredRequest(env), env
-		}, ReasonTypeMismatch},
+			env := cloudEventEnvelope(t, merged, merged.raw, map[string]any{"type": "dev.cdevents.change.created.0.4.0"})
+			return cdeventStructuredRequest(env), env
+		}, cdeventTypeMismatch},
 		{"binary body not JSON", func() (*http.Request, []byte) {
 			body := []byte("this is not json")
-			return binaryRequest(merged, body), body
-		}, ReasonUnparseable},
+			return cdeventBinaryRequest(merged, body), body
+		}, cdeventUnparseable},
 		{"binary body a JSON array", func() (*http.Request, []byte) {
 			body := []byte(`[` + string(merged.raw) + `]`)
-			return binaryRequest(merged, body), body
-		}, ReasonUnparseable},
+			return cdeventBinaryRequest(merged, body), body
+		}, cdeventUnparseable},
 		{"binary body truncated", func() (*http.Request, []byte) {
 			body := merged.raw[:len(merged.raw)/2]
-			return binaryRequest(merged, body), body
-		}, ReasonUnparseable},
+			return cdeventBinaryRequest(merged, body), body
+		}, cdeventUnparseable},
 		{"binary body empty", func() (*http.Request, []byte) {
-			return binaryRequest(merged, nil), nil
-		}, ReasonMissingField},
+			return cdeventBinaryRequest(merged, nil), nil
+		}, cdeventMissingField},
 		{"no CloudEvents headers", func() (*http.Request, []byte) {
 			r := httptest.NewRequest(http.MethodPost, "/hook/x", bytes.NewReader(merged.raw))
 			r.Header.Set("Content-Type", "application/json")
 			return r, merged.raw
-		}, ReasonUnparseable},
+		}, cdeventUnparseable},
 		{"binary without ce-id", func() (*http.Request, []byte) {
-			return withHeader(binaryRequest(merged, merged.raw), "ce-id", ""), merged.raw
-		}, ReasonUnparseable},
+			return withHeader(cdeventBinaryRequest(merged, merged.raw), "ce-id", ""), merged.raw
+		}, cdeventUnparseable},
 		{"CloudEvent type not a CDEvent", func() (*http.Request, []byte) {
-			return withHeader(binaryRequest(merged, merged.raw), "ce-type", "com.github.push"), merged.raw
-		}, ReasonNotACDEvent},
+			return withHeader(cdeventBinaryRequest(merged, merged.raw), "ce-type", "com.github.push"), merged.raw
+		}, cdeventNotACDEvent},
 		{"context.type not a CDEvent", func() (*http.Request, []byte) {
-			body := mutateCDEvent(t, merged.raw, func(d map[string]any) { field(d, "context")["type"] = "com.github.push" })
-			return binaryRequest(merged, body), body
-		}, ReasonNotACDEvent},
+			body := mutateCDEvent(t, merged.raw, func(d map[string]any) { cdeventField(d, "context")["type"] = "com.github.push" })
+			return cdeventBinaryRequest(merged, body), body
+		}, cdeventNotACDEvent},
 		{"structured without data", func() (*http.Request, []byte) {
-			env := structuredEnvelope(t, merged, merged.raw, map[string]any{"data": nil, "datacontenttype": nil})
-			return structuredRequest(env), env
-		}, ReasonMissingField},
+			env := cloudEventEnvelope(t, merged, merged.raw, map[string]any{"data": nil, "datacontenttype": nil})
+			return cdeventStructuredRequest(env), env
+		}, cdeventMissingField},
 		{"structured data a string", func() (*http.Request, []byte) {
-			env := structuredEnvelope(t, merged, merged.raw, map[string]any{"data": "hello"})
-			return structuredRequest(env), env
-		}, ReasonUnparseable},
+			env := cloudEventEnvelope(t, merged, merged.raw, map[string]any{"data": "hello"})
+			return cdeventStructuredRequest(env), env
+		}, cdeventUnparseable},
 		{"structured envelope not JSON", func() (*http.Request, []byte) {
 			env := []byte(`{"specversion": "1.0", "id": `)
-			return structuredRequest(env), env
-		}, ReasonUnparseable},
+			return cdeventStructuredRequest(env), env
+		}, cdeventUnparseable},
 		{"structured envelope without id", func() (*http.Request, []byte) {
-			env := structuredEnvelope(t, merged, merged.raw, map[string]any{"id": nil})
-			return structuredRequest(env), env
-		}, ReasonUnparseable},
+			env := cloudEventEnvelope(t, merged, merged.raw, map[string]any{"id": nil})
+			return cdeventStructuredRequest(env), env
+		}, cdeventUnparseable},
 		{"batch mode", func() (*http.Request, []byte) {
-			env := []byte(`[` + string(structuredEnvelope(t, merged, merged.raw, nil)) + `]`)
-			r := structuredRequest(env)
+			env := []byte(`[` + string(cloudEventEnvelope(t, merged, merged.raw, nil)) + `]`)
+			r := cdeventStructuredRequest(env)
 			r.Header.Set("Content-Type", "application/cloudevents-batch+json")
 			return r, env
-		}, ReasonUnparseable},
+		}, cdeventUnparseable},
 		{"v0.4.1 event without version", func() (*http.Request, []byte) {
-			body := mutateCDEvent(t, mergedOld.raw, func(d map[string]any) { delete(field(d, "context"), "version") })
-			return binaryRequest(mergedOld, body), body
-		}, ReasonMissingField},
+			body := mutateCDEvent(t, mergedOld.raw, func(d map[string]any) { delete(cdeventField(d, "context"), "version") })
+			return cdeventBinaryRequest(mergedOld, body), body
+		}, cdeventMissingField},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -431,18 +433,18 @@ func TestCDEventRefusals(t *testing.T) {
 			if err == nil {
 				t.Fatalf("accepted: %+v", got)
 			}
-			assertRefusal(t, err, http.StatusBadRequest, tt.reason)
+			assertCDEventRefusal(t, err, http.StatusBadRequest, tt.reason)
 		})
 	}
 }
 
 func TestStructuredModeWithBase64Data(t *testing.T) {
 	for _, ex := range MustLoadCDEventExamples(t, "conformance")[:3] {
-		env := structuredEnvelope(t, ex, nil, map[string]any{
+		env := cloudEventEnvelope(t, ex, nil, map[string]any{
 			"data":        nil,
 			"data_base64": base64.StdEncoding.EncodeToString(ex.raw),
 		})
-		got, err := ParseCDEvent(structuredRequest(env), env, nil)
+		got, err := ParseCDEvent(cdeventStructuredRequest(env), env, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", ex.name, err)
 		}
@@ -475,8 +477,8 @@ func TestEventsFilterMatchesWithOrWithoutVersion(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for mode, parse := range map[string]func() (CDEvent, error){
-				"binary":     func() (CDEvent, error) { return parseBinary(merged, merged.raw, tt.events) },
-				"structured": func() (CDEvent, error) { return parseStructured(t, merged, merged.raw, tt.events) },
+				"binary":     func() (CDEvent, error) { return parseCDEventBinary(merged, merged.raw, tt.events) },
+				"structured": func() (CDEvent, error) { return parseCDEventStructured(t, merged, merged.raw, tt.events) },
 			} {
 				got, err := parse()
 				if tt.want {
@@ -485,7 +487,7 @@ func TestEventsFilterMatchesWithOrWithoutVersion(t *testing.T) {
 					}
 					continue
 				}
-				assertRefusal(t, err, http.StatusOK, ReasonEventFiltered)
+				assertCDEventRefusal(t, err, http.StatusOK, cdeventEventFiltered)
 			}
 		})
 	}
@@ -512,4 +514,50 @@ func TestTypeMatches(t *testing.T) {
 			t.Errorf("TypeMatches(%q, %q) = %v, want %v", tt.filter, tt.typ, got, tt.want)
 		}
 	}
+}
+
+func TestRefusalWrapsTheParserError(t *testing.T) {
+	var merged cdeventExample
+	for _, ex := range MustLoadCDEventExamples(t, "conformance") {
+		if strings.HasSuffix(ex.name, "change_merged.json") {
+			merged = ex
+		}
+	}
+	body := []byte(`{"context": 42}`)
+	_, err := parseCDEventBinary(merged, body, nil)
+	assertCDEventRefusal(t, err, http.StatusBadRequest, cdeventUnparseable)
+	var typeErr *json.UnmarshalTypeError
+	if !errors.As(err, &typeErr) {
+		t.Fatalf("refusal %v does not wrap the JSON error", err)
+	}
+}
+
+// FuzzParseCDEvent feeds arbitrary bodies, in binary and structured mode, to
+// ParseCDEvent: it never panics, refuses with a CDEventRefusal, and what it
+// accepts carries every required field.
+func FuzzParseCDEvent(f *testing.F) {
+	examples := MustLoadCDEventExamples(f, "conformance")
+	for _, ex := range examples[:5] {
+		f.Add(ex.raw, false)
+		f.Add(cloudEventEnvelope(f, ex, ex.raw, nil), true)
+	}
+	f.Add([]byte(`{"context":{},"subject":{"content":[]}}`), false)
+	ex := examples[0]
+	f.Fuzz(func(t *testing.T, body []byte, structured bool) {
+		r := cdeventBinaryRequest(ex, body)
+		if structured {
+			r = cdeventStructuredRequest(body)
+		}
+		got, err := ParseCDEvent(r, body, nil)
+		if err != nil {
+			var ref *CDEventRefusal
+			if !errors.As(err, &ref) {
+				t.Fatalf("error %v is not a *CDEventRefusal", err)
+			}
+			return
+		}
+		if got.ID == "" || got.Source == "" || got.SubjectID == "" || !strings.HasPrefix(got.Type, "dev.cdevents.") {
+			t.Fatalf("accepted an incomplete CDEvent: %+v", got)
+		}
+	})
 }
