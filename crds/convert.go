@@ -65,6 +65,8 @@ func kindOf(obj any) string {
 		return KindProposal
 	case SyncRun, *SyncRun:
 		return KindSyncRun
+	case Receiver, *Receiver:
+		return KindReceiver
 	}
 	return ""
 }

@@ -26,6 +26,7 @@ func TestToUnstructuredFillsTypeMetaOfOurKinds(t *testing.T) {
 		{"value", dest, "configbutler.ai/v1alpha1", crds.KindGitDestination},
 		{"explicit TypeMeta kept", &explicit, "configbutler.ai/v9", "Other"},
 		{"cluster kind", &crds.ClusterWatchRule{}, "configbutler.ai/v1alpha1", crds.KindClusterWatchRule},
+		{"receiver", crds.Receiver{}, "configbutler.ai/v1alpha1", crds.KindReceiver},
 		{"foreign type left alone", &metav1.ObjectMeta{Name: "x"}, "", ""},
 	}
 	for _, tc := range cases {
@@ -81,5 +82,14 @@ func TestNamespaceOrDefaultsToTheReferrer(t *testing.T) {
 	}
 	if got := (crds.NamespacedReference{Name: "d", Namespace: "infra"}).NamespaceOr("team-a"); got != "infra" {
 		t.Errorf("explicit namespace resolved to %q, want infra", got)
+	}
+}
+
+func TestReceiverResourceNamespaceDefaultsToTheReceiver(t *testing.T) {
+	if got := (crds.ReceiverResource{Kind: crds.KindGitDestination, Name: "d"}).NamespaceOr("team-a"); got != "team-a" {
+		t.Errorf("empty namespace: got %q, want team-a", got)
+	}
+	if got := (crds.ReceiverResource{Kind: crds.KindGitRepoConfig, Name: "r", Namespace: "infra"}).NamespaceOr("team-a"); got != "infra" {
+		t.Errorf("explicit namespace: got %q, want infra", got)
 	}
 }

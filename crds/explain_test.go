@@ -44,6 +44,11 @@ func TestKubectlExplainShowsDescriptions(t *testing.T) {
 		{"prop.status.reviewedBy.username", "Username of the reviewer"},
 		{"syncruns.spec.trigger", "sync-now"},
 		{"sr.status.refused.reason", "CamelCase"},
+		{"receivers.spec.type", "X-Hub-Signature-256"},
+		{"rcv.spec.resources.kind", "all of the repository's destinations"},
+		{"rcv.status.webhookPath", "hex sha256 of the token"},
+		{"grc.spec.receiver", "owned by this GitRepoConfig"},
+		{"gitrepoconfigs.status.receiver.secretName", "holds the token to give the Git host"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.field, func(t *testing.T) {

@@ -73,8 +73,9 @@ func fullFixtures(namespace string) []fixture {
 				RepoURL:         "https://git.example.com/org/repo.git",
 				AllowedBranches: []string{"main", "release/v1"},
 				SecretRef:       &crds.LocalReference{Name: "repo-creds"},
+				Receiver:        &crds.GeneratedReceiver{Type: crds.ReceiverGitHub, Events: []string{"push", "ping"}},
 			},
-		}, status: sharedStatus, decode: decodeAs[crds.GitRepoConfig]},
+		}, status: repoStatus, decode: decodeAs[crds.GitRepoConfig]},
 		{kind: crds.KindGitDestination, gvr: crds.GitDestinations, obj: &crds.GitDestination{
 			ObjectMeta: meta("dest"),
 			Spec: crds.GitDestinationSpec{
@@ -108,6 +109,43 @@ func fullFixtures(namespace string) []fixture {
 				Labels: map[string]string{crds.LabelDestination: "dest"}},
 			Spec: crds.SyncRunSpec{DestinationRef: crds.LocalReference{Name: "dest"}, Trigger: crds.TriggerSyncNow},
 		}, status: syncRunStatus, inlineStatus: true, decode: decodeAs[crds.SyncRun]},
+		{kind: crds.KindReceiver, gvr: crds.Receivers, obj: &crds.Receiver{
+			ObjectMeta: meta("receiver"),
+			Spec: crds.ReceiverSpec{
+				Type:      crds.ReceiverCDEvents,
+				Events:    []string{"dev.cdevents.change.merged", "dev.cdevents.artifact.published.0.2.0"},
+				SecretRef: crds.LocalReference{Name: "receiver-token"},
+				Resources: []crds.ReceiverResource{
+					{Kind: crds.KindGitDestination, Name: "dest", Namespace: "other"},
+					{Kind: crds.KindGitRepoConfig, Name: "repo"},
+				},
+				Suspend: true,
+			},
+		}, status: receiverStatus, decode: decodeAs[crds.Receiver]},
+	}
+}
+
+// webhookPath is a well-formed status.webhookPath.
+var webhookPath = "/hook/" + liveDigest
+
+func repoStatus(generation int64) any {
+	return crds.GitRepoConfigStatus{
+		Status: fullStatus(generation),
+		Receiver: &crds.GeneratedReceiverStatus{
+			Name:        "repo-receiver",
+			SecretName:  "repo-receiver-token",
+			WebhookPath: webhookPath,
+		},
+	}
+}
+
+func receiverStatus(generation int64) any {
+	return crds.ReceiverStatus{
+		Status:        fullStatus(generation),
+		WebhookPath:   webhookPath,
+		LastEventTime: &fixtureTime,
+		LastEvent:     "push from https://git.example.com/org/repo.git: triggered 2 destinations",
+		LastOutcome:   crds.OutcomeTriggered,
 	}
 }
 

@@ -57,8 +57,8 @@ func walkSchema(path string, s apiextensionsv1.JSONSchemaProps, visit func(path 
 
 func TestCRDsMatchTheGoAPI(t *testing.T) {
 	byKind := mustCRDs(t)
-	if len(byKind) != 6 {
-		t.Fatalf("got %d CRDs, want 6", len(byKind))
+	if len(byKind) != 7 {
+		t.Fatalf("got %d CRDs, want 7", len(byKind))
 	}
 	cases := []struct {
 		kind  string
@@ -75,6 +75,7 @@ func TestCRDsMatchTheGoAPI(t *testing.T) {
 		{crds.KindClusterWatchRule, crds.ClusterWatchRules, apiextensionsv1.ClusterScoped, "cwr", true},
 		{crds.KindProposal, crds.Proposals, apiextensionsv1.NamespaceScoped, "prop", true},
 		{crds.KindSyncRun, crds.SyncRuns, apiextensionsv1.NamespaceScoped, "sr", false},
+		{crds.KindReceiver, crds.Receivers, apiextensionsv1.NamespaceScoped, "rcv", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.kind, func(t *testing.T) {
@@ -130,7 +131,7 @@ func TestEverySchemaPropertyHasDescription(t *testing.T) {
 }
 
 // configKinds are the kinds a person writes to configure the daemon; each reports Ready.
-var configKinds = []string{crds.KindGitRepoConfig, crds.KindGitDestination, crds.KindWatchRule, crds.KindClusterWatchRule}
+var configKinds = []string{crds.KindGitRepoConfig, crds.KindGitDestination, crds.KindWatchRule, crds.KindClusterWatchRule, crds.KindReceiver}
 
 func TestEveryConfigKindHasReadyPrinterColumn(t *testing.T) {
 	byKind := mustCRDs(t)
@@ -160,7 +161,8 @@ func TestEveryKindHasAgePrinterColumnLast(t *testing.T) {
 }
 
 // TestWriteBackPrinterColumns pins the columns of the write-back kinds, which show what a
-// reviewer and an auditor look at first, and the WriteBack column of GitDestination.
+// reviewer and an auditor look at first, the Receiver's (what to paste into the Git host, and
+// whether it is being called), and the WriteBack column of GitDestination.
 func TestWriteBackPrinterColumns(t *testing.T) {
 	type col struct {
 		name, typ, path string
@@ -182,6 +184,13 @@ func TestWriteBackPrinterColumns(t *testing.T) {
 			{"Revision", "string", ".status.revision", 0},
 			{"Differences", "integer", ".status.differenceTotal", 0},
 			{"Proposals", "integer", ".status.proposalsOpened", 0},
+			{"Age", "date", ".metadata.creationTimestamp", 0},
+		},
+		crds.KindReceiver: {
+			{"Ready", "string", `.status.conditions[?(@.type=="Ready")].status`, 0},
+			{"Type", "string", ".spec.type", 0},
+			{"Path", "string", ".status.webhookPath", 0},
+			{"Last Event", "date", ".status.lastEventTime", 0},
 			{"Age", "date", ".metadata.creationTimestamp", 0},
 		},
 	}
@@ -288,4 +297,36 @@ func collectLeaves(path string, v any, out *[]string) {
 		*out = append(*out, p)
 	}
 	sort.Strings(*out)
+}
+
+// TestReceiverEnumsMatchTheGoConstants: the types a Receiver and a generated receiver accept are
+// crds.ReceiverTypes, the kinds it reconciles are GitDestination and GitRepoConfig, and the
+// outcomes are the Outcome constants.
+func TestReceiverEnumsMatchTheGoConstants(t *testing.T) {
+	byKind := mustCRDs(t)
+	spec := func(kind string) apiextensionsv1.JSONSchemaProps { return rootSchema(byKind[kind]).Properties["spec"] }
+	enum := func(s apiextensionsv1.JSONSchemaProps) []string {
+		var out []string
+		for _, v := range s.Enum {
+			out = append(out, strings.Trim(string(v.Raw), `"`))
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		got  []string
+		want []string
+	}{
+		{"Receiver spec.type", enum(spec(crds.KindReceiver).Properties["type"]), crds.ReceiverTypes},
+		{"GitRepoConfig spec.receiver.type", enum(spec(crds.KindGitRepoConfig).Properties["receiver"].Properties["type"]), crds.ReceiverTypes},
+		{"Receiver spec.resources[].kind", enum(spec(crds.KindReceiver).Properties["resources"].Items.Schema.Properties["kind"]),
+			[]string{crds.KindGitDestination, crds.KindGitRepoConfig}},
+		{"Receiver status.lastOutcome", enum(rootSchema(byKind[crds.KindReceiver]).Properties["status"].Properties["lastOutcome"]),
+			[]string{crds.OutcomeTriggered, crds.OutcomeRefused, crds.OutcomeFiltered}},
+	}
+	for _, tc := range cases {
+		if !slices.Equal(tc.got, tc.want) {
+			t.Errorf("%s: enum %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
 }

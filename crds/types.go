@@ -67,8 +67,8 @@ type GitRepoConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   GitRepoConfigSpec `json:"spec"`
-	Status Status            `json:"status,omitzero"`
+	Spec   GitRepoConfigSpec   `json:"spec"`
+	Status GitRepoConfigStatus `json:"status,omitzero"`
 }
 
 // GitRepoConfigSpec is the desired state of a GitRepoConfig.
@@ -80,6 +80,17 @@ type GitRepoConfigSpec struct {
 	// SecretRef names a Secret in the same namespace with Flux-style keys: username+password,
 	// bearerToken, or identity+known_hosts for SSH.
 	SecretRef *LocalReference `json:"secretRef,omitempty"`
+	// Receiver asks for a Receiver and its Secret, generated for all of this repository's
+	// destinations and owned by this GitRepoConfig; nil means none.
+	Receiver *GeneratedReceiver `json:"receiver,omitempty"`
+}
+
+// GitRepoConfigStatus is the observed state of a GitRepoConfig: the shared Status and, when
+// spec.receiver is set, the Receiver generated for it.
+type GitRepoConfigStatus struct {
+	Status `json:",inline"`
+	// Receiver reports the generated Receiver; nil until it exists.
+	Receiver *GeneratedReceiverStatus `json:"receiver,omitempty"`
 }
 
 // GitDestination binds a repository branch and a folder: the subtree the daemon owns.

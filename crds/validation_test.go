@@ -80,6 +80,27 @@ func refusedFiles(n int) []crds.RefusedFile {
 	return out
 }
 
+// receiverWith is a valid github Receiver in validationNS, changed by edit.
+func receiverWith(edit func(*crds.ReceiverSpec)) *crds.Receiver {
+	r := &crds.Receiver{
+		ObjectMeta: metav1.ObjectMeta{Name: "receiver", Namespace: validationNS},
+		Spec: crds.ReceiverSpec{
+			Type:      crds.ReceiverGitHub,
+			SecretRef: crds.LocalReference{Name: "receiver-token"},
+			Resources: []crds.ReceiverResource{{Kind: crds.KindGitDestination, Name: "dest"}},
+		},
+	}
+	edit(&r.Spec)
+	return r
+}
+
+// repoWithReceiver is a valid GitRepoConfig in validationNS asking for a generated receiver.
+func repoWithReceiver(r crds.GeneratedReceiver) *crds.GitRepoConfig {
+	repo := repoWithURL("https://git.example.com/org/repo.git")
+	repo.Spec.Receiver = &r
+	return repo
+}
+
 const credentialsMessage = "spec.repoUrl must not embed credentials"
 
 // TestInvalidObjectsRejected sends each object with dry run: the apiserver validates it fully
@@ -187,6 +208,27 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"sync run without trigger", syncRunWith(func(r *crds.SyncRun) { r.Spec.Trigger = "" }), []string{"spec.trigger"}},
 		{"unknown sync run phase", syncRunWith(func(r *crds.SyncRun) { r.Status.Phase = "Done" }), []string{"status.phase"}},
 		{"negative count", syncRunWith(func(r *crds.SyncRun) { r.Status.DifferenceTotal = -1 }), []string{"status.differenceTotal"}},
+		// Receiver
+		{"receiver accepted", receiverWith(func(*crds.ReceiverSpec) {}), nil},
+		{"every receiver field accepted", receiverWith(func(s *crds.ReceiverSpec) {
+			s.Type, s.Events, s.Suspend = crds.ReceiverCDEvents, []string{"dev.cdevents.change.merged"}, true
+			s.Resources = append(s.Resources, crds.ReceiverResource{Kind: crds.KindGitRepoConfig, Name: "repo", Namespace: "other"})
+		}), nil},
+		{"unknown receiver type", receiverWith(func(s *crds.ReceiverSpec) { s.Type = "gogs" }), []string{"spec.type"}},
+		{"receiver type in upper case", receiverWith(func(s *crds.ReceiverSpec) { s.Type = "GitHub" }), []string{"spec.type"}},
+		{"receiver without type", receiverWith(func(s *crds.ReceiverSpec) { s.Type = "" }), []string{"spec.type"}},
+		{"receiver without resources", receiverWith(func(s *crds.ReceiverSpec) { s.Resources = []crds.ReceiverResource{} }), []string{"spec.resources"}},
+		{"receiver resources missing", receiverWith(func(s *crds.ReceiverSpec) { s.Resources = nil }), []string{"spec.resources"}},
+		{"receiver resource of another kind", receiverWith(func(s *crds.ReceiverSpec) { s.Resources[0].Kind = "WatchRule" }), []string{"spec.resources[0].kind"}},
+		{"receiver resource without name", receiverWith(func(s *crds.ReceiverSpec) { s.Resources[0].Name = "" }), []string{"spec.resources[0].name"}},
+		{"receiver without secret", receiverWith(func(s *crds.ReceiverSpec) { s.SecretRef.Name = "" }), []string{"spec.secretRef.name"}},
+		{"receiver with an empty event", receiverWith(func(s *crds.ReceiverSpec) { s.Events = []string{""} }), []string{"spec.events[0]"}},
+		{"receiver with a duplicate event", receiverWith(func(s *crds.ReceiverSpec) { s.Events = []string{"push", "push"} }), []string{"spec.events[1]"}},
+		// GitRepoConfig spec.receiver
+		{"generated receiver accepted", repoWithReceiver(crds.GeneratedReceiver{Type: crds.ReceiverGitLab}), nil},
+		{"generated receiver with events accepted", repoWithReceiver(crds.GeneratedReceiver{Type: crds.ReceiverGitea, Events: []string{"push"}}), nil},
+		{"generated receiver of unknown type", repoWithReceiver(crds.GeneratedReceiver{Type: "svn"}), []string{"spec.receiver.type"}},
+		{"generated receiver without type", repoWithReceiver(crds.GeneratedReceiver{}), []string{"spec.receiver.type"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -237,6 +279,8 @@ func gvrOf(tb testing.TB, kind string) schema.GroupVersionResource {
 		return crds.Proposals
 	case crds.KindSyncRun:
 		return crds.SyncRuns
+	case crds.KindReceiver:
+		return crds.Receivers
 	}
 	tb.Fatalf("unknown kind %q", kind)
 	return schema.GroupVersionResource{}

@@ -165,6 +165,8 @@ const (
 	TriggerSyncNow  = "sync-now"
 	TriggerStartup  = "startup"
 	TriggerApproval = "approval"
+	// TriggerReceiver: a Receiver accepted a webhook for the destination.
+	TriggerReceiver = "receiver"
 )
 
 // SyncRun records one write-back reconcile of a GitDestination. The daemon creates it with its
@@ -181,7 +183,8 @@ type SyncRun struct {
 type SyncRunSpec struct {
 	// DestinationRef names the GitDestination, in the SyncRun's namespace.
 	DestinationRef LocalReference `json:"destinationRef"`
-	// Trigger is what started the run: interval, sync-now, startup or approval (Trigger* constants).
+	// Trigger is what started the run: interval, sync-now, startup, approval or receiver
+	// (Trigger* constants).
 	Trigger string `json:"trigger"`
 }
 

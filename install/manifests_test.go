@@ -99,6 +99,7 @@ func TestKustomizeManifestsPassServerDryRun(t *testing.T) {
 		"ConfigMap/gitops-reverser-config",
 		"CustomResourceDefinition/clusterwatchrules.configbutler.ai", "CustomResourceDefinition/gitdestinations.configbutler.ai",
 		"CustomResourceDefinition/gitrepoconfigs.configbutler.ai", "CustomResourceDefinition/proposals.configbutler.ai",
+		"CustomResourceDefinition/receivers.configbutler.ai",
 		"CustomResourceDefinition/syncruns.configbutler.ai", "CustomResourceDefinition/watchrules.configbutler.ai",
 		"Deployment/gitops-reverser", "Namespace/" + systemNamespace, "Role/gitops-reverser", "RoleBinding/gitops-reverser",
 		"Service/gitops-reverser", "ServiceAccount/gitops-reverser",

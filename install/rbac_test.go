@@ -187,9 +187,18 @@ var notExercised = map[string]string{
 	"patch syncruns.configbutler.ai":                   writeBackExercised,
 	"delete syncruns.configbutler.ai":                  writeBackExercised,
 	"create subjectaccessreviews.authorization.k8s.io": writeBackExercised,
+	// The receiver server is not in the daemon yet; only the API is.
+	"get receivers.configbutler.ai":           receiversExercised,
+	"list receivers.configbutler.ai":          receiversExercised,
+	"watch receivers.configbutler.ai":         receiversExercised,
+	"get receivers/status.configbutler.ai":    receiversExercised,
+	"update receivers/status.configbutler.ai": receiversExercised,
+	"patch receivers/status.configbutler.ai":  receiversExercised,
 }
 
 const writeBackExercised = "write-back (writeback package) — exercised by writeback tests"
+
+const receiversExercised = "receivers (issue 10) — exercised once the receiver server lands"
 
 // checkRecordedRequests fails on any request the apiserver refused, and on any granted permission
 // the daemon did not use that notExercised does not explain.
@@ -302,7 +311,7 @@ func removeDaemonArtifacts(t testing.TB, kube kubernetes.Interface) {
 }
 
 // crdResources are the resources of the daemon's CRDs.
-var crdResources = []string{"gitrepoconfigs", "gitdestinations", "watchrules", "clusterwatchrules", "proposals", "syncruns"}
+var crdResources = []string{"gitrepoconfigs", "gitdestinations", "watchrules", "clusterwatchrules", "proposals", "syncruns", "receivers"}
 
 func crdClient() apiextensionsv1client.CustomResourceDefinitionInterface {
 	return apiextensionsclient.NewForConfigOrDie(cp.AdminConfig()).ApiextensionsV1().CustomResourceDefinitions()
@@ -389,6 +398,9 @@ func TestShippedIdentityCannotReadForeignSecretsNorWrite(t *testing.T) {
 		{"opens Proposals", attr{Verb: "create", Group: crds.Group, Resource: "proposals", Namespace: systemNamespace}, true},
 		{"reports on Proposals", attr{Verb: "update", Group: crds.Group, Resource: "proposals", Subresource: "status", Namespace: systemNamespace}, true},
 		{"records SyncRuns", attr{Verb: "create", Group: crds.Group, Resource: "syncruns", Namespace: systemNamespace}, true},
+		// Receivers: reads them and reports on them.
+		{"watches Receivers", attr{Verb: "watch", Group: crds.Group, Resource: "receivers", Namespace: workloadNamespace}, true},
+		{"reports on Receivers", attr{Verb: "patch", Group: crds.Group, Resource: "receivers", Subresource: "status", Namespace: workloadNamespace}, true},
 		{"asks whether a reviewer may make a change", attr{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}, true},
 		{"cannot create TokenReviews", attr{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"}, false},
 		// Never writes what it mirrors (write-back-rbac.yaml, not applied here, would allow it).
