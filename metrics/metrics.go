@@ -23,6 +23,7 @@ type Registry struct {
 	Attribution *Attribution
 	Health      *Health
 	WriteBack   *WriteBack
+	Receiver    *Receiver
 }
 
 // New creates a registry with the Go runtime and process collectors and a build_info gauge.
@@ -34,7 +35,7 @@ func New() *Registry {
 		buildInfo(),
 	)
 	return &Registry{reg: reg, Mirror: newMirror(reg), Attribution: newAttribution(reg), Health: newHealth(reg),
-		WriteBack: newWriteBack(reg)}
+		WriteBack: newWriteBack(reg), Receiver: newReceiver(reg)}
 }
 
 // Gather returns the current value of every collector, for tests and benchmarks.
