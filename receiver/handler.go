@@ -1,0 +1,342 @@
+package receiver
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/metrics"
+)
+
+// Trigger makes a destination reconcile now (the daemon passes write-back's SyncNow). It must not
+// block.
+type Trigger func(namespace, name, why string)
+
+// Observer hears the outcome of every delivery to a known Receiver: crds.OutcomeTriggered,
+// OutcomeRefused or OutcomeFiltered, with a short message (the controller writes it to the
+// Receiver's status, debounced). Pings and replayed deliveries are not observed.
+type Observer func(receiverKey, outcome, message string)
+
+// HandlerConfig is what the receiver's HTTP handler works with.
+type HandlerConfig struct {
+	// Index finds the Receiver of a path; the controller keeps it current.
+	Index *Index
+	// Deliveries refuses replayed delivery ids; nil makes one with the defaults.
+	Deliveries *Deliveries
+	// Trigger makes a destination reconcile; nil triggers nothing.
+	Trigger Trigger
+	// Observe, if set, hears every outcome.
+	Observe Observer
+	// Metrics, if set, counts every answer and trigger.
+	Metrics *metrics.Receiver
+	// Log receives one line per delivery (refusals at Warn); nil discards.
+	Log *slog.Logger
+}
+
+// TriggerReason is the why a Trigger is called with.
+const TriggerReason = "receiver"
+
+// Reasons the handler itself refuses a delivery for, beside Verify's and ParseCDEvent's.
+const (
+	reasonBadMethod          = "BadMethod"
+	reasonNotReady           = "NotReady"
+	reasonUnreadable         = "Unreadable"
+	reasonRepositoryMismatch = "RepositoryMismatch"
+)
+
+// handler serves webhook deliveries: see NewHandler.
+type handler struct {
+	cfg HandlerConfig
+	log *slog.Logger
+}
+
+// NewHandler returns the handler of webhook deliveries. For each request, in order: not a POST
+// → 405; a path no Receiver has → 404; a Receiver that is not ready → 503; a body over
+// MaxBodyBytes → 413; then the delivery is verified by the Receiver's type (cdevents: a bearer
+// token or generic HMAC, then ParseCDEvent; the others: Verify), and a refusal is answered with
+// its status. A filtered event → 200, a ping → 200 "pong", a delivery id seen within the TTL →
+// 200 "duplicate delivery" (checked only once verified, so a forged request cannot burn an id).
+// When the event names repositories, only the targets whose RepoURL is one of them are
+// triggered (none → 403); otherwise every target is. Triggered → 202 with
+// {"triggered": ["namespace/name", ...]}.
+func NewHandler(cfg HandlerConfig) http.Handler {
+	if cfg.Index == nil {
+		cfg.Index = &Index{}
+	}
+	if cfg.Deliveries == nil {
+		cfg.Deliveries = NewDeliveries(0, 0, nil)
+	}
+	if cfg.Trigger == nil {
+		cfg.Trigger = func(string, string, string) {}
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &handler{cfg: cfg, log: log}
+}
+
+// verdict is how one request ends: the answer, its metric outcome and what the Observer hears.
+type verdict struct {
+	status  int
+	outcome string // metrics.Receiver* label value
+	observe string // crds.Outcome*, "" when nothing is observed
+	reason  string // a Reason* word, for the log
+	message string // the answer's text, observed and logged
+	json    []byte // when set, the answer's body instead of message
+}
+
+// verified is a delivery whose signature or token checked out.
+type verified struct {
+	name, id string   // event name (CDEvents: type) and delivery id
+	repos    []string // every repository form the event names
+	ping     bool
+}
+
+// ServeHTTP implements http.Handler.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	e := h.cfg.Index.Lookup(r.URL.Path)
+	v := h.handle(w, r, e)
+	h.finish(w, r, e, v)
+}
+
+// handle decides the verdict of one request and triggers the destinations of a verified one.
+func (h *handler) handle(w http.ResponseWriter, r *http.Request, e *Entry) verdict {
+	switch {
+	case r.Method != http.MethodPost:
+		w.Header().Set("Allow", http.MethodPost)
+		return refusedVerdict(http.StatusMethodNotAllowed, metrics.ReceiverBadMethod, reasonBadMethod,
+			fmt.Sprintf("method %s is not allowed; deliveries are POSTed", short(r.Method)))
+	case e == nil:
+		return verdict{status: http.StatusNotFound, outcome: metrics.ReceiverNotFound, message: "404 page not found"}
+	case e.NotReady != "":
+		return refusedVerdict(http.StatusServiceUnavailable, metrics.ReceiverNotReady, reasonNotReady,
+			"the receiver is not ready: "+e.NotReady)
+	case len(e.Targets) == 0:
+		return refusedVerdict(http.StatusServiceUnavailable, metrics.ReceiverNotReady, reasonNotReady,
+			"the receiver has no destination")
+	}
+	body, v, ok := readBody(w, r)
+	if !ok {
+		return v
+	}
+	d, v, ok := verify(r, e, body)
+	if !ok {
+		return v
+	}
+	if d.ping {
+		return verdict{status: http.StatusOK, outcome: metrics.ReceiverPing, message: "pong"}
+	}
+	targets := h.matching(e, d)
+	if len(targets) == 0 {
+		return refusedVerdict(http.StatusForbidden, metrics.ReceiverRefused, reasonRepositoryMismatch,
+			"repository does not match")
+	}
+	if h.cfg.Deliveries.Seen(e.Key(), d.id) {
+		return verdict{status: http.StatusOK, outcome: metrics.ReceiverDuplicate, message: "duplicate delivery"}
+	}
+	return h.trigger(e, d, targets)
+}
+
+// readBody reads at most MaxBodyBytes of the body; a larger one is answered 413.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, verdict, bool) {
+	tooLarge := refusedVerdict(http.StatusRequestEntityTooLarge, metrics.ReceiverTooLarge, ReasonBodyTooLarge,
+		fmt.Sprintf("the body is over %d bytes", MaxBodyBytes))
+	if r.ContentLength > MaxBodyBytes {
+		return nil, tooLarge, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return nil, tooLarge, false
+	case err != nil:
+		return nil, refusedVerdict(http.StatusBadRequest, metrics.ReceiverRefused, reasonUnreadable,
+			"the body could not be read"), false
+	}
+	return body, verdict{}, true
+}
+
+// verify checks a delivery by the Receiver's type. A refusal with status 200 is a filtered event.
+func verify(r *http.Request, e *Entry, body []byte) (verified, verdict, bool) {
+	if e.Type == TypeCDEvents {
+		if ref := checkCDEventAuth(e.Token, r.Header, body); ref != nil {
+			return verified{}, refusalVerdict(ref.Status, ref.Reason, ref.Message), false
+		}
+		cde, err := ParseCDEvent(r, body, e.Events)
+		if err != nil {
+			var ref *CDEventRefusal
+			if errors.As(err, &ref) {
+				return verified{}, refusalVerdict(ref.Status, ref.Reason, ref.Message), false
+			}
+			return verified{}, refusalVerdict(http.StatusBadRequest, ReasonUnparseable, "the CloudEvent"), false
+		}
+		return verified{name: cde.Type, id: cde.ID, repos: cde.Repository}, verdict{}, true
+	}
+	ev, err := Verify(e.Type, e.Token, r.Header, body, e.Events)
+	if err != nil {
+		var ref *Refusal
+		if errors.As(err, &ref) {
+			return verified{}, refusalVerdict(ref.Status, ref.Reason, ref.Message), false
+		}
+		return verified{}, refusalVerdict(http.StatusBadRequest, ReasonUnparseable, "the delivery"), false
+	}
+	return verified{name: ev.Name, id: ev.Delivery, repos: ev.Repository, ping: ev.Ping}, verdict{}, true
+}
+
+// matching are the Receiver's targets the event may trigger: every one when the event names no
+// repository, else those whose RepoURL it names. Each other one is logged and counted.
+func (h *handler) matching(e *Entry, d verified) []Target {
+	if len(d.repos) == 0 {
+		return e.Targets
+	}
+	ev := Event{Repository: d.repos}
+	out := make([]Target, 0, len(e.Targets))
+	for _, t := range e.Targets {
+		if MatchesRepository(ev, t.RepoURL) {
+			out = append(out, t)
+			continue
+		}
+		h.log.Warn("receiver refused a delivery for a destination of another repository",
+			"receiver", e.Key(), "destination", t.Namespace+"/"+t.Name, "repository", short(d.repos[0]))
+		if m := h.cfg.Metrics; m != nil {
+			m.Mismatches.WithLabelValues(typeLabel(e)).Inc()
+		}
+	}
+	return out
+}
+
+// trigger makes every target reconcile and answers 202 with their names.
+func (h *handler) trigger(e *Entry, d verified, targets []Target) verdict {
+	names := make([]string, 0, len(targets))
+	for _, t := range targets {
+		h.cfg.Trigger(t.Namespace, t.Name, TriggerReason)
+		names = append(names, t.Namespace+"/"+t.Name)
+	}
+	if m := h.cfg.Metrics; m != nil {
+		m.Triggers.Add(float64(len(targets)))
+	}
+	body, _ := json.Marshal(struct {
+		Triggered []string `json:"triggered"`
+	}{names}) // a []string always marshals
+	what := d.name
+	if what == "" {
+		what = "delivery"
+	}
+	if len(d.repos) > 0 {
+		what += " from " + d.repos[0]
+	}
+	return verdict{status: http.StatusAccepted, outcome: metrics.ReceiverTriggered, observe: crds.OutcomeTriggered,
+		message: fmt.Sprintf("%s: triggered %d destinations", short(what), len(targets)), json: body}
+}
+
+// refusedVerdict is a refusal the Observer hears.
+func refusedVerdict(status int, outcome, reason, message string) verdict {
+	return verdict{status: status, outcome: outcome, observe: crds.OutcomeRefused, reason: reason, message: message}
+}
+
+// refusalVerdict turns a verification refusal into a verdict: status 200 is a filtered event.
+func refusalVerdict(status int, reason, message string) verdict {
+	switch status {
+	case http.StatusOK:
+		return verdict{status: status, outcome: metrics.ReceiverFiltered, observe: crds.OutcomeFiltered,
+			reason: reason, message: message}
+	case http.StatusRequestEntityTooLarge:
+		return refusedVerdict(status, metrics.ReceiverTooLarge, reason, message)
+	}
+	return refusedVerdict(status, metrics.ReceiverRefused, reason, message)
+}
+
+// finish counts, observes, logs and writes the verdict.
+func (h *handler) finish(w http.ResponseWriter, r *http.Request, e *Entry, v verdict) {
+	typ := typeLabel(e)
+	if m := h.cfg.Metrics; m != nil {
+		m.Requests.WithLabelValues(typ, v.outcome).Inc()
+	}
+	if e != nil && v.observe != "" && h.cfg.Observe != nil {
+		h.cfg.Observe(e.Key(), v.observe, v.message)
+	}
+	h.logVerdict(r, e, v)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if v.json != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(v.status)
+		_, _ = w.Write(v.json)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(v.status)
+	_, _ = io.WriteString(w, v.message+"\n")
+}
+
+// logVerdict logs one line per request: refusals of a known Receiver at Warn, unknown paths at
+// Debug (scanners), the rest at Info. Never the token or the body.
+func (h *handler) logVerdict(r *http.Request, e *Entry, v verdict) {
+	if e == nil {
+		h.log.Debug("receiver request for an unknown path", "status", v.status, "method", short(r.Method),
+			"remote", r.RemoteAddr)
+		return
+	}
+	attrs := []any{"receiver", e.Key(), "type", e.Type, "status", v.status, "remote", r.RemoteAddr}
+	if v.observe == crds.OutcomeRefused {
+		h.log.Warn("receiver refused a delivery", append(attrs, "reason", v.reason, "message", v.message)...)
+		return
+	}
+	h.log.Info("receiver delivery", append(attrs, "outcome", v.outcome, "message", v.message)...)
+}
+
+// typeLabel is the Receiver's type as a bounded metric label.
+func typeLabel(e *Entry) string {
+	if e == nil {
+		return "unknown"
+	}
+	switch e.Type {
+	case TypeGitHub, TypeGitLab, TypeGitea, TypeBitbucket, TypeGeneric, TypeGenericHMAC, TypeCDEvents:
+		return e.Type
+	}
+	return "unknown"
+}
+
+// checkCDEventAuth authenticates a cdevents delivery: an Authorization bearer token equal to the
+// Receiver's token, or a generic-hmac X-Signature of the body; every one present must be right
+// and one must be. Missing → 401, wrong → 403.
+func checkCDEventAuth(token []byte, h http.Header, body []byte) *Refusal {
+	if len(token) == 0 {
+		return refuse(http.StatusServiceUnavailable, ReasonNoToken, "the receiver has no token")
+	}
+	auth, sig := h.Get("Authorization"), h.Get("X-Signature")
+	if auth == "" && sig == "" {
+		return refuse(http.StatusUnauthorized, ReasonMissingToken, "no Authorization bearer token or X-Signature header")
+	}
+	if sig != "" {
+		if r := checkGenericHMAC(sig, token, body); r != nil {
+			return r
+		}
+	}
+	if auth != "" {
+		return checkBearer(auth, token)
+	}
+	return nil
+}
+
+// checkBearer compares an "Authorization: Bearer <token>" header with token in constant time
+// (both hashed first, so not even the length shows).
+func checkBearer(auth string, token []byte) *Refusal {
+	scheme, got, ok := strings.Cut(strings.TrimSpace(auth), " ")
+	got = strings.TrimSpace(got)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || got == "" {
+		return refuse(http.StatusUnauthorized, ReasonMissingToken, "the Authorization header is not a bearer token")
+	}
+	a, b := sha256.Sum256([]byte(got)), sha256.Sum256(token)
+	if !hmac.Equal(a[:], b[:]) {
+		return refuse(http.StatusForbidden, ReasonBadToken, "the bearer token is not the receiver's token")
+	}
+	return nil
+}
