@@ -134,14 +134,16 @@ func (h *handler) handle(w http.ResponseWriter, r *http.Request, e *Entry) verdi
 	if d.ping {
 		return verdict{status: http.StatusOK, outcome: metrics.ReceiverPing, message: "pong"}
 	}
-	targets := h.matching(e, d)
+	targets, others := matching(e.Targets, d.repos)
 	if len(targets) == 0 {
+		h.mismatched(e, d, others)
 		return refusedVerdict(http.StatusForbidden, metrics.ReceiverRefused, reasonRepositoryMismatch,
 			"repository does not match")
 	}
 	if h.cfg.Deliveries.Seen(e.Key(), d.id) {
 		return verdict{status: http.StatusOK, outcome: metrics.ReceiverDuplicate, message: "duplicate delivery"}
 	}
+	h.mismatched(e, d, others)
 	return h.trigger(e, d, targets)
 }
 
@@ -191,26 +193,33 @@ func verify(r *http.Request, e *Entry, body []byte) (verified, verdict, bool) {
 	return verified{name: ev.Name, id: ev.Delivery, repos: ev.Repository, ping: ev.Ping}, verdict{}, true
 }
 
-// matching are the Receiver's targets the event may trigger: every one when the event names no
-// repository, else those whose RepoURL it names. Each other one is logged and counted.
-func (h *handler) matching(e *Entry, d verified) []Target {
-	if len(d.repos) == 0 {
-		return e.Targets
+// matching splits targets into those the event may trigger and the others: every target may when
+// the event names no repository, else those whose RepoURL it names.
+func matching(targets []Target, repos []string) (match, others []Target) {
+	if len(repos) == 0 {
+		return targets, nil
 	}
-	ev := Event{Repository: d.repos}
-	out := make([]Target, 0, len(e.Targets))
-	for _, t := range e.Targets {
+	ev := Event{Repository: repos}
+	for _, t := range targets {
 		if MatchesRepository(ev, t.RepoURL) {
-			out = append(out, t)
-			continue
+			match = append(match, t)
+		} else {
+			others = append(others, t)
 		}
+	}
+	return match, others
+}
+
+// mismatched logs and counts the targets a verified delivery is refused for because it names
+// another repository.
+func (h *handler) mismatched(e *Entry, d verified, others []Target) {
+	for _, t := range others {
 		h.log.Warn("receiver refused a delivery for a destination of another repository",
 			"receiver", e.Key(), "destination", t.Namespace+"/"+t.Name, "repository", short(d.repos[0]))
 		if m := h.cfg.Metrics; m != nil {
 			m.Mismatches.WithLabelValues(typeLabel(e)).Inc()
 		}
 	}
-	return out
 }
 
 // trigger makes every target reconcile and answers 202 with their names.
