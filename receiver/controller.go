@@ -46,6 +46,8 @@ type ControllerConfig struct {
 	// Secrets: a GitRepoConfig elsewhere asking for a generated Receiver is skipped (with a
 	// Warning Event). Empty allows every namespace (tests).
 	Namespace string
+	// Resync is how often every Receiver is resolved again; ResyncInterval when zero.
+	Resync time.Duration
 }
 
 // Controller resolves Receivers into the Index, reports their status, and generates a Receiver
@@ -75,6 +77,9 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Resync <= 0 {
+		cfg.Resync = ResyncInterval
+	}
 	dyn, err := dynamic.NewForConfig(cfg.Kube)
 	if err != nil {
 		return nil, fmt.Errorf("build dynamic client: %w", err)
@@ -98,7 +103,7 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 }
 
 // Run resolves Receivers until ctx ends: at start, on every change of a Receiver, GitDestination
-// or GitRepoConfig, and every ResyncInterval. It returns once everything it started has stopped.
+// or GitRepoConfig, and every Resync. It returns once everything it started has stopped.
 func (c *Controller) Run(ctx context.Context) error {
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: c.kube.CoreV1().Events("")})
@@ -130,7 +135,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tick := time.NewTicker(ResyncInterval)
+		tick := time.NewTicker(c.cfg.Resync)
 		defer tick.Stop()
 		for {
 			select {
