@@ -67,6 +67,7 @@ type Controller struct {
 	observed map[string]*observation // last events not written yet, or written last, per Receiver
 	byRepo   map[string][]string     // normalised repository → Receiver keys
 	warned   map[types.UID]bool      // GitRepoConfigs told their receiver is not generated
+	written  map[string]written      // the status last written per Receiver, until the cache has it
 }
 
 // NewController builds the controller; Run does the work.
@@ -92,6 +93,7 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 		cfg: cfg, dyn: dyn, kube: kube,
 		factory:  dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
 		observed: map[string]*observation{},
+		written:  map[string]written{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "receivers"}),

@@ -286,6 +286,7 @@ func TestControllerExpandsSuspendsAndRotates(t *testing.T) {
 		e.patch(crds.Receivers, "all", `{"spec":{"suspend":true}}`)
 		e.waitReady("all", metav1.ConditionFalse, ReasonSuspended)
 		e.waitEntry(WebhookPath([]byte("new-token"), "all", e.ns), func(x *Entry) bool { return x.NotReady == "suspended" })
+		e.waitEvent(e.ns, "all", corev1.EventTypeWarning, ReasonSuspended)
 	})
 
 	t.Run("missing secret", func(t *testing.T) {
@@ -437,6 +438,40 @@ func TestControllerGeneratesAReceiver(t *testing.T) {
 		if c := e.getRepo("gen").Status.Conditions; len(c) != 1 || c[0].Reason != "Connected" {
 			t.Errorf("status.conditions = %+v, want the other component's condition untouched", c)
 		}
+	})
+}
+
+func TestControllerGeneratesInItsNamespaceOnly(t *testing.T) {
+	e := newCtlEnv(t)
+	// Another namespace, with no controller of its own: e's may generate in e.ns alone.
+	far := &ctlEnv{t: t, ns: e.ns + "-far", dyn: e.dyn, kube: e.kube}
+	if _, err := e.kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: far.ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	far.repo("far", "https://git.example.com/org/far.git", &crds.GeneratedReceiver{Type: crds.ReceiverGitLab})
+	e.waitEvent(far.ns, "far", corev1.EventTypeWarning, "ReceiverNotGenerated")
+	if r := far.getReceiver("far-receiver"); r != nil {
+		t.Errorf("a Receiver was generated outside the daemon's namespace: %+v", r.ObjectMeta)
+	}
+	if _, err := e.kube.CoreV1().Secrets(far.ns).Get(context.Background(), "far-receiver", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a Secret was generated outside the daemon's namespace (err %v)", err)
+	}
+	if st := far.getRepo("far").Status.Receiver; st != nil {
+		t.Errorf("status.receiver = %+v outside the daemon's namespace", *st)
+	}
+}
+
+// waitEvent waits for an Event of type and reason about the object name in namespace.
+func (e *ctlEnv) waitEvent(namespace, name, typ, reason string) {
+	e.t.Helper()
+	testenv.Eventually(e.t, converge, fmt.Sprintf("a %s Event %s on %s/%s", typ, reason, namespace, name), func() (bool, string) {
+		list, err := e.kube.CoreV1().Events(namespace).List(context.Background(), metav1.ListOptions{
+			FieldSelector: "involvedObject.name=" + name + ",reason=" + reason + ",type=" + typ,
+		})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(list.Items) > 0, ""
 	})
 }
 

@@ -39,6 +39,8 @@ func (c *Controller) generate(ctx context.Context) error {
 			continue
 		}
 		switch {
+		case c.cfg.Namespace != "" && g.Namespace != c.cfg.Namespace && g.Spec.Receiver == nil:
+			// Nothing was generated there.
 		case g.Spec.Receiver == nil:
 			err = c.ungenerate(ctx, g)
 		case c.cfg.Namespace != "" && g.Namespace != c.cfg.Namespace:

@@ -25,6 +25,11 @@ type observation struct {
 	written          time.Time // when the last write started
 }
 
+// written is a status the controller wrote: sig sums it up, fromRV is the resourceVersion it was
+// computed from. While the informer's cache still holds fromRV, the same status is not written
+// again (nor its Event recorded twice).
+type written struct{ fromRV, sig string }
+
 // Observe records the last event of a Receiver ("namespace/name"): its outcome (crds.Outcome*)
 // and a message. It is the handler's Observer and never blocks: the status is written
 // debounced, at most once per ObserveInterval per Receiver, the latest event winning.
@@ -77,11 +82,20 @@ func (c *Controller) writeObserved(ctx context.Context, key string) error {
 // generation changed, with an Event when its readiness does.
 func (c *Controller) writeStatuses(ctx context.Context, all []resolved) error {
 	var errs []error
+	keep := make(map[string]bool, len(all))
 	for _, r := range all {
+		keep[r.entry.Key()] = true
 		if err := c.writeStatus(ctx, r); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	c.mu.Lock()
+	for k := range c.written {
+		if !keep[k] {
+			delete(c.written, k)
+		}
+	}
+	c.mu.Unlock()
 	return errors.Join(errs...)
 }
 
@@ -100,6 +114,14 @@ func (c *Controller) writeStatus(ctx context.Context, r resolved) error {
 	if !changed && old.WebhookPath == r.path && old.ObservedGeneration == r.obj.Generation {
 		return nil
 	}
+	key := r.entry.Key()
+	w := written{fromRV: r.obj.ResourceVersion, sig: fmt.Sprintf("%s|%s|%s|%s|%d", r.path, cond.Status, cond.Reason, cond.Message, cond.ObservedGeneration)}
+	c.mu.Lock()
+	stale := c.written[key] == w
+	c.mu.Unlock()
+	if stale {
+		return nil // written already; the cache has not caught up
+	}
 	st := map[string]any{"conditions": conds, "observedGeneration": r.obj.Generation, "webhookPath": nil}
 	if r.path != "" {
 		st["webhookPath"] = r.path
@@ -110,6 +132,9 @@ func (c *Controller) writeStatus(ctx context.Context, r resolved) error {
 		}
 		return err
 	}
+	c.mu.Lock()
+	c.written[key] = w
+	c.mu.Unlock()
 	was := meta.FindStatusCondition(old.Conditions, crds.ConditionReady)
 	if was == nil || was.Status != cond.Status || was.Reason != cond.Reason {
 		ref := crds.ObjectReference(crds.KindReceiver, r.obj)
