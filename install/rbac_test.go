@@ -194,6 +194,10 @@ var notExercised = map[string]string{
 	"get receivers/status.configbutler.ai":    receiversExercised,
 	"update receivers/status.configbutler.ai": receiversExercised,
 	"patch receivers/status.configbutler.ai":  receiversExercised,
+	"create receivers.configbutler.ai":        receiversExercised,
+	"update receivers.configbutler.ai":        receiversExercised,
+	"patch receivers.configbutler.ai":         receiversExercised,
+	"delete receivers.configbutler.ai":        receiversExercised,
 }
 
 const writeBackExercised = "write-back (writeback package) — exercised by writeback tests"
@@ -400,6 +404,8 @@ func TestShippedIdentityCannotReadForeignSecretsNorWrite(t *testing.T) {
 		{"records SyncRuns", attr{Verb: "create", Group: crds.Group, Resource: "syncruns", Namespace: systemNamespace}, true},
 		// Receivers: reads them and reports on them.
 		{"watches Receivers", attr{Verb: "watch", Group: crds.Group, Resource: "receivers", Namespace: workloadNamespace}, true},
+		{"creates generated Receivers", attr{Verb: "create", Group: crds.Group, Resource: "receivers", Namespace: workloadNamespace}, true},
+		{"deletes generated Receivers", attr{Verb: "delete", Group: crds.Group, Resource: "receivers", Namespace: workloadNamespace}, true},
 		{"reports on Receivers", attr{Verb: "patch", Group: crds.Group, Resource: "receivers", Subresource: "status", Namespace: workloadNamespace}, true},
 		{"asks whether a reviewer may make a change", attr{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}, true},
 		{"cannot create TokenReviews", attr{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"}, false},
