@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"slices"
@@ -48,6 +49,8 @@ type Config struct {
 	MaxProposalsPerTick  int
 	SyncRunRetention     time.Duration
 	SyncRunRetentionFail time.Duration
+	ReceiverBindAddress  string
+	ReceiverCertDir      string
 	// InCluster is not a setting: it says whether the daemon runs in a Pod, where the apiserver
 	// can reach the webhook through its Service.
 	InCluster bool
@@ -162,6 +165,8 @@ func configFrom(c *cli.Context) (Config, error) {
 		MaxProposalsPerTick:  c.Int(keyMaxProposalsPerTick),
 		SyncRunRetention:     c.Duration(keySyncRunRetention),
 		SyncRunRetentionFail: c.Duration(keySyncRunRetentionFail),
+		ReceiverBindAddress:  c.String(keyReceiverBindAddress),
+		ReceiverCertDir:      c.String(keyReceiverCertDir),
 		InCluster:            inCluster(),
 	}
 	var errs []error
@@ -188,6 +193,11 @@ func configFrom(c *cli.Context) (Config, error) {
 	check(cfg.MaxProposalsPerTick >= 1, keyMaxProposalsPerTick, "must be at least 1, got %d", cfg.MaxProposalsPerTick)
 	check(cfg.SyncRunRetention >= time.Hour, keySyncRunRetention, "must be at least 1h, got %s", cfg.SyncRunRetention)
 	check(cfg.SyncRunRetentionFail >= time.Hour, keySyncRunRetentionFail, "must be at least 1h, got %s", cfg.SyncRunRetentionFail)
+	if cfg.ReceiverBindAddress != "" {
+		_, port, err := net.SplitHostPort(cfg.ReceiverBindAddress)
+		check(err == nil && port != "", keyReceiverBindAddress, "must be host:port or :port, got %q", cfg.ReceiverBindAddress)
+	}
+	check(cfg.ReceiverCertDir == "" || cfg.ReceiverBindAddress != "", keyReceiverCertDir, "has no effect without %s", keyReceiverBindAddress)
 	check(cfg.WebhookServiceName != "", keyWebhookServiceName, "must not be empty")
 	if cfg.WebhookURL != "" {
 		u, err := url.Parse(cfg.WebhookURL)

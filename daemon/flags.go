@@ -48,6 +48,8 @@ const (
 	keyMaxProposalsPerTick  = "max-proposals-per-tick"
 	keySyncRunRetention     = "syncrun-retention"
 	keySyncRunRetentionFail = "syncrun-retention-failed"
+	keyReceiverBindAddress  = "receiver-bind-address"
+	keyReceiverCertDir      = "receiver-cert-dir"
 )
 
 // inCluster says whether the daemon runs in a Pod: the kubelet gives every container the
@@ -146,6 +148,10 @@ func Flags() []cli.Flag {
 			Usage: "how long successful SyncRuns are kept"},
 		&cli.DurationFlag{Name: keySyncRunRetentionFail, EnvVars: envs(keySyncRunRetentionFail), Value: 365 * 24 * time.Hour,
 			Usage: "how long failed and partial SyncRuns are kept"},
+		&cli.StringFlag{Name: keyReceiverBindAddress, EnvVars: envs(keyReceiverBindAddress),
+			Usage: "address of the Receivers' webhook server (Git hosts, CDEvents), e.g. :9292; empty means off"},
+		&cli.StringFlag{Name: keyReceiverCertDir, EnvVars: envs(keyReceiverCertDir),
+			Usage: "directory with tls.crt and tls.key for the Receivers' server; empty means plain HTTP, for an Ingress in front"},
 		&cli.StringFlag{Name: keyLogFormat, EnvVars: envs(keyLogFormat), Value: "text",
 			Usage: "log format: text (human, coloured on a terminal) or json"},
 		&cli.StringFlag{Name: keyLogLevel, EnvVars: envs(keyLogLevel), Value: "info",

@@ -70,8 +70,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 }
 
 // runMirror runs the cluster → Git mirror until ctx ends and every worker has flushed, with the
-// optional parts beside it: the admission webhook crediting authors (unless disabled) and
-// write-back. Optional parts degrade instead of failing, so only the mirror's own errors end this.
+// optional parts beside it: the admission webhook crediting authors (unless disabled),
+// write-back, and the Receivers' webhooks (when --receiver-bind-address is set). Optional parts degrade instead of failing, so only the mirror's own errors end this.
 func runMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, reg *metrics.Registry, optional *optionalParts, log *slog.Logger) error {
 	var attr *attribution
 	if cfg.EnableWebhook {
@@ -108,11 +108,22 @@ func runMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1cl
 	wbCtx, stopWB := context.WithCancel(ctx)
 	defer stopWB()
 	wg.Go(func() { wbErr = wb.Run(wbCtx) })
+	var rcvErr error
+	if cfg.ReceiverBindAddress != "" {
+		rcv, err := newReceivers(cfg, kube, wb, reg.Receiver, optional, log)
+		if err != nil {
+			stopWB()
+			stopSide()
+			wg.Wait()
+			return err
+		}
+		wg.Go(func() { rcvErr = rcv.Run(wbCtx) })
+	}
 	err = mirror.Run(ctx)
 	stopWB()
 	stopSide()
 	wg.Wait()
-	return errors.Join(err, attrErr, wbErr)
+	return errors.Join(err, attrErr, wbErr, rcvErr)
 }
 
 // ensureCRDs applies the CRDs (or, when another tool owns them, waits for them), retrying with

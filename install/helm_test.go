@@ -233,7 +233,7 @@ func TestChartRendersAndPassesServerDryRun(t *testing.T) {
 			"ClusterRole/gitops-reverser-write-back", "ClusterRoleBinding/gitops-reverser-write-back",
 			"Certificate/gitops-reverser-webhook", "Certificate/gitops-reverser-webhook-ca",
 			"Issuer/gitops-reverser-selfsigned", "Issuer/gitops-reverser-webhook-ca", "NetworkPolicy/gitops-reverser-webhook",
-			"ServiceMonitor/gitops-reverser")},
+			"ServiceMonitor/gitops-reverser", "Service/gitops-reverser-receiver", "Ingress/gitops-reverser-receiver")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

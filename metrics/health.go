@@ -6,6 +6,7 @@ import "github.com/prometheus/client_golang/prometheus"
 const (
 	PartAttribution = "attribution" // the admission webhook that credits changes to their authors
 	PartWriteBack   = "write-back"  // Git edits become proposals, applied after review
+	PartReceivers   = "receivers"   // webhooks of Git hosts and CDEvents make destinations reconcile now
 )
 
 // Health are the collectors of the daemon's optional parts: a part that cannot do its job (its

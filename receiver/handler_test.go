@@ -43,8 +43,8 @@ func (f *fakeTrigger) got() []string {
 	return slices.Clone(f.calls)
 }
 
-// observation is one call of the Observer.
-type observation struct{ key, outcome, message string }
+// observed is one call of the Observer.
+type observed struct{ key, outcome, message string }
 
 // rig is a handler over an index the test fills, with a recording trigger, observer and metrics.
 type rig struct {
@@ -54,7 +54,7 @@ type rig struct {
 	metrics  *metrics.Receiver
 	handler  http.Handler
 	mu       sync.Mutex
-	observed []observation
+	observed []observed
 }
 
 func newRig(tb testing.TB) *rig {
@@ -67,7 +67,7 @@ func newRig(tb testing.TB) *rig {
 		Observe: func(key, outcome, message string) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			r.observed = append(r.observed, observation{key, outcome, message})
+			r.observed = append(r.observed, observed{key, outcome, message})
 		},
 		Metrics: r.metrics,
 	})
@@ -99,11 +99,11 @@ func (r *rig) do(method, path string, h http.Header, body []byte) *httptest.Resp
 	return rec
 }
 
-func (r *rig) lastObserved() observation {
+func (r *rig) lastObserved() observed {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.observed) == 0 {
-		return observation{}
+		return observed{}
 	}
 	return r.observed[len(r.observed)-1]
 }
@@ -375,7 +375,7 @@ func TestRefusedDeliveriesTriggerNothing(t *testing.T) {
 				t.Errorf("triggers_total = %v, want 0", n)
 			}
 			switch o := r.lastObserved(); {
-			case tc.status == http.StatusNotFound && o != (observation{}):
+			case tc.status == http.StatusNotFound && o != (observed{}):
 				t.Errorf("an unknown path was observed: %+v", o)
 			case tc.status != http.StatusNotFound && (o.outcome != crds.OutcomeRefused || o.key != "apps/"+e.Name):
 				t.Errorf("observed %+v, want Refused for apps/%s", o, e.Name)

@@ -1,0 +1,174 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+// TestReceiversMakeDestinationsReconcileNow runs the daemon with its receiver server: a signed
+// GitHub push for the destination's repository makes a write-back run at once (a SyncRun with
+// trigger "receiver", no waiting for the 5-minute interval); a tampered one is refused and
+// triggers nothing; a GitRepoConfig that asks for a receiver gets one whose token works.
+func TestReceiversMakeDestinationsReconcileNow(t *testing.T) {
+	addr := testenv.FreeAddr(t)
+	w := newWBWorld(t, "rcv-e2e", crds.WriteBack{Enabled: true}, nil, "--receiver-bind-address", addr, "--namespace", "rcv-e2e") // generated receivers live in the daemon's namespace
+	ctx := context.Background()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: w.ns}, StringData: map[string]string{"token": "s3cret-token"}}
+	if _, err := w.kube.CoreV1().Secrets(w.ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rcv := &crds.Receiver{
+		ObjectMeta: metav1.ObjectMeta{Name: "github", Namespace: w.ns},
+		Spec: crds.ReceiverSpec{Type: crds.ReceiverGitHub, SecretRef: crds.LocalReference{Name: "hook"},
+			Resources: []crds.ReceiverResource{{Kind: crds.KindGitDestination, Name: "dest"}}},
+	}
+	u, err := crds.ToUnstructured(rcv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.dyn.Resource(crds.Receivers).Namespace(w.ns).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path := w.receiverPath("github")
+
+	push := w.payload("github-commit-event.json", func(p map[string]any) {
+		p["repository"].(map[string]any)["clone_url"] = w.srv.RepoURL("state")
+	})
+	sign := func(body []byte, token string) string {
+		mac := hmac.New(sha256.New, []byte(token))
+		mac.Write(body)
+		return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+	}
+	runs := len(w.runs())
+	if got := w.post(addr, path, push, map[string]string{"X-GitHub-Event": "push", "X-GitHub-Delivery": "d-1", "X-Hub-Signature-256": sign(push, "wrong")}); got != http.StatusForbidden {
+		t.Errorf("tampered signature: %d, want 403", got)
+	}
+	if got := w.post(addr, path, push, map[string]string{"X-GitHub-Event": "push", "X-GitHub-Delivery": "d-2", "X-Hub-Signature-256": sign(push, "s3cret-token")}); got != http.StatusAccepted {
+		t.Fatalf("signed push: %d, want 202", got)
+	}
+	w.waitRun("receiver", runs)
+	if got := w.d.Metric(t, "gitops_reverser_receiver_triggers_total"); got != 1 {
+		t.Errorf("receiver_triggers_total = %v, want 1 (the tampered push triggered nothing)", got)
+	}
+
+	// A generated receiver: its token, in the generated Secret, verifies a GitLab push.
+	w.patch(crds.GitRepoConfigs, "repo", map[string]any{"spec": map[string]any{"receiver": map[string]any{"type": "gitlab"}}})
+	var generated crds.GeneratedReceiverStatus
+	testenv.Eventually(t, time.Minute, "generated receiver reported", func() (bool, string) {
+		got, err := w.dyn.Resource(crds.GitRepoConfigs).Namespace(w.ns).Get(ctx, "repo", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		grc, err := crds.FromUnstructured[crds.GitRepoConfig](got)
+		if err != nil || grc.Status.Receiver == nil || grc.Status.Receiver.WebhookPath == "" {
+			return false, fmt.Sprintf("status.receiver = %+v %v", grc.Status.Receiver, err)
+		}
+		generated = *grc.Status.Receiver
+		return true, ""
+	}, w.d.FailFast())
+	tokenSecret, err := w.kube.CoreV1().Secrets(w.ns).Get(ctx, generated.SecretName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitlab := w.payload("gitlab-event.json", func(p map[string]any) {
+		p["project"].(map[string]any)["git_http_url"] = w.srv.RepoURL("state")
+	})
+	runs = len(w.runs())
+	headers := map[string]string{"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": string(tokenSecret.Data["token"])}
+	testenv.Eventually(t, time.Minute, "the generated receiver serving", func() (bool, string) {
+		got := w.post(addr, generated.WebhookPath, gitlab, headers)
+		return got == http.StatusAccepted, fmt.Sprintf("status %d", got)
+	}, w.d.FailFast())
+	w.waitRun("receiver", runs)
+}
+
+// receiverPath waits until the Receiver reports its webhook path and is Ready.
+func (w *wbWorld) receiverPath(name string) string {
+	w.t.Helper()
+	var path string
+	testenv.Eventually(w.t, time.Minute, "receiver "+name+" ready", func() (bool, string) {
+		got, err := w.dyn.Resource(crds.Receivers).Namespace(w.ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		r, err := crds.FromUnstructured[crds.Receiver](got)
+		if err != nil {
+			return false, err.Error()
+		}
+		path = r.Status.WebhookPath
+		for _, c := range r.Status.Conditions {
+			if c.Type == crds.ConditionReady && c.Status == metav1.ConditionTrue && path != "" {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("status %+v", r.Status)
+	}, w.d.FailFast())
+	return path
+}
+
+// payload reads a recorded webhook body and lets the test point it at its own repository.
+func (w *wbWorld) payload(file string, edit func(map[string]any)) []byte {
+	w.t.Helper()
+	data, err := os.ReadFile("../../shared/testdata/webhooks/" + file)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var p map[string]any
+	if err := json.Unmarshal(data, &p); err != nil {
+		w.t.Fatal(err)
+	}
+	edit(p)
+	out, err := json.Marshal(p)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return out
+}
+
+// post sends a webhook delivery and returns the status code.
+func (w *wbWorld) post(addr, path string, body []byte, headers map[string]string) int {
+	w.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// waitRun waits for a SyncRun with the trigger, newer than the first `after` runs.
+func (w *wbWorld) waitRun(trigger string, after int) {
+	w.t.Helper()
+	testenv.Eventually(w.t, time.Minute, "a SyncRun triggered by "+trigger, func() (bool, string) {
+		runs := w.runs()
+		for _, r := range runs[min(after, len(runs)):] {
+			if r.Spec.Trigger == trigger {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d runs", len(runs))
+	}, w.d.FailFast())
+}
