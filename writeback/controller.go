@@ -56,6 +56,8 @@ const (
 	destinationKeyPrefix     = "d/"
 	proposalKeyPrefix        = "p/"
 	defaultOperationDeadline = 2 * time.Minute
+	// receiverSpacing is the least time between the starts of two runs a webhook triggers.
+	receiverSpacing = time.Second
 	// Client-side rate limit of write-back's API requests (one proposal takes about eight).
 	clientQPS   = 50
 	clientBurst = 100
@@ -98,6 +100,7 @@ type Controller struct {
 	known     map[string]bool      // write-back destinations seen, to run each once at start
 	requested map[string]string    // the sync-now value last queued, per destination
 	due       map[string]time.Time // when each destination's interval run is due
+	started   map[string]time.Time // when each destination's last run started
 }
 
 // trigger is why a destination is reconciled; value is the sync-now annotation it answers.
@@ -152,6 +155,7 @@ func New(cfg Config) (*Controller, error) {
 		known:     map[string]bool{},
 		requested: map[string]string{},
 		due:       map[string]time.Time{},
+		started:   map[string]time.Time{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "write-back"}),
@@ -225,13 +229,23 @@ func (c *Controller) HeldChanged(url, branch, path string) {
 }
 
 // enqueueDestination queues a run; a sync-now request wins over a start-up run, which wins
-// over an interval run, so the annotation's value is recorded as handled.
+// over an interval run, so the annotation's value is recorded as handled. A webhook trigger
+// waits until receiverSpacing after the destination's last run started: a flood of pushes then
+// costs at most two fetches (the run under way and one that answers all the others).
 func (c *Controller) enqueueDestination(key string, t trigger) {
 	c.mu.Lock()
 	if cur, ok := c.triggers[key]; !ok || cur.kind == triggerInterval || t.kind == triggerSyncNow {
 		c.triggers[key] = t
 	}
+	var wait time.Duration
+	if t.kind == crds.TriggerReceiver {
+		wait = time.Until(c.started[key].Add(receiverSpacing))
+	}
 	c.mu.Unlock()
+	if wait > 0 {
+		c.queue.AddAfter(destinationKeyPrefix+key, wait)
+		return
+	}
 	c.queue.Add(destinationKeyPrefix + key)
 }
 
@@ -303,6 +317,9 @@ func (c *Controller) next(ctx context.Context) bool {
 		if !ok {
 			t = trigger{kind: triggerInterval}
 		}
+		c.mu.Lock()
+		c.started[name] = time.Now()
+		c.mu.Unlock()
 		var enabled bool
 		enabled, err = c.reconcile(opCtx, name, t)
 		c.mu.Lock()
