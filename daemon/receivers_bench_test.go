@@ -32,17 +32,7 @@ func BenchmarkReceiverFlood(b *testing.B) {
 		if _, err := w.kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		u, err := crds.ToUnstructured(&crds.Receiver{
-			ObjectMeta: metav1.ObjectMeta{Name: "github", Namespace: ns},
-			Spec: crds.ReceiverSpec{Type: crds.ReceiverGitHub, SecretRef: crds.LocalReference{Name: "hook"},
-				Resources: []crds.ReceiverResource{{Kind: crds.KindGitDestination, Name: "dest"}}},
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := w.dyn.Resource(crds.Receivers).Namespace(ns).Create(ctx, u, metav1.CreateOptions{}); err != nil {
-			b.Fatal(err)
-		}
+		w.receiverFor(crds.ReceiverGitHub, "github")
 		path := w.receiverPath("github")
 		push := w.payload("github-commit-event.json", func(p map[string]any) {
 			p["repository"].(map[string]any)["clone_url"] = w.srv.RepoURL("state")

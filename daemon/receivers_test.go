@@ -32,18 +32,7 @@ func TestReceiversMakeDestinationsReconcileNow(t *testing.T) {
 	if _, err := w.kube.CoreV1().Secrets(w.ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rcv := &crds.Receiver{
-		ObjectMeta: metav1.ObjectMeta{Name: "github", Namespace: w.ns},
-		Spec: crds.ReceiverSpec{Type: crds.ReceiverGitHub, SecretRef: crds.LocalReference{Name: "hook"},
-			Resources: []crds.ReceiverResource{{Kind: crds.KindGitDestination, Name: "dest"}}},
-	}
-	u, err := crds.ToUnstructured(rcv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.dyn.Resource(crds.Receivers).Namespace(w.ns).Create(ctx, u, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	w.receiverFor(crds.ReceiverGitHub, "github")
 	path := w.receiverPath("github")
 
 	push := w.payload("github-commit-event.json", func(p map[string]any) {
@@ -64,6 +53,22 @@ func TestReceiversMakeDestinationsReconcileNow(t *testing.T) {
 	w.waitRun("receiver", runs)
 	if got := w.d.Metric(t, "gitops_reverser_receiver_triggers_total"); got != 1 {
 		t.Errorf("receiver_triggers_total = %v, want 1 (the tampered push triggered nothing)", got)
+	}
+
+	// A CDEvent (a conformance example naming this repository) with a bearer token.
+	w.receiverFor(crds.ReceiverCDEvents, "cd")
+	cdPath := w.receiverPath("cd")
+	event := w.cdevent("change_merged.json", w.srv.RepoURL("state"))
+	runs = len(w.runs())
+	cdHeaders := map[string]string{"Authorization": "Bearer s3cret-token", "ce-id": "cd-1", "ce-specversion": "1.0",
+		"ce-source": "/event/source/123", "ce-type": "dev.cdevents.change.merged.0.3.0"}
+	if got := w.post(addr, cdPath, event, cdHeaders); got != http.StatusAccepted {
+		t.Fatalf("CDEvent: %d, want 202", got)
+	}
+	w.waitRun("receiver", runs)
+	cdHeaders["ce-id"], cdHeaders["ce-type"] = "cd-2", "dev.cdevents.change.created.0.3.0"
+	if got := w.post(addr, cdPath, event, cdHeaders); got != http.StatusBadRequest {
+		t.Errorf("CDEvent whose ce-type is not its context.type: %d, want 400", got)
 	}
 
 	// A generated receiver: its token, in the generated Secret, verifies a GitLab push.
@@ -95,6 +100,42 @@ func TestReceiversMakeDestinationsReconcileNow(t *testing.T) {
 		return got == http.StatusAccepted, fmt.Sprintf("status %d", got)
 	}, w.d.FailFast())
 	w.waitRun("receiver", runs)
+}
+
+// receiverFor creates a Receiver of the type for the destination, with the token of Secret "hook".
+func (w *wbWorld) receiverFor(typ, name string) {
+	w.t.Helper()
+	u, err := crds.ToUnstructured(&crds.Receiver{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
+		Spec: crds.ReceiverSpec{Type: typ, SecretRef: crds.LocalReference{Name: "hook"},
+			Resources: []crds.ReceiverResource{{Kind: crds.KindGitDestination, Name: "dest"}}},
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if _, err := w.dyn.Resource(crds.Receivers).Namespace(w.ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// cdevent reads a CDEvents conformance example and makes its repository repoURL.
+func (w *wbWorld) cdevent(file, repoURL string) []byte {
+	w.t.Helper()
+	data, err := os.ReadFile("../../shared/testdata/cdevents/conformance/" + file)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var e map[string]any
+	if err := json.Unmarshal(data, &e); err != nil {
+		w.t.Fatal(err)
+	}
+	content := e["subject"].(map[string]any)["content"].(map[string]any)
+	content["repository"] = map[string]any{"id": "state", "source": repoURL}
+	out, err := json.Marshal(e)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return out
 }
 
 // receiverPath waits until the Receiver reports its webhook path and is Ready.
