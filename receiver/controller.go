@@ -30,8 +30,6 @@ const (
 	ResyncInterval = 30 * time.Second
 	// ObserveInterval is the least time between two writes of one Receiver's last event.
 	ObserveInterval = time.Second
-	// FieldManager names the controller's writes.
-	FieldManager = "gitops-reverser"
 
 	syncKey          = "sync"
 	observeKeyPrefix = "o/"

@@ -124,7 +124,7 @@ func (c *Controller) ensureSecret(ctx context.Context, g *crds.GitRepoConfig, na
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{crds.ReceiverTokenKey: token},
 	}
-	if _, err := secrets.Create(ctx, s, metav1.CreateOptions{FieldManager: FieldManager}); err != nil {
+	if _, err := secrets.Create(ctx, s, metav1.CreateOptions{FieldManager: crds.FieldManager}); err != nil {
 		return nil, fmt.Errorf("create the receiver Secret %s/%s: %w", g.Namespace, name, err)
 	}
 	c.cfg.Log.Info("receivers: created a token Secret", "secret", g.Namespace+"/"+name)
@@ -158,7 +158,7 @@ func (c *Controller) ensureReceiver(ctx context.Context, g *crds.GitRepoConfig, 
 			return err
 		}
 		unstructured.RemoveNestedField(u.Object, "status")
-		_, err = client.Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager})
+		_, err = client.Create(ctx, u, metav1.CreateOptions{FieldManager: crds.FieldManager})
 		if err != nil && !apierrors.IsAlreadyExists(err) { // AlreadyExists: the cache lags
 			return fmt.Errorf("create the generated Receiver %s/%s: %w", g.Namespace, name, err)
 		}
@@ -186,7 +186,7 @@ func (c *Controller) ensureReceiver(ctx context.Context, g *crds.GitRepoConfig, 
 	labels[GeneratedByLabel] = g.Name
 	u.SetLabels(labels)
 	u.SetOwnerReferences(owner(g))
-	if _, err := client.Update(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+	if _, err := client.Update(ctx, u, metav1.UpdateOptions{FieldManager: crds.FieldManager}); err != nil {
 		return fmt.Errorf("repair the generated Receiver %s/%s: %w", g.Namespace, name, err)
 	}
 	c.cfg.Log.Info("receivers: repaired a generated Receiver", "receiver", g.Namespace+"/"+name)
@@ -248,7 +248,7 @@ func (c *Controller) patchRepoStatus(ctx context.Context, g *crds.GitRepoConfig,
 		return fmt.Errorf("encode status.receiver: %w", err)
 	}
 	_, err = c.dyn.Resource(crds.GitRepoConfigs).Namespace(g.Namespace).Patch(ctx, g.Name, types.MergePatchType, body,
-		metav1.PatchOptions{FieldManager: FieldManager}, "status")
+		metav1.PatchOptions{FieldManager: crds.FieldManager}, "status")
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("update status.receiver of GitRepoConfig %s/%s: %w", g.Namespace, g.Name, err)
 	}

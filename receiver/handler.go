@@ -38,7 +38,7 @@ type HandlerConfig struct {
 }
 
 // TriggerReason is the why a Trigger is called with.
-const TriggerReason = "receiver"
+const TriggerReason = crds.TriggerReceiver
 
 // Reasons the handler itself refuses a delivery for, beside Verify's and ParseCDEvent's.
 const (

@@ -154,7 +154,7 @@ func (c *Controller) patchStatus(ctx context.Context, namespace, name string, st
 		return fmt.Errorf("encode the status of Receiver %s/%s: %w", namespace, name, err)
 	}
 	_, err = c.dyn.Resource(crds.Receivers).Namespace(namespace).Patch(ctx, name, types.MergePatchType, body,
-		metav1.PatchOptions{FieldManager: FieldManager}, "status")
+		metav1.PatchOptions{FieldManager: crds.FieldManager}, "status")
 	if err != nil {
 		return fmt.Errorf("update the status of Receiver %s/%s: %w", namespace, name, err)
 	}

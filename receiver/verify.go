@@ -3,17 +3,19 @@ package receiver
 import (
 	"net/http"
 	"strings"
+
+	"github.com/configbutler/gitops-reverser/crds"
 )
 
-// Types of receivers.
+// Types of receivers: the values of a Receiver's spec.type.
 const (
-	TypeGitHub      = "github"
-	TypeGitLab      = "gitlab"
-	TypeGitea       = "gitea"
-	TypeBitbucket   = "bitbucket"
-	TypeGeneric     = "generic"
-	TypeGenericHMAC = "generic-hmac"
-	TypeCDEvents    = "cdevents"
+	TypeGitHub      = crds.ReceiverGitHub
+	TypeGitLab      = crds.ReceiverGitLab
+	TypeGitea       = crds.ReceiverGitea
+	TypeBitbucket   = crds.ReceiverBitbucket
+	TypeGeneric     = crds.ReceiverGeneric
+	TypeGenericHMAC = crds.ReceiverGenericHMAC
+	TypeCDEvents    = crds.ReceiverCDEvents
 )
 
 // MaxBodyBytes caps a webhook body (3 MiB); larger → 413 by the server.

@@ -13,13 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/metrics"
 )
 
 // ProposalsResource is the resource whose decisions the webhook records. The handler matches its
 // group and resource in any version; registering this version is enough, as the registration's
 // matchPolicy Equivalent has the apiserver convert requests made through other versions.
-var ProposalsResource = schema.GroupVersionResource{Group: "configbutler.ai", Version: "v1alpha1", Resource: "proposals"}
+var ProposalsResource = crds.Proposals
 
 // proposalsRegistration is what WithProposals adds: every namespace, the operations that can set
 // a decision.

@@ -91,7 +91,7 @@ func (c *Controller) serverSideApply(ctx context.Context, p *crds.Proposal, live
 	gvr, _ := gvrOf(p.Spec.Target)
 	client := c.dyn.Resource(gvr).Namespace(p.Spec.Target.Namespace)
 	force := true
-	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: &force, DryRun: []string{metav1.DryRunAll}}
+	opts := metav1.PatchOptions{FieldManager: crds.FieldManager, Force: &force, DryRun: []string{metav1.DryRunAll}}
 	dry, err := client.Patch(ctx, p.Spec.Target.Name, types.ApplyPatchType, data, opts)
 	if err != nil {
 		return err

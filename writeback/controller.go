@@ -48,11 +48,6 @@ const (
 	DefaultMaxPerTick        = 25
 	DefaultRetention         = 90 * 24 * time.Hour
 	DefaultFailedRetention   = 365 * 24 * time.Hour
-	FieldManager             = "gitops-reverser"
-	triggerInterval          = "interval"
-	triggerSyncNow           = "sync-now"
-	triggerStartup           = "startup"
-	maxRefusedListed         = 50
 	destinationKeyPrefix     = "d/"
 	proposalKeyPrefix        = "p/"
 	defaultOperationDeadline = 2 * time.Minute
@@ -234,7 +229,7 @@ func (c *Controller) HeldChanged(url, branch, path string) {
 // costs at most two fetches (the run under way and one that answers all the others).
 func (c *Controller) enqueueDestination(key string, t trigger) {
 	c.mu.Lock()
-	if cur, ok := c.triggers[key]; !ok || cur.kind == triggerInterval || t.kind == triggerSyncNow {
+	if cur, ok := c.triggers[key]; !ok || cur.kind == crds.TriggerInterval || t.kind == crds.TriggerSyncNow {
 		c.triggers[key] = t
 	}
 	var wait time.Duration
@@ -274,9 +269,9 @@ func (c *Controller) destinationSeen(obj any) {
 	c.mu.Unlock()
 	switch {
 	case syncNow:
-		c.enqueueDestination(key, trigger{kind: triggerSyncNow, value: v})
+		c.enqueueDestination(key, trigger{kind: crds.TriggerSyncNow, value: v})
 	case first:
-		c.enqueueDestination(key, trigger{kind: triggerStartup})
+		c.enqueueDestination(key, trigger{kind: crds.TriggerStartup})
 	}
 }
 
@@ -315,7 +310,7 @@ func (c *Controller) next(ctx context.Context) bool {
 			return true
 		}
 		if !ok {
-			t = trigger{kind: triggerInterval}
+			t = trigger{kind: crds.TriggerInterval}
 		}
 		c.mu.Lock()
 		c.started[name] = time.Now()

@@ -77,7 +77,7 @@ func (c *Controller) open(ctx context.Context, d *dest, cand *candidate) (*crds.
 	if err != nil {
 		return nil, false, err
 	}
-	created, err := c.dyn.Resource(crds.Proposals).Namespace(p.Namespace).Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager})
+	created, err := c.dyn.Resource(crds.Proposals).Namespace(p.Namespace).Create(ctx, u, metav1.CreateOptions{FieldManager: crds.FieldManager})
 	if apierrors.IsAlreadyExists(err) {
 		return p, false, nil
 	}
@@ -134,7 +134,7 @@ func (c *Controller) setStatus(ctx context.Context, p *crds.Proposal, f func(*cr
 		if err != nil {
 			return err
 		}
-		written, err := client.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
+		written, err := client.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: crds.FieldManager})
 		if err != nil {
 			return err
 		}
@@ -151,7 +151,7 @@ func (c *Controller) setStatus(ctx context.Context, p *crds.Proposal, f func(*cr
 func (c *Controller) clearDecision(ctx context.Context, p *crds.Proposal) error {
 	client := c.dyn.Resource(crds.Proposals).Namespace(p.Namespace)
 	body := []byte(`{"spec":{"decision":null}}`)
-	if _, err := client.Patch(ctx, p.Name, "application/merge-patch+json", body, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+	if _, err := client.Patch(ctx, p.Name, "application/merge-patch+json", body, metav1.PatchOptions{FieldManager: crds.FieldManager}); err != nil {
 		return fmt.Errorf("clear the decision of Proposal %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	return nil

@@ -43,7 +43,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 	case err == nil && !lost && res.Tip == "" && since == "":
 		// The branch does not exist yet: the baseline is its first commit, next run.
 		return true, c.recordDestination(ctx, d, t, "", "")
-	case err == nil && !lost && t.kind == triggerInterval && since != "" && res.Tip == since:
+	case err == nil && !lost && t.kind == crds.TriggerInterval && since != "" && res.Tip == since:
 		// Nothing was pushed since the last run: a run that finds nothing is not worth a record.
 		return true, c.recordDestination(ctx, d, t, "", "")
 	}
@@ -128,7 +128,7 @@ func (c *Controller) consider(ctx context.Context, d *dest, run *runRecord, edit
 func (c *Controller) refuse(run *runRecord, path string, r *Refused) {
 	c.cfg.Metrics.ProposalsRefused.WithLabelValues(r.Reason).Inc()
 	run.obj.Status.RefusedTotal++
-	if len(run.obj.Status.Refused) < maxRefusedListed {
+	if len(run.obj.Status.Refused) < crds.MaxRefusedListed {
 		run.obj.Status.Refused = append(run.obj.Status.Refused, crds.RefusedFile{Path: path, Reason: r.Reason, Message: r.Message})
 	}
 	c.recorder.Eventf(crds.ObjectReference(crds.KindSyncRun, run.obj), corev1.EventTypeWarning, "Refused", "%s: %s", path, r.Error())

@@ -50,7 +50,7 @@ func (c *Controller) startRun(ctx context.Context, d *dest, trigger, base string
 	if err != nil {
 		return nil, err
 	}
-	created, err := c.dyn.Resource(crds.SyncRuns).Namespace(d.obj.Namespace).Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager})
+	created, err := c.dyn.Resource(crds.SyncRuns).Namespace(d.obj.Namespace).Create(ctx, u, metav1.CreateOptions{FieldManager: crds.FieldManager})
 	if err != nil {
 		return nil, fmt.Errorf("create a SyncRun for GitDestination %s: %w", d.key, err)
 	}
@@ -100,7 +100,7 @@ func (c *Controller) finishRun(ctx context.Context, d *dest, r *runRecord) error
 	if err != nil {
 		return err
 	}
-	if _, err := c.dyn.Resource(crds.SyncRuns).Namespace(r.obj.Namespace).Update(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+	if _, err := c.dyn.Resource(crds.SyncRuns).Namespace(r.obj.Namespace).Update(ctx, u, metav1.UpdateOptions{FieldManager: crds.FieldManager}); err != nil {
 		return fmt.Errorf("complete SyncRun %s/%s: %w", r.obj.Namespace, r.obj.Name, err)
 	}
 	eventType := corev1.EventTypeNormal
@@ -153,7 +153,7 @@ func (c *Controller) recordDestination(ctx context.Context, d *dest, t trigger, 
 		st.LastSyncRun = run
 	}
 	st.LastSyncTime = now()
-	if t.kind == triggerSyncNow && t.value != "" {
+	if t.kind == crds.TriggerSyncNow && t.value != "" {
 		st.LastHandledSyncNow = t.value
 	}
 	st.PendingProposals = c.pendingCount(d.key)
