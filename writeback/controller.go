@@ -94,7 +94,6 @@ type Controller struct {
 	triggers  map[string]trigger   // why each queued destination runs next
 	known     map[string]bool      // write-back destinations seen, to run each once at start
 	requested map[string]string    // the sync-now value last queued, per destination
-	due       map[string]time.Time // when each destination's interval run is due
 	started   map[string]time.Time // when each destination's last run started
 }
 
@@ -149,7 +148,6 @@ func New(cfg Config) (*Controller, error) {
 		triggers:  map[string]trigger{},
 		known:     map[string]bool{},
 		requested: map[string]string{},
-		due:       map[string]time.Time{},
 		started:   map[string]time.Time{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
@@ -300,33 +298,7 @@ func (c *Controller) next(ctx context.Context) bool {
 	requeueAfter := time.Duration(0)
 	switch {
 	case strings.HasPrefix(key, destinationKeyPrefix):
-		name := strings.TrimPrefix(key, destinationKeyPrefix)
-		c.mu.Lock()
-		t, ok := c.triggers[name]
-		delete(c.triggers, name)
-		early := !ok && time.Now().Add(time.Second).Before(c.due[name]) // a timer of an earlier run
-		c.mu.Unlock()
-		if early {
-			return true
-		}
-		if !ok {
-			t = trigger{kind: crds.TriggerInterval}
-		}
-		c.mu.Lock()
-		c.started[name] = time.Now()
-		c.mu.Unlock()
-		var enabled bool
-		enabled, err = c.reconcile(opCtx, name, t)
-		c.mu.Lock()
-		delete(c.due, name) // a retry after an error is not early
-		if _, newer := c.triggers[name]; err != nil && !newer {
-			c.triggers[name] = t // the retry answers the same trigger
-		}
-		if enabled && err == nil {
-			requeueAfter = c.cfg.Interval
-			c.due[name] = time.Now().Add(requeueAfter)
-		}
-		c.mu.Unlock()
+		requeueAfter, err = c.runDestination(opCtx, strings.TrimPrefix(key, destinationKeyPrefix))
 	case strings.HasPrefix(key, proposalKeyPrefix):
 		ns, name, _ := strings.Cut(strings.TrimPrefix(key, proposalKeyPrefix), "/")
 		err = c.decide(opCtx, ns, name)
@@ -343,6 +315,39 @@ func (c *Controller) next(ctx context.Context) bool {
 		c.queue.Forget(key)
 	}
 	return true
+}
+
+// runDestination reconciles one destination for the trigger it was queued with, and says when its
+// interval run is due (0: not scheduled). A retry after an error answers the same trigger.
+func (c *Controller) runDestination(ctx context.Context, name string) (time.Duration, error) {
+	c.mu.Lock()
+	t, ok := c.triggers[name]
+	delete(c.triggers, name)
+	// Without a trigger this is an interval timer; one set by an earlier run is not due yet.
+	early := !ok && time.Now().Add(time.Second).Before(c.started[name].Add(c.cfg.Interval))
+	if !early {
+		c.started[name] = time.Now()
+	}
+	c.mu.Unlock()
+	if early {
+		return 0, nil
+	}
+	if !ok {
+		t = trigger{kind: crds.TriggerInterval}
+	}
+	enabled, err := c.reconcile(ctx, name, t)
+	if err != nil {
+		c.mu.Lock()
+		if _, newer := c.triggers[name]; !newer {
+			c.triggers[name] = t
+		}
+		c.mu.Unlock()
+		return 0, err
+	}
+	if !enabled {
+		return 0, nil
+	}
+	return c.cfg.Interval, nil
 }
 
 // errNotWriteBack says a destination is gone or does not enable write-back.

@@ -50,7 +50,12 @@ func (c *Controller) destination(namespace, name string) (*dest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read GitRepoConfig %s: %w", repoKey, err)
 	}
-	return &dest{obj: obj, key: key, url: repo.Spec.RepoURL, branch: obj.Spec.Branch, folder: cleanFolder(obj.Spec.BaseFolder)}, nil
+	return newDest(obj, repo), nil
+}
+
+func newDest(obj *crds.GitDestination, repo *crds.GitRepoConfig) *dest {
+	return &dest{obj: obj, key: obj.Namespace + "/" + obj.Name, url: repo.Spec.RepoURL, branch: obj.Spec.Branch,
+		folder: cleanFolder(obj.Spec.BaseFolder)}
 }
 
 // cleanFolder is baseFolder as the gitops package writes under it: no leading, trailing or

@@ -60,5 +60,5 @@ func (c *Controller) getDestination(ctx context.Context, namespace, name string,
 		}
 		repos[key] = repo
 	}
-	return &dest{obj: obj, key: namespace + "/" + name, url: repo.Spec.RepoURL, branch: obj.Spec.Branch, folder: cleanFolder(obj.Spec.BaseFolder)}, nil
+	return newDest(obj, repo), nil
 }
