@@ -272,22 +272,22 @@ func metricSum(t testing.TB, d *testenv.Daemon, name string) float64 {
 	return sum
 }
 
-// grantRole gives users a namespaced role over resources of group, and waits until RBAC says so.
-func grantRole(t testing.TB, kube *kubernetes.Clientset, ns, name, group string, resources []string, verbs []string, users ...string) {
-	t.Helper()
+// reviewers lets users decide the world's proposals (but not change their status).
+func (w *wbWorld) reviewers(users ...string) {
+	w.t.Helper()
 	ctx := context.Background()
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{group}, Resources: resources, Verbs: verbs}}}
-	if _, err := kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "proposal-reviewer", Namespace: w.ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{crds.Group}, Resources: []string{"proposals"}, Verbs: []string{"get", "list", "watch", "update", "patch"}}}}
+	if _, err := w.kube.RbacV1().Roles(w.ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		w.t.Fatal(err)
 	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: w.ns},
+		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name}}
 	for _, u := range users {
 		binding.Subjects = append(binding.Subjects, rbacv1.Subject{Kind: "User", Name: u, APIGroup: "rbac.authorization.k8s.io"})
 	}
-	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	if _, err := w.kube.RbacV1().RoleBindings(w.ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		w.t.Fatal(err)
 	}
 }
 
@@ -558,8 +558,8 @@ func capPerRun(w *wbWorld) {
 // carol may do both.
 func TestWriteBackReview(t *testing.T) {
 	w := newWBWorld(t, "wb-review", crds.WriteBack{Enabled: true}, nil)
-	grantRole(t, w.kube, w.ns, "proposal-reviewer", crds.Group, []string{"proposals"}, []string{"get", "list", "watch", "update", "patch"}, "alice", "carol")
-	grantRole(t, w.kube, w.ns, "cm-editor", "", []string{"configmaps"}, []string{"*"}, "carol")
+	w.reviewers("alice", "carol")
+	grant(t, w.kube, w.ns, "carol")
 	t.Run("an approval by someone who may not make the change is refused, one by someone who may is applied",
 		func(t *testing.T) { approvals(w.on(t)) })
 	t.Run("a live change makes a pending proposal Stale and the mirror writes the live state", func(t *testing.T) { stale(w.on(t)) })
@@ -702,8 +702,8 @@ func suspended(w *wbWorld) {
 // proposals but applies none, and an approval waits too.
 func TestHaltWriteBackStopsEveryApply(t *testing.T) {
 	w := newWBWorld(t, "wb-halt", crds.WriteBack{Enabled: true, AutoApply: true}, nil, "--halt-write-back")
-	grantRole(t, w.kube, w.ns, "proposal-reviewer", crds.Group, []string{"proposals"}, []string{"get", "list", "watch", "update", "patch"}, "carol")
-	grantRole(t, w.kube, w.ns, "cm-editor", "", []string{"configmaps"}, []string{"*"}, "carol")
+	w.reviewers("carol")
+	grant(t, w.kube, w.ns, "carol")
 	path, p := w.pendingEdit("halted")
 	w.decide("carol", p, crds.DecisionApprove)
 	w.waitProposal(path, "approval held by the kill switch", func(q *crds.Proposal) bool {
@@ -728,8 +728,8 @@ func conditionOf(p *crds.Proposal, typ string) *metav1.Condition {
 // the decision, so nothing is applied, the decision is cleared and the status says why.
 func TestApprovalWithoutAKnownApproverIsAskedAgain(t *testing.T) {
 	w := newWBWorld(t, "wb-unknown", crds.WriteBack{Enabled: true}, nil, "--enable-webhook=false")
-	grantRole(t, w.kube, w.ns, "proposal-reviewer", crds.Group, []string{"proposals"}, []string{"get", "list", "watch", "update", "patch"}, "carol")
-	grantRole(t, w.kube, w.ns, "cm-editor", "", []string{"configmaps"}, []string{"*"}, "carol")
+	w.reviewers("carol")
+	grant(t, w.kube, w.ns, "carol")
 	path, p := w.pendingEdit("unknown")
 	w.decide("carol", p, crds.DecisionApprove)
 	w.waitProposal(path, "approval refused: approver unknown", func(q *crds.Proposal) bool {
