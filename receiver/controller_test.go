@@ -36,20 +36,12 @@ var cp *testenv.ControlPlane
 func TestMain(m *testing.M) {
 	code := testenv.RunMain(m, &cp)
 	if code == 0 {
-		if err := goleak.Find(leakIgnores...); err != nil {
+		if err := goleak.Find(testenv.LeakIgnores()...); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			code = 1
 		}
 	}
 	os.Exit(code)
-}
-
-// leakIgnores are goroutines that are not ours: client-go and net/http keep them per process.
-var leakIgnores = []goleak.Option{
-	goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-	goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-	goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-	goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
 }
 
 // converge bounds every wait of these tests.

@@ -48,20 +48,12 @@ func TestMain(m *testing.M) {
 	_ = os.RemoveAll(dir)
 	if code == 0 {
 		// Every watcher, informer and Git worker a test started must have been joined.
-		if err := goleak.Find(leakIgnores...); err != nil {
+		if err := goleak.Find(testenv.LeakIgnores()...); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			code = 1
 		}
 	}
 	os.Exit(code)
-}
-
-// leakIgnores are goroutines that are not ours: client-go and net/http keep them per process.
-var leakIgnores = []goleak.Option{
-	goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-	goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-	goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-	goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
 }
 
 var (
