@@ -26,10 +26,11 @@ const (
 	decisionsTTL      = 24 * time.Hour
 )
 
-// Backoff of attribution's start while it cannot get its certificates or its port.
+// Backoff of an optional part's start (attribution: its certificates or its port) while it
+// cannot start.
 const (
-	attributionMinBackoff = 500 * time.Millisecond
-	attributionMaxBackoff = 30 * time.Second
+	optionalMinBackoff = 500 * time.Millisecond
+	optionalMaxBackoff = 30 * time.Second
 )
 
 // attribution is the admission webhook side of the daemon: the HTTPS server, its certificates,
@@ -76,7 +77,7 @@ func newAttribution(cfg Config, kube *rest.Config, core corev1client.CoreV1Inter
 			ServiceNamespace: cfg.Namespace, ServiceName: cfg.WebhookServiceName, ServicePort: int32(webhookPort(cfg)),
 			Path: webhook.AdmissionPath, CABundle: a.caBundle, TimeoutSeconds: 2,
 		}),
-		OnApply: a.registered, MaxBackoff: attributionMaxBackoff, Log: log,
+		OnApply: a.registered, MaxBackoff: optionalMaxBackoff, Log: log,
 	})
 	if cfg.WebhookCertDir == "" {
 		var hosts []string
@@ -124,24 +125,13 @@ func (a *attribution) Run(ctx context.Context) error {
 
 // start tries until the server is serving with its certificates, or ctx ends (then nil).
 func (a *attribution) start(ctx context.Context) *webhook.Server {
-	backoff := attributionMinBackoff
-	for {
-		srv, p := a.tryStart(ctx)
-		if srv != nil {
-			return srv
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		a.optional.degraded(metrics.PartAttribution, p)
-		a.log.Debug("attribution not started; retrying", "in", backoff, "problem", p.what)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, attributionMaxBackoff)
-	}
+	var srv *webhook.Server
+	a.optional.retry(ctx, metrics.PartAttribution, func() (problem, bool) {
+		var p problem
+		srv, p = a.tryStart(ctx)
+		return p, srv != nil
+	})
+	return srv
 }
 
 // tryStart reads the client CA, gets the serving certificate and listens: one attempt.

@@ -1,10 +1,12 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -78,6 +80,30 @@ func (o *optionalParts) degraded(part string, p problem) {
 	}
 	o.log.Warn(part+" degraded; the mirror keeps running",
 		"part", part, "problem", p.what, "fix", p.fix, "retry", retry, "effect", s.effect)
+}
+
+// retry calls try until it works, with backoff from optionalMinBackoff to optionalMaxBackoff;
+// every failed attempt makes part degraded with the problem try returns. It returns false when ctx
+// ended first. It does not mark part fine: the caller does, once the part really works.
+func (o *optionalParts) retry(ctx context.Context, part string, try func() (problem, bool)) bool {
+	backoff := optionalMinBackoff
+	for {
+		p, ok := try()
+		if ok {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		o.degraded(part, p)
+		o.log.Debug(part+" not started; retrying", "in", backoff, "problem", p.what)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, optionalMaxBackoff)
+	}
 }
 
 // fine records that part works (again).

@@ -3,10 +3,10 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
-	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -52,25 +52,21 @@ func (r *receivers) Run(ctx context.Context) error {
 			r.log.Error("receiver controller stopped", "err", err)
 		}
 	})
-	backoff := attributionMinBackoff
-	for {
-		srv, err := receiver.StartServer(receiver.ServerConfig{
+	var srv *receiver.Server
+	listening := r.optional.retry(ctx, metrics.PartReceivers, func() (problem, bool) {
+		var err error
+		srv, err = receiver.StartServer(receiver.ServerConfig{
 			BindAddress: r.cfg.ReceiverBindAddress, CertDir: r.cfg.ReceiverCertDir,
 			Handler: r.handler, Log: r.log,
 		})
-		if err == nil {
-			r.optional.fine(metrics.PartReceivers)
-			return srv.Run(ctx)
-		}
-		r.optional.degraded(metrics.PartReceivers, problem{
-			what: "listen on " + r.cfg.ReceiverBindAddress + ": " + err.Error(),
+		return problem{
+			what: fmt.Sprintf("listen on %s: %v", r.cfg.ReceiverBindAddress, err),
 			fix:  "free the port or choose another --" + keyReceiverBindAddress + " (and --" + keyReceiverCertDir + " must hold tls.crt and tls.key)",
-		})
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, attributionMaxBackoff)
+		}, err == nil
+	})
+	if !listening {
+		return nil
 	}
+	r.optional.fine(metrics.PartReceivers)
+	return srv.Run(ctx)
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -80,24 +81,14 @@ func (w *writeBack) loadHolds(ctx context.Context) {
 // Run waits until the daemon may read its write-back kinds, then runs the controller.
 func (w *writeBack) Run(ctx context.Context) error {
 	defer w.ctl.Close()
-	backoff := attributionMinBackoff
-	for ctx.Err() == nil {
+	probed := w.optional.retry(ctx, metrics.PartWriteBack, func() (problem, bool) {
 		err := w.probe(ctx)
-		if err == nil {
-			break
-		}
-		w.optional.degraded(metrics.PartWriteBack, problem{
-			what: err.Error(),
+		return problem{
+			what: fmt.Sprint(err),
 			fix:  "grant the daemon get/list/watch/create on proposals and syncruns of configbutler.ai (deploy/rbac.yaml, the Helm chart)",
-		})
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, attributionMaxBackoff)
-	}
-	if ctx.Err() != nil {
+		}, err == nil
+	})
+	if !probed {
 		return nil
 	}
 	w.optional.fine(metrics.PartWriteBack)
