@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -51,6 +52,13 @@ type Config struct {
 	SyncRunRetentionFail time.Duration
 	ReceiverBindAddress  string
 	ReceiverCertDir      string
+	LeaderElect          bool
+	LeaderElectionNS     string
+	LeaderElectionID     string
+	LeaseDuration        time.Duration
+	RenewDeadline        time.Duration
+	RetryPeriod          time.Duration
+	PodName              string
 	// InCluster is not a setting: it says whether the daemon runs in a Pod, where the apiserver
 	// can reach the webhook through its Service.
 	InCluster bool
@@ -167,6 +175,13 @@ func configFrom(c *cli.Context) (Config, error) {
 		SyncRunRetentionFail: c.Duration(keySyncRunRetentionFail),
 		ReceiverBindAddress:  c.String(keyReceiverBindAddress),
 		ReceiverCertDir:      c.String(keyReceiverCertDir),
+		LeaderElect:          c.Bool(keyLeaderElect),
+		LeaderElectionNS:     c.String(keyLeaderElectionNS),
+		LeaderElectionID:     c.String(keyLeaderElectionID),
+		LeaseDuration:        c.Duration(keyLeaseDuration),
+		RenewDeadline:        c.Duration(keyRenewDeadline),
+		RetryPeriod:          c.Duration(keyRetryPeriod),
+		PodName:              c.String(keyPodName),
 		InCluster:            inCluster(),
 	}
 	var errs []error
@@ -198,6 +213,10 @@ func configFrom(c *cli.Context) (Config, error) {
 		check(err == nil && port != "", keyReceiverBindAddress, "must be host:port or :port, got %q", cfg.ReceiverBindAddress)
 	}
 	check(cfg.ReceiverCertDir == "" || cfg.ReceiverBindAddress != "", keyReceiverCertDir, "has no effect without %s", keyReceiverBindAddress)
+	if cfg.LeaderElectionNS == "" {
+		cfg.LeaderElectionNS = cfg.Namespace
+	}
+	checkLeaderElection(cfg, check)
 	check(cfg.WebhookServiceName != "", keyWebhookServiceName, "must not be empty")
 	if cfg.WebhookURL != "" {
 		u, err := url.Parse(cfg.WebhookURL)
@@ -212,4 +231,20 @@ func configFrom(c *cli.Context) (Config, error) {
 		errs = append(errs, fmt.Errorf("%s: must be debug, info, warn or error, got %q", keyLogLevel, c.String(keyLogLevel)))
 	}
 	return cfg, errors.Join(errs...)
+}
+
+// checkLeaderElection checks the Lease's name and timing: the leader must give up (renew deadline)
+// well before a standby may take over (lease duration), and retry several times within the
+// deadline. Lease durations are whole seconds in the Lease object.
+func checkLeaderElection(cfg Config, check func(ok bool, key, format string, args ...any)) {
+	check(len(validation.IsDNS1123Subdomain(cfg.LeaderElectionID)) == 0, keyLeaderElectionID,
+		"must be a valid object name (lowercase letters, digits, '-' and '.'), got %q", cfg.LeaderElectionID)
+	check(cfg.LeaseDuration >= 2*time.Second && cfg.LeaseDuration%time.Second == 0, keyLeaseDuration,
+		"must be whole seconds, at least 2s, got %s", cfg.LeaseDuration)
+	check(cfg.RenewDeadline >= time.Second && cfg.RenewDeadline < cfg.LeaseDuration, keyRenewDeadline,
+		"must be at least 1s and less than %s (%s), got %s", keyLeaseDuration, cfg.LeaseDuration, cfg.RenewDeadline)
+	check(cfg.RetryPeriod >= 100*time.Millisecond && 2*cfg.RetryPeriod <= cfg.RenewDeadline, keyRetryPeriod,
+		"must be at least 100ms and at most half of %s (%s), got %s", keyRenewDeadline, cfg.RenewDeadline, cfg.RetryPeriod)
+	check(cfg.PodName == "" || len(validation.IsDNS1123Subdomain(cfg.PodName)) == 0, keyPodName,
+		"must be a Pod name, got %q", cfg.PodName)
 }

@@ -47,6 +47,8 @@ func TestDefaultsMatchTheSpec(t *testing.T) {
 		MetricsBindAddress: ":8080", HealthBindAddress: ":8081", LogFormat: "text",
 		WriteBackInterval: 5 * time.Minute, MaxProposalsPerTick: 25,
 		SyncRunRetention: 90 * 24 * time.Hour, SyncRunRetentionFail: 365 * 24 * time.Hour,
+		LeaderElectionNS: "gitops-reverser-system", LeaderElectionID: "gitops-reverser-leader",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Fatalf("defaults (-want +got):\n%s", diff)
@@ -121,6 +123,11 @@ func TestBadConfigIsAConfigErrorNamingTheKey(t *testing.T) {
 		{name: "webhook url over http", args: []string{"--webhook-url", "http://127.0.0.1:9443"}, wantText: "webhook-url"},
 		{name: "tiny correlation capacity", args: []string{"--correlation-capacity", "3"}, wantText: "correlation-capacity"},
 		{name: "refresh too often", args: []string{"--discovery-refresh", "1s"}, wantText: "discovery-refresh"},
+		{name: "renew deadline not below lease", args: []string{"--leader-election-lease-duration", "10s"}, wantText: "leader-election-renew-deadline"},
+		{name: "lease in fractions", args: []string{"--leader-election-lease-duration", "15500ms"}, wantText: "leader-election-lease-duration"},
+		{name: "retry above half the deadline", args: []string{"--leader-election-retry-period", "6s"}, wantText: "leader-election-retry-period"},
+		{name: "lease name", args: []string{"--leader-election-id", "Leader_1"}, wantText: "leader-election-id"},
+		{name: "pod name", args: []string{"--pod-name", "-pod"}, wantText: "pod-name"},
 		{name: "missing config file", args: []string{"--config", "/nonexistent/config.yaml"}, wantText: "config file"},
 	}
 	for _, tc := range cases {

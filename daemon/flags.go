@@ -50,6 +50,13 @@ const (
 	keySyncRunRetentionFail = "syncrun-retention-failed"
 	keyReceiverBindAddress  = "receiver-bind-address"
 	keyReceiverCertDir      = "receiver-cert-dir"
+	keyLeaderElect          = "leader-elect"
+	keyLeaderElectionNS     = "leader-election-namespace"
+	keyLeaderElectionID     = "leader-election-id"
+	keyLeaseDuration        = "leader-election-lease-duration"
+	keyRenewDeadline        = "leader-election-renew-deadline"
+	keyRetryPeriod          = "leader-election-retry-period"
+	keyPodName              = "pod-name"
 )
 
 // inCluster says whether the daemon runs in a Pod: the kubelet gives every container the
@@ -75,6 +82,16 @@ func defaultNamespace() string {
 		return strings.TrimSpace(string(b))
 	}
 	return "gitops-reverser-system"
+}
+
+// defaultPodName is the Pod's name in a cluster (its hostname, unless the Pod sets another), else
+// empty: outside a cluster there is no Pod to label.
+func defaultPodName() string {
+	if !inCluster() {
+		return ""
+	}
+	host, _ := os.Hostname()
+	return host
 }
 
 // EnvVar is the environment variable that sets key.
@@ -152,6 +169,20 @@ func Flags() []cli.Flag {
 			Usage: "address of the Receivers' webhook server (Git hosts, CDEvents), e.g. :9292; empty means off"},
 		&cli.StringFlag{Name: keyReceiverCertDir, EnvVars: envs(keyReceiverCertDir),
 			Usage: "directory with tls.crt and tls.key for the Receivers' server; empty means plain HTTP, for an Ingress in front"},
+		&cli.BoolFlag{Name: keyLeaderElect, EnvVars: envs(keyLeaderElect),
+			Usage: "run as one of several replicas: only the holder of a Lease mirrors, pushes, applies and serves webhooks; the others stand by"},
+		&cli.StringFlag{Name: keyLeaderElectionNS, EnvVars: envs(keyLeaderElectionNS),
+			Usage: "namespace of the leader election Lease; empty means the daemon's namespace"},
+		&cli.StringFlag{Name: keyLeaderElectionID, EnvVars: envs(keyLeaderElectionID), Value: "gitops-reverser-leader",
+			Usage: "name of the leader election Lease"},
+		&cli.DurationFlag{Name: keyLeaseDuration, EnvVars: envs(keyLeaseDuration), Value: 15 * time.Second,
+			Usage: "how long a standby waits after the leader's last renewal before it takes the Lease"},
+		&cli.DurationFlag{Name: keyRenewDeadline, EnvVars: envs(keyRenewDeadline), Value: 10 * time.Second,
+			Usage: "how long the leader keeps trying to renew before it steps down; pushes stop this long after the last renewal"},
+		&cli.DurationFlag{Name: keyRetryPeriod, EnvVars: envs(keyRetryPeriod), Value: 2 * time.Second,
+			Usage: "how often the Lease is renewed by the leader and tried by a standby"},
+		&cli.StringFlag{Name: keyPodName, EnvVars: envs(keyPodName), Value: defaultPodName(),
+			Usage: "this replica's Pod, which it labels configbutler.ai/leader=true while it leads; defaults to the hostname in a cluster, empty (no label) outside"},
 		&cli.StringFlag{Name: keyLogFormat, EnvVars: envs(keyLogFormat), Value: "text",
 			Usage: "log format: text (human, coloured on a terminal) or json"},
 		&cli.StringFlag{Name: keyLogLevel, EnvVars: envs(keyLogLevel), Value: "info",
