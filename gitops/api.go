@@ -5,6 +5,7 @@
 package gitops
 
 import (
+	"errors"
 	"log/slog"
 	"time"
 
@@ -108,7 +109,19 @@ type WorkerConfig struct {
 	// OnStatus is called from the worker's goroutine when it starts or stops failing, or when
 	// a bound made it coalesce waiting changes. It must not block; Status tells the rest.
 	OnStatus func()
+	// Fence, when set, is asked just before every push whether this replica may still push; see
+	// PoolConfig.Fence.
+	Fence Fence
 }
+
+// Fence says whether this replica may push now, and until when: a replica that lost its lease
+// must never push again, because another replica leads and writes the same changes. A push that
+// cannot prove it may is dropped with its commits (ErrFenced), and one still under way at until
+// is cut off.
+type Fence func() (until time.Time, err error)
+
+// ErrFenced is why a push was dropped: the Fence refused it.
+var ErrFenced = errors.New("push fenced: this replica does not hold the lease")
 
 // WorkerStatus is a snapshot of a worker's progress.
 type WorkerStatus struct {

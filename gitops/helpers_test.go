@@ -52,14 +52,15 @@ type testWorker struct {
 	stop func() error
 }
 
-// StartWorker runs a worker on url/main with workDir (a fresh dir when empty) until the test ends.
-func StartWorker(tb testing.TB, url, workDir string, limits BatchLimits) *testWorker {
+// StartWorker runs a worker on url/main with workDir (a fresh dir when empty) until the test ends;
+// opts change its configuration before it starts.
+func StartWorker(tb testing.TB, url, workDir string, limits BatchLimits, opts ...func(*WorkerConfig)) *testWorker {
 	tb.Helper()
 	if workDir == "" {
 		workDir = tb.TempDir()
 	}
 	reg := metrics.New()
-	w := NewWorker(WorkerConfig{
+	cfg := WorkerConfig{
 		Remote:   Remote{URL: url, Branch: "main", Auth: &http.BasicAuth{Username: "user", Password: "pass"}},
 		WorkDir:  workDir,
 		Limits:   limits,
@@ -67,7 +68,11 @@ func StartWorker(tb testing.TB, url, workDir string, limits BatchLimits) *testWo
 		Slots:    NewSlots(4, 1),
 		Metrics:  reg.Mirror,
 		Log:      testLogger(tb),
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	w := NewWorker(cfg)
 	w.retry = testRetry
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)

@@ -46,6 +46,12 @@ func (i instruments) pushFailure() {
 	}
 }
 
+func (i instruments) fenced() {
+	if i.m != nil {
+		i.m.PushesFenced.Inc()
+	}
+}
+
 func (i instruments) active(delta float64) {
 	if i.m != nil {
 		i.m.ActiveWorkers.Add(delta)

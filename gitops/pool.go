@@ -32,6 +32,9 @@ type PoolConfig struct {
 	// the mirror change remembered for a held path (see Hold) differs from the one remembered
 	// before it. It may be nil.
 	OnHeldChange func(url, branch, path string)
+	// Fence, when set, is asked just before every push (see Fence); nil means this replica
+	// always may push.
+	Fence Fence
 }
 
 // Repository is a GitRepoConfig as the pool needs it.
@@ -260,6 +263,7 @@ func (p *Pool) startWorker(key string, b Branch) {
 		Metrics:  p.cfg.Metrics,
 		Log:      p.log,
 		OnStatus: func() { p.workerChanged(pw) },
+		Fence:    p.cfg.Fence,
 	})
 	pw.w.holds = p.holds.forKey(e.repo.URL, b.Branch)
 	previous := p.stopping[key]

@@ -3,6 +3,7 @@ package gitops
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -66,6 +67,10 @@ func (w *Worker) push(ctx context.Context) {
 		w.notify(nil)
 		return
 	}
+	if errors.Is(err, ErrFenced) {
+		w.dropFenced(err)
+		return
+	}
 	if !errors.Is(err, errRemoteMoved) {
 		w.m.pushFailure()
 	}
@@ -116,7 +121,7 @@ func (w *Worker) pushPending(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		err = w.repo.sendPack(ctx, w.base, w.built.tip, pack)
+		err = w.send(ctx, pack)
 		if err == nil {
 			w.landed(pack)
 			return nil
@@ -131,6 +136,33 @@ func (w *Worker) pushPending(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// send asks the fence, then sends pack; the send is cut off when the fence's time is up.
+func (w *Worker) send(ctx context.Context, pack []byte) error {
+	if w.fence != nil {
+		until, err := w.fence()
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrFenced, err)
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, until)
+		defer cancel()
+	}
+	return w.repo.sendPack(ctx, w.base, w.built.tip, pack)
+}
+
+// dropFenced forgets the commits the fence refused: the replica that leads now writes the same
+// changes from the cluster, the source of truth. The next push, should this replica lead again,
+// starts from a fetch.
+func (w *Worker) dropFenced(err error) {
+	runs := len(w.pending)
+	w.m.fenced()
+	w.pending, w.built = nil, build{}
+	w.store.dropOverlay()
+	w.needFetch = true
+	w.log.Warn("push dropped: this replica no longer leads; the leader writes these changes", "runs", runs, "err", err)
+	w.notify(err)
 }
 
 // buildPending extends the commit chain with the runs not built yet, starting over when the

@@ -38,6 +38,7 @@ type Worker struct {
 	retry    retryPolicy
 	onStatus func()    // told when the failing state flips or the queue was coalesced
 	holds    *keyHolds // the pool's holds of this branch; nil for a worker outside a pool
+	fence    Fence     // nil: always push
 
 	// Owned by the Run goroutine.
 	repo        *repo
@@ -88,6 +89,7 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		done:     make(chan struct{}),
 		retry:    defaultRetry,
 		onStatus: onStatus,
+		fence:    cfg.Fence,
 		status:   WorkerStatus{URL: redactURL(cfg.Remote.URL), Branch: cfg.Remote.Branch},
 	}
 }

@@ -11,6 +11,7 @@ type Mirror struct {
 	CommitBytes     prometheus.Counter // bytes of file content written into commits
 	RebaseRetries   prometheus.Counter // pushes rejected because the remote moved, then replayed
 	PushFailures    prometheus.Counter // pushes that failed for any other reason and will be retried
+	PushesFenced    prometheus.Counter // pushes dropped because this replica no longer held the lease
 	SecretsSkipped  prometheus.Counter // Secrets selected by a rule but never written in plain text
 	ActiveWorkers   prometheus.Gauge   // Git workers currently committing or pushing
 	Watches         prometheus.Gauge   // resources being listed and watched
@@ -34,6 +35,7 @@ func newMirror(reg prometheus.Registerer) *Mirror {
 		CommitBytes:    counter("commit_bytes_total", "Bytes of file content written into commits."),
 		RebaseRetries:  counter("rebase_retries_total", "Pushes rejected because the remote branch moved, replayed on the new tip."),
 		PushFailures:   counter("push_failures_total", "Pushes that failed (remote down, 5xx, auth) and are retried with backoff."),
+		PushesFenced:   counter("pushes_fenced_total", "Pushes dropped, with their commits, because this replica no longer held the leader Lease; the leader writes those changes."),
 		SecretsSkipped: counter("secrets_skipped_total", "Secrets selected by a rule but skipped because they are never written in plain text."),
 		ActiveWorkers: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "repo_branch_active_workers",
 			Help: "Git workers (one per repository and branch) currently committing or pushing."}),
