@@ -21,6 +21,8 @@ type readiness struct {
 	crdsEstablished atomic.Bool
 	api             rest.Interface
 	optional        *optionalParts
+	// role says whether this replica leads or stands by; unset without leader election.
+	role atomic.Pointer[leadership]
 }
 
 func (r *readiness) check(ctx context.Context) error {
@@ -48,6 +50,9 @@ func healthMux(ready *readiness) *http.ServeMux {
 			body.WriteString("not ready: " + err.Error() + "\n")
 		} else {
 			body.WriteString("ok\n")
+		}
+		if l := ready.role.Load(); l != nil {
+			body.WriteString(l.role() + "\n")
 		}
 		if ready.optional != nil {
 			for _, line := range ready.optional.report() {

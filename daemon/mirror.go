@@ -39,6 +39,7 @@ type mirrorHooks struct {
 	authors      watch.Authors                            // who made each change
 	onWatched    func(context.Context, []watch.Selection) // the watched resources changed
 	onHeldChange func(url, branch, path string)           // the mirror wanted to write a file a proposal holds
+	fence        gitops.Fence                             // may this replica push now; nil without leader election
 }
 
 // newMirror builds the mirror from the configuration. The pool gets the Git settings directly;
@@ -61,6 +62,7 @@ func newMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1cl
 		Log:          log,
 		OnChange:     func() { mr.manager.Changed() },
 		OnHeldChange: hooks.onHeldChange,
+		Fence:        hooks.fence,
 	})
 	opts := watch.Options{
 		Expand:           watch.ExpandOptions{WatchAll: cfg.WatchAll, Exclude: cfg.DiscoveryExclude},

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/writeback"
 )
@@ -59,7 +60,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		// runMirror returns when ctx ends, or early when the mirror cannot start at all (e.g. the
 		// cluster's identity cannot be read): then the daemon exits instead of staying up, ready
 		// and idle, so the failure shows as a restarting Pod. Attribution never ends it.
-		if err := runMirror(ctx, cfg, kube, core, reg, optional, log); err != nil {
+		// With leader election it runs only while this replica leads.
+		lead := func(ctx context.Context, fence gitops.Fence) error {
+			return runMirror(ctx, cfg, kube, core, reg, optional, fence, log)
+		}
+		if err := leadOrStandBy(ctx, cfg, kube, core, reg, optional, ready, lead, log); err != nil {
 			log.Error("mirror stopped", "err", err)
 			return errors.Join(err, stopServers())
 		}
@@ -69,10 +74,27 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return stopServers()
 }
 
+// leadOrStandBy runs lead while this replica leads: always without --leader-elect, else while it
+// holds the Lease, with every push fenced by it.
+func leadOrStandBy(ctx context.Context, cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, reg *metrics.Registry,
+	optional *optionalParts, ready *readiness, lead func(context.Context, gitops.Fence) error, log *slog.Logger) error {
+	if !cfg.LeaderElect {
+		reg.Health.Leader.Set(1)
+		return lead(ctx, nil)
+	}
+	l, err := newLeadership(cfg, kube, core, reg, optional, log)
+	if err != nil {
+		return err
+	}
+	ready.role.Store(l)
+	return l.Run(ctx, func(ctx context.Context) error { return lead(ctx, l.fence.check) })
+}
+
 // runMirror runs the cluster → Git mirror until ctx ends and every worker has flushed, with the
 // optional parts beside it: the admission webhook crediting authors (unless disabled),
 // write-back, and the Receivers' webhooks (when --receiver-bind-address is set). Optional parts degrade instead of failing, so only the mirror's own errors end this.
-func runMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, reg *metrics.Registry, optional *optionalParts, log *slog.Logger) error {
+func runMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, reg *metrics.Registry,
+	optional *optionalParts, fence gitops.Fence, log *slog.Logger) error {
 	var attr *attribution
 	if cfg.EnableWebhook {
 		var err error
@@ -85,6 +107,7 @@ func runMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1cl
 	hooks := mirrorHooks{
 		authors:      creditChain{credits: credits, attr: attr},
 		onHeldChange: func(url, branch, path string) { wb.heldChanged(url, branch, path) },
+		fence:        fence,
 	}
 	if attr != nil {
 		hooks.onWatched = attr.onWatched

@@ -120,6 +120,14 @@ func (d *Daemon) Kill(tb testing.TB) {
 	<-d.done
 }
 
+// Signal sends sig (SIGSTOP, SIGCONT, SIGTERM, ...) and returns at once.
+func (d *Daemon) Signal(tb testing.TB, sig syscall.Signal) {
+	tb.Helper()
+	if err := d.cmd.Process.Signal(sig); err != nil {
+		tb.Fatalf("%v %s: %v", sig, d.cfg.Binary, err)
+	}
+}
+
 // FailFast is the PollOption that ends a wait at once when the daemon has exited or the
 // config's Abort reports trouble.
 func (d *Daemon) FailFast() PollOption { return FailFast(d.trouble) }

@@ -1,0 +1,317 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/configbutler/gitops-reverser/metrics"
+)
+
+// leadership runs the daemon's work only while this replica holds the leader Lease, and stands by
+// otherwise. While it leads it labels its own Pod (leaderLabel), which the webhook and receiver
+// Services select; stepping down it removes the label first, then stops the work, then releases
+// the Lease, so a graceful stop hands over at once and its last push still holds the lease. A
+// replica that lost the Lease stands by again.
+type leadership struct {
+	cfg      Config
+	identity string
+	lock     *fencedLock
+	leases   coordinationv1client.LeasesGetter
+	fence    *leaseFence
+	pods     *podLabels // nil without --pod-name
+	gauge    prometheus.Gauge
+	optional *optionalParts
+	log      *slog.Logger
+
+	leader atomic.Pointer[string] // the holder last observed, for /readyz
+}
+
+func newLeadership(cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, reg *metrics.Registry,
+	optional *optionalParts, log *slog.Logger) (*leadership, error) {
+	// Its own client: renewals must never wait behind the mirror's requests in a rate limiter.
+	lc := rest.CopyConfig(kube)
+	lc.Timeout = cfg.RenewDeadline
+	leases, err := coordinationv1client.NewForConfig(lc)
+	if err != nil {
+		return nil, fmt.Errorf("build leases client: %w", err)
+	}
+	identity := leaderIdentity(cfg.PodName)
+	fence := &leaseFence{renewDeadline: cfg.RenewDeadline, leaseDuration: cfg.LeaseDuration, now: time.Now}
+	l := &leadership{
+		cfg: cfg, identity: identity, fence: fence, leases: leases, gauge: reg.Health.Leader, optional: optional,
+		log: log.With("lease", cfg.LeaderElectionNS+"/"+cfg.LeaderElectionID, "identity", identity),
+		lock: &fencedLock{fence: fence, Interface: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.LeaderElectionNS, Name: cfg.LeaderElectionID},
+			Client:     leases,
+			LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+		}},
+	}
+	if cfg.PodName != "" {
+		l.pods = &podLabels{pods: core.Pods(cfg.Namespace), own: cfg.PodName}
+		optional.track(metrics.PartLeaderLabel, "the webhook and receiver Services do not route to the leader: changes are credited to "+
+			bot.Name+" and Git host webhooks are not answered")
+	}
+	l.gauge.Set(0)
+	return l, nil
+}
+
+// leaderIdentity names this process in the Lease: its Pod (or host) and a random suffix, so two
+// processes on one host, or a restarted container, are never taken for each other.
+func leaderIdentity(podName string) string {
+	name := podName
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	suffix := make([]byte, 4)
+	_, _ = rand.Read(suffix)
+	return name + "_" + hex.EncodeToString(suffix)
+}
+
+// Run stands by, and runs work while this replica leads, until ctx ends or work fails. It
+// returns work's error; losing the Lease is not an error (the replica stands by again).
+func (l *leadership) Run(ctx context.Context, work func(context.Context) error) error {
+	if l.pods != nil {
+		// A restarted container keeps its Pod's labels: a standby must not receive webhooks.
+		l.stepDownLabel(ctx)
+	}
+	for ctx.Err() == nil {
+		if err := l.term(ctx, work); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// term waits for the Lease, then runs work until ctx ends or the Lease is lost.
+func (l *leadership) term(ctx context.Context, work func(context.Context) error) error {
+	// The elector outlives ctx: on SIGTERM the work stops first (its last push holds the lease),
+	// and only then is the Lease released.
+	electCtx, stopElect := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElect()
+	started := make(chan context.Context, 1)
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            l.lock,
+		Name:            l.cfg.LeaderElectionID,
+		LeaseDuration:   l.cfg.LeaseDuration,
+		RenewDeadline:   l.cfg.RenewDeadline,
+		RetryPeriod:     l.cfg.RetryPeriod,
+		ReleaseOnCancel: true,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leadCtx context.Context) { started <- leadCtx },
+			OnStoppedLeading: l.fence.revoke,
+			OnNewLeader:      l.observe,
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	electorDone := make(chan struct{})
+	go func() {
+		defer close(electorDone)
+		elector.Run(electCtx)
+	}()
+	l.log.Info("standing by for the leader lease")
+	released := make(chan struct{})
+	go l.watchRelease(electCtx, released)
+	var leadCtx context.Context
+	select {
+	case <-ctx.Done():
+		stopElect()
+		<-electorDone
+		return nil
+	case <-electorDone:
+		return nil // cannot happen before leading unless electCtx ended
+	case <-released:
+		// The leader let go (a graceful stop): a new elector tries at once instead of at the
+		// next retry.
+		stopElect()
+		<-electorDone
+		return nil
+	case leadCtx = <-started:
+	}
+
+	l.log.Info("leading")
+	l.gauge.Set(1)
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-ctx.Done():
+		case <-leadCtx.Done():
+			l.log.Warn("lost the leader lease; stopping, then standing by")
+		}
+		if l.pods != nil {
+			l.stepDownLabel(ctx) // first: the Services stop sending webhooks here
+		}
+		stopWork()
+	})
+	if l.pods != nil {
+		wg.Go(func() { l.labelAsLeader(workCtx) })
+	}
+	err = work(workCtx)
+	stopWork()
+	wg.Wait()
+	l.gauge.Set(0)
+	stopElect() // releases the Lease if this replica still holds it
+	<-electorDone
+	l.log.Info("stopped leading")
+	return err
+}
+
+// watchRelease closes released when the Lease is given up (no holder), so a standby takes over
+// within moments of a graceful stop. Without a watch (no permission) it returns, and the standby
+// finds out at its next retry.
+func (l *leadership) watchRelease(ctx context.Context, released chan<- struct{}) {
+	w, err := l.leases.Leases(l.cfg.LeaderElectionNS).Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", l.cfg.LeaderElectionID).String(),
+	})
+	if err != nil {
+		l.log.Debug("cannot watch the leader lease; a released lease is noticed at the next retry", "err", err)
+		return
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		lease, ok := ev.Object.(*coordinationv1.Lease)
+		if ok && ev.Type != watch.Deleted && (lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "") {
+			close(released)
+			return
+		}
+	}
+}
+
+// observe records the holder of the Lease each time it changes.
+func (l *leadership) observe(identity string) {
+	l.leader.Store(&identity)
+	if identity != l.identity {
+		l.log.Info("new leader observed", "leader", identity)
+	}
+}
+
+// role is this replica's line on /readyz.
+func (l *leadership) role() string {
+	if l.fence.holds() {
+		return "leader (lease " + l.cfg.LeaderElectionNS + "/" + l.cfg.LeaderElectionID + ")"
+	}
+	leader := "none yet"
+	if p := l.leader.Load(); p != nil && *p != "" && *p != l.identity {
+		leader = *p
+	}
+	return "standby: the leader is " + leader + " (lease " + l.cfg.LeaderElectionNS + "/" + l.cfg.LeaderElectionID + ")"
+}
+
+// labelAsLeader labels this replica's Pod, then takes the label off any other Pod that still
+// carries it (a leader that was killed cannot remove its own), retrying until it works or ctx ends.
+func (l *leadership) labelAsLeader(ctx context.Context) {
+	if !l.optional.retry(ctx, metrics.PartLeaderLabel, func() (problem, bool) {
+		err := l.pods.lead(ctx)
+		return problem{
+			what: "label the leader's Pod " + l.cfg.Namespace + "/" + l.cfg.PodName + ": " + fmt.Sprint(err),
+			fix:  "grant the daemon get, list and patch on pods in its namespace (deploy/rbac.yaml, the Helm chart), and set --" + keyPodName + " to its Pod's name",
+		}, err == nil
+	}) {
+		return
+	}
+	l.optional.fine(metrics.PartLeaderLabel)
+	l.log.Info("labelled the leader's Pod", "pod", l.cfg.PodName, "label", leaderLabel)
+}
+
+// stepDownLabel takes the label off this replica's Pod: one bounded attempt; should it fail, the
+// next leader takes it off.
+func (l *leadership) stepDownLabel(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := l.pods.standBy(ctx); err != nil {
+		l.log.Warn("could not remove the leader label from this replica's Pod; the next leader removes it", "pod", l.cfg.PodName, "err", err)
+	}
+}
+
+// leaseFence says whether this replica may push: only while it renewed the Lease less than the
+// renew deadline ago, which leaves lease duration − renew deadline to spare before a standby may
+// take over; a push is cut off at the end of the lease.
+type leaseFence struct {
+	renewDeadline, leaseDuration time.Duration
+	now                          func() time.Time
+
+	mu      sync.Mutex
+	renewed time.Time // when the last successful renewal was sent; zero while not holding
+}
+
+// check is the gitops.Fence.
+func (f *leaseFence) check() (time.Time, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.renewed.IsZero() {
+		return time.Time{}, errors.New("this replica does not hold the leader lease")
+	}
+	if since := f.now().Sub(f.renewed); since >= f.renewDeadline {
+		return time.Time{}, fmt.Errorf("the leader lease was last renewed %s ago, beyond the renew deadline of %s",
+			since.Round(time.Millisecond), f.renewDeadline)
+	}
+	return f.renewed.Add(f.leaseDuration), nil
+}
+
+func (f *leaseFence) holds() bool {
+	_, err := f.check()
+	return err == nil
+}
+
+// renewedAt records a successful write of the Lease sent at sent: held is false when the write
+// gave the Lease up.
+func (f *leaseFence) renewedAt(sent time.Time, held bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if held {
+		f.renewed = sent
+	} else {
+		f.renewed = time.Time{}
+	}
+}
+
+func (f *leaseFence) revoke() { f.renewedAt(time.Time{}, false) }
+
+// fencedLock is the Lease lock that tells the fence of every successful renewal. The time taken
+// is the moment before the write was sent: a standby cannot have seen it earlier, so it cannot
+// take the Lease before that moment + the lease duration.
+type fencedLock struct {
+	resourcelock.Interface
+	fence *leaseFence
+}
+
+func (l *fencedLock) Create(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	sent := l.fence.now()
+	err := l.Interface.Create(ctx, rec)
+	l.wrote(sent, rec, err)
+	return err
+}
+
+func (l *fencedLock) Update(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	sent := l.fence.now()
+	err := l.Interface.Update(ctx, rec)
+	l.wrote(sent, rec, err)
+	return err
+}
+
+func (l *fencedLock) wrote(sent time.Time, rec resourcelock.LeaderElectionRecord, err error) {
+	if err == nil {
+		l.fence.renewedAt(sent, rec.HolderIdentity == l.Identity())
+	}
+}
