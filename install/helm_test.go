@@ -107,6 +107,7 @@ type renderedChart struct {
 	configFile string            // the config file as the daemon reads it
 	settings   map[string]any    // its keys
 	args       map[string]string // the container's --flag=value arguments
+	env        map[string]corev1.EnvVar
 }
 
 func renderChart(t testing.TB, args ...string) renderedChart {
@@ -129,6 +130,13 @@ func renderChart(t testing.TB, args ...string) renderedChart {
 			t.Errorf("argument --%s is passed twice", name)
 		}
 		r.args[name] = value
+	}
+	r.env = map[string]corev1.EnvVar{}
+	for _, e := range r.deployment.Spec.Template.Spec.Containers[0].Env {
+		if _, dup := r.env[e.Name]; dup {
+			t.Errorf("environment variable %s is set twice", e.Name)
+		}
+		r.env[e.Name] = e
 	}
 	return r
 }
@@ -222,7 +230,8 @@ func TestChartRendersAndPassesServerDryRun(t *testing.T) {
 	base := []string{"ClusterRole/gitops-reverser", "ClusterRole/gitops-reverser-proposal-reviewer",
 		"ClusterRoleBinding/gitops-reverser", "ConfigMap/gitops-reverser-config",
 		"Deployment/gitops-reverser", "Role/gitops-reverser", "RoleBinding/gitops-reverser",
-		"Service/gitops-reverser", "ServiceAccount/gitops-reverser"}
+		"Role/gitops-reverser-leader-election", "RoleBinding/gitops-reverser-leader-election",
+		"Service/gitops-reverser", "Service/gitops-reverser-metrics", "ServiceAccount/gitops-reverser"}
 	cases := []struct {
 		name string
 		args []string
@@ -233,7 +242,8 @@ func TestChartRendersAndPassesServerDryRun(t *testing.T) {
 			"ClusterRole/gitops-reverser-write-back", "ClusterRoleBinding/gitops-reverser-write-back",
 			"Certificate/gitops-reverser-webhook", "Certificate/gitops-reverser-webhook-ca",
 			"Issuer/gitops-reverser-selfsigned", "Issuer/gitops-reverser-webhook-ca", "NetworkPolicy/gitops-reverser-webhook",
-			"ServiceMonitor/gitops-reverser", "Service/gitops-reverser-receiver", "Ingress/gitops-reverser-receiver")},
+			"ServiceMonitor/gitops-reverser", "Service/gitops-reverser-receiver", "Ingress/gitops-reverser-receiver",
+			"PodDisruptionBudget/gitops-reverser")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,10 +22,15 @@ import (
 	"github.com/configbutler/gitops-reverser/daemon"
 )
 
+// fromEnv are the flags the chart sets through the container's environment, from the Pod itself
+// (the downward API), rather than as an argument.
+var fromEnv = []string{"pod-name"}
+
 // TestChartWiresEveryFlag makes a new daemon flag impossible to forget in the chart: each one is a
-// key of the config file or an argument of the container (never both, as the argument would
-// silently win), the config keys are exactly those values.schema.json allows, the chart refuses
-// config keys it passes as arguments, and the daemon's own loader accepts what the chart renders.
+// key of the config file, an argument of the container or (fromEnv) its environment variable, never
+// two of them (the argument or variable would silently win), the config keys are exactly those
+// values.schema.json allows, the chart refuses config keys it sets otherwise, and the daemon's own
+// loader accepts what the chart renders.
 func TestChartWiresEveryFlag(t *testing.T) {
 	r := renderChart(t)
 	flags := map[string]bool{}
@@ -34,12 +39,20 @@ func TestChartWiresEveryFlag(t *testing.T) {
 		flags[name] = true
 		_, inFile := r.settings[name]
 		_, inArgs := r.args[name]
+		_, inEnv := r.env[daemon.EnvVar(name)]
 		switch {
 		case name == "kubeconfig": // in-cluster config
 		case name == "config":
 			if !inArgs || inFile {
 				t.Errorf("--config must be an argument only")
 			}
+		case slices.Contains(fromEnv, name):
+			if !inEnv || inFile || inArgs {
+				t.Errorf("flag --%s must be set by the environment variable %s only (in the file %t, an argument %t, in the environment %t)",
+					name, daemon.EnvVar(name), inFile, inArgs, inEnv)
+			}
+		case inEnv:
+			t.Errorf("flag --%s is set by the environment variable %s: add it to fromEnv if that is deliberate", name, daemon.EnvVar(name))
 		case !inFile && !inArgs:
 			t.Errorf("flag --%s is neither a key of the chart's config file nor an argument: add it to values.yaml's config (and values.schema.json) or to the Deployment's args", name)
 		case inFile && inArgs:
@@ -95,6 +108,12 @@ func TestChartWiresEveryFlag(t *testing.T) {
 			t.Errorf("config.%s (passed as --%s) is not refused: %v", name, name, err)
 		}
 	}
+	for _, name := range fromEnv {
+		_, err := runHelmTemplate(t, systemNamespace, "--skip-schema-validation", "--set-string", "config."+name+"=x")
+		if err == nil || !strings.Contains(err.Error(), "config."+name+" is set by the chart") {
+			t.Errorf("config.%s (set as %s) is not refused: %v", name, daemon.EnvVar(name), err)
+		}
+	}
 
 	t.Run("daemon accepts the default values", func(t *testing.T) { mustDaemonAccept(t, r) })
 	t.Run("daemon accepts all options", func(t *testing.T) {
@@ -125,6 +144,12 @@ func mustDaemonAccept(t *testing.T, r renderedChart) {
 		t.Setenv(env, "") // restores the variable after the test
 		if err := os.Unsetenv(env); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// The variables the chart sets from the Pod (the downward API), as the kubelet would.
+	for _, e := range r.deployment.Spec.Template.Spec.Containers[0].Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name" {
+			t.Setenv(e.Name, "gitops-reverser-7d4b9c8f6d-x2x9q")
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -213,20 +238,25 @@ func settingText(t testing.TB, f cli.Flag, v any) string {
 func TestChartSelectedRBACMatchesDeploy(t *testing.T) {
 	deploy := readObjects(t, "rbac.yaml")
 	var wantCluster rbacv1.ClusterRole
-	var wantRole rbacv1.Role
+	var wantRole, wantLeaderRole rbacv1.Role
 	object(t, deploy, "ClusterRole", "gitops-reverser", &wantCluster)
 	object(t, deploy, "Role", "gitops-reverser", &wantRole)
+	object(t, deploy, "Role", "gitops-reverser-leader-election", &wantLeaderRole)
 
 	selected := renderChart(t)
 	var gotCluster rbacv1.ClusterRole
-	var gotRole rbacv1.Role
+	var gotRole, gotLeaderRole rbacv1.Role
 	object(t, selected.objs, "ClusterRole", chartRelease, &gotCluster)
 	object(t, selected.objs, "Role", chartRelease, &gotRole)
+	object(t, selected.objs, "Role", chartRelease+"-leader-election", &gotLeaderRole)
 	if diff := cmp.Diff(wantCluster.Rules, gotCluster.Rules); diff != "" {
 		t.Errorf("ClusterRole rules of deploy/rbac.yaml (-) and of the chart (+) differ:\n%s", diff)
 	}
 	if diff := cmp.Diff(wantRole.Rules, gotRole.Rules); diff != "" {
 		t.Errorf("Role rules of deploy/rbac.yaml (-) and of the chart (+) differ:\n%s", diff)
+	}
+	if diff := cmp.Diff(wantLeaderRole.Rules, gotLeaderRole.Rules); diff != "" {
+		t.Errorf("leader election Role rules of deploy/rbac.yaml (-) and of the chart (+) differ:\n%s", diff)
 	}
 
 	// rbac.scope all: one wildcard read rule instead of the read-only rules, every other rule

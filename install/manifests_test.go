@@ -101,8 +101,9 @@ func TestKustomizeManifestsPassServerDryRun(t *testing.T) {
 		"CustomResourceDefinition/gitrepoconfigs.configbutler.ai", "CustomResourceDefinition/proposals.configbutler.ai",
 		"CustomResourceDefinition/receivers.configbutler.ai",
 		"CustomResourceDefinition/syncruns.configbutler.ai", "CustomResourceDefinition/watchrules.configbutler.ai",
-		"Deployment/gitops-reverser", "Namespace/" + systemNamespace, "Role/gitops-reverser", "RoleBinding/gitops-reverser",
-		"Service/gitops-reverser", "ServiceAccount/gitops-reverser",
+		"Deployment/gitops-reverser", "Namespace/" + systemNamespace, "Role/gitops-reverser", "Role/gitops-reverser-leader-election",
+		"RoleBinding/gitops-reverser", "RoleBinding/gitops-reverser-leader-election",
+		"Service/gitops-reverser", "Service/gitops-reverser-metrics", "ServiceAccount/gitops-reverser",
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("kustomize renders\n%v\nwant\n%v", got, want)
@@ -132,11 +133,14 @@ func TestKustomizeManifestsPassServerDryRun(t *testing.T) {
 // shipped are the manifests of deploy/ and the daemon configuration in its ConfigMap.
 type shipped struct {
 	deployment     appsv1.Deployment
-	service        corev1.Service
+	service        corev1.Service // the webhook's, the leader only
+	metricsService corev1.Service // every replica
 	config         corev1.ConfigMap
 	serviceAccount corev1.ServiceAccount
 	clusterBinding rbacv1.ClusterRoleBinding
 	roleBinding    rbacv1.RoleBinding
+	leaderRole     rbacv1.Role // the Lease and the Pods' leader label
+	leaderBinding  rbacv1.RoleBinding
 	settings       map[string]any // the config file's keys
 }
 
@@ -144,12 +148,16 @@ func readShipped(t testing.TB) shipped {
 	t.Helper()
 	var s shipped
 	object(t, readObjects(t, "deployment.yaml"), "Deployment", "gitops-reverser", &s.deployment)
-	object(t, readObjects(t, "service.yaml"), "Service", "gitops-reverser", &s.service)
+	services := readObjects(t, "service.yaml")
+	object(t, services, "Service", "gitops-reverser", &s.service)
+	object(t, services, "Service", "gitops-reverser-metrics", &s.metricsService)
 	object(t, readObjects(t, "config.yaml"), "ConfigMap", "gitops-reverser-config", &s.config)
 	rbac := readObjects(t, "rbac.yaml")
 	object(t, rbac, "ServiceAccount", "gitops-reverser", &s.serviceAccount)
 	object(t, rbac, "ClusterRoleBinding", "gitops-reverser", &s.clusterBinding)
 	object(t, rbac, "RoleBinding", "gitops-reverser", &s.roleBinding)
+	object(t, rbac, "Role", "gitops-reverser-leader-election", &s.leaderRole)
+	object(t, rbac, "RoleBinding", "gitops-reverser-leader-election", &s.leaderBinding)
 	if err := yaml.Unmarshal([]byte(s.config.Data["config.yaml"]), &s.settings); err != nil {
 		t.Fatalf("config.yaml in the ConfigMap: %v", err)
 	}
@@ -271,21 +279,67 @@ func TestShippedManifestsAgreeWithTheDaemon(t *testing.T) {
 		t.Errorf("Service %s/%s, want %s/%s (webhook-service-name in the Deployment's namespace)",
 			s.service.Namespace, s.service.Name, s.deployment.Namespace, s.setting(t, "webhook-service-name"))
 	}
-	for _, name := range []string{"webhook", "metrics"} {
-		i := slices.IndexFunc(s.service.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == name })
-		if i < 0 {
-			t.Errorf("Service has no port %s", name)
+	// The webhook Service reaches only the leader, which labels its own Pod; the metrics Service
+	// every replica (a standby reports gitops_reverser_leader 0).
+	for _, svc := range []struct {
+		service corev1.Service
+		port    string
+		leader  bool
+	}{{s.service, "webhook", true}, {s.metricsService, "metrics", false}} {
+		name := svc.service.Name
+		if len(svc.service.Spec.Ports) != 1 {
+			t.Errorf("Service %s has ports %+v, want only %s", name, svc.service.Spec.Ports, svc.port)
 			continue
 		}
-		sp := s.service.Spec.Ports[i]
-		if sp.Port != ports[name] || containerPort(c, sp.TargetPort) != ports[name] {
-			t.Errorf("Service port %s: %d → %s, want %d → container port %d", name, sp.Port, sp.TargetPort.String(), ports[name], ports[name])
+		sp := svc.service.Spec.Ports[0]
+		if sp.Name != svc.port || sp.Port != ports[svc.port] || containerPort(c, sp.TargetPort) != ports[svc.port] {
+			t.Errorf("Service %s port %s: %d → %s, want %s: %d → container port %d", name, sp.Name, sp.Port, sp.TargetPort.String(), svc.port, ports[svc.port], ports[svc.port])
+		}
+		if svc.service.Namespace != s.deployment.Namespace {
+			t.Errorf("Service %s is in %s, the Deployment in %s", name, svc.service.Namespace, s.deployment.Namespace)
+		}
+		want := ""
+		if svc.leader {
+			want = "true"
+		}
+		if got := svc.service.Spec.Selector[leaderLabel]; got != want {
+			t.Errorf("Service %s selects %s=%q, want %q", name, leaderLabel, got, want)
+		}
+		for k, v := range svc.service.Spec.Selector {
+			if k != leaderLabel && s.deployment.Spec.Template.Labels[k] != v {
+				t.Errorf("Service %s selects %s=%s, which the Pod template does not carry", name, k, v)
+			}
+		}
+		if _, ok := s.deployment.Spec.Template.Labels[leaderLabel]; ok {
+			t.Errorf("the Pod template carries %s: only the daemon may set it, on the leader's Pod", leaderLabel)
 		}
 	}
-	for k, v := range s.service.Spec.Selector {
-		if s.deployment.Spec.Template.Labels[k] != v {
-			t.Errorf("Service selects %s=%s, which the Pod template does not carry", k, v)
-		}
+
+	// Leader election: on, with this Pod's name (the leader labels its own Pod), and the Role
+	// allows exactly the Lease the daemon uses, in its own namespace.
+	if s.settings["leader-elect"] != true {
+		t.Errorf("the config file sets leader-elect %v, want true", s.settings["leader-elect"])
+	}
+	if _, ok := s.settings["pod-name"]; ok {
+		t.Error("the config file sets pod-name: every replica must take its own Pod's name")
+	}
+	if e := podNameEnv(c); e == nil {
+		t.Errorf("the container's env %+v does not set %s from metadata.name", c.Env, daemon.EnvVar("pod-name"))
+	}
+	if ns := s.setting(t, "leader-election-namespace"); ns != "" && ns != s.deployment.Namespace {
+		t.Errorf("leader-election-namespace %s, want the daemon's namespace %s (its Role)", ns, s.deployment.Namespace)
+	}
+	lease := s.setting(t, "leader-election-id")
+	if i := slices.IndexFunc(s.leaderRole.Rules, func(r rbacv1.PolicyRule) bool {
+		return slices.Contains(r.Resources, "leases") && len(r.ResourceNames) > 0
+	}); i < 0 ||
+		!slices.Equal(s.leaderRole.Rules[i].ResourceNames, []string{lease}) {
+		t.Errorf("the leader election Role %+v does not name the Lease %s (leader-election-id)", s.leaderRole.Rules, lease)
+	}
+	if s.leaderRole.Namespace != s.deployment.Namespace || s.leaderBinding.Namespace != s.deployment.Namespace ||
+		s.leaderBinding.RoleRef.Kind != "Role" || s.leaderBinding.RoleRef.Name != s.leaderRole.Name {
+		t.Errorf("leader election Role %s/%s bound by %s/%s to %+v, want both in the daemon's namespace %s",
+			s.leaderRole.Namespace, s.leaderRole.Name, s.leaderBinding.Namespace, s.leaderBinding.Name, s.leaderBinding.RoleRef, s.deployment.Namespace)
 	}
 
 	// The Pod runs as the ServiceAccount the RBAC binds.
@@ -297,7 +351,7 @@ func TestShippedManifestsAgreeWithTheDaemon(t *testing.T) {
 	for _, b := range []struct {
 		name     string
 		subjects []rbacv1.Subject
-	}{{"ClusterRoleBinding", s.clusterBinding.Subjects}, {"RoleBinding", s.roleBinding.Subjects}} {
+	}{{"ClusterRoleBinding", s.clusterBinding.Subjects}, {"RoleBinding", s.roleBinding.Subjects}, {"leader election RoleBinding", s.leaderBinding.Subjects}} {
 		if !slices.Contains(b.subjects, subject) {
 			t.Errorf("%s does not bind %s/%s", b.name, sa.Namespace, sa.Name)
 		}
@@ -307,8 +361,25 @@ func TestShippedManifestsAgreeWithTheDaemon(t *testing.T) {
 	}
 }
 
-// TestDeploymentRunsLockedDown pins the Deployment's shape: one replica, the image's nonroot user,
-// nothing writable but the work directory, no privileges, bounded resources.
+// leaderLabel marks the leader's Pod; the daemon sets it, and the Services that must reach only
+// the leader select it.
+const leaderLabel = "configbutler.ai/leader"
+
+// podNameEnv is the container's variable that gives the daemon its Pod's name (pod-name) from the
+// downward API, or nil.
+func podNameEnv(c corev1.Container) *corev1.EnvVar {
+	for i, e := range c.Env {
+		if e.Name == daemon.EnvVar("pod-name") && e.Value == "" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
+			e.ValueFrom.FieldRef.FieldPath == "metadata.name" {
+			return &c.Env[i]
+		}
+	}
+	return nil
+}
+
+// TestDeploymentRunsLockedDown pins the Deployment's shape: one replica, rolled out by starting the
+// new Pod first (leader election hands over), the image's nonroot user, nothing writable but the
+// work directory, no privileges, bounded resources.
 func TestDeploymentRunsLockedDown(t *testing.T) {
 	s := readShipped(t)
 	pod := s.deployment.Spec.Template.Spec
@@ -318,11 +389,18 @@ func TestDeploymentRunsLockedDown(t *testing.T) {
 		t.Fatalf("pod securityContext %+v, container securityContext %+v: both required", psc, csc)
 	}
 	uid, gid := imageUser(t)
+	var maxSurge, maxUnavailable string
+	if ru := s.deployment.Spec.Strategy.RollingUpdate; ru != nil && ru.MaxSurge != nil && ru.MaxUnavailable != nil {
+		maxSurge, maxUnavailable = ru.MaxSurge.String(), ru.MaxUnavailable.String()
+	}
 	checks := []struct {
 		what      string
 		got, want any
 	}{
 		{"replicas", deref(s.deployment.Spec.Replicas), int32(1)},
+		{"strategy", s.deployment.Spec.Strategy.Type, appsv1.RollingUpdateDeploymentStrategyType},
+		{"maxSurge", maxSurge, "1"},
+		{"maxUnavailable", maxUnavailable, "0"},
 		{"image", c.Image, "ghcr.io/configbutler/gitops-reverser:latest"},
 		{"pod runAsNonRoot", deref(psc.RunAsNonRoot), true},
 		{"pod runAsUser (the image's USER)", deref(psc.RunAsUser), uid},
@@ -339,7 +417,8 @@ func TestDeploymentRunsLockedDown(t *testing.T) {
 		{"memory request", c.Resources.Requests.Memory().String(), quantity("64Mi")},
 		{"cpu limit", c.Resources.Limits.Cpu().String(), quantity("500m")},
 		{"memory limit", c.Resources.Limits.Memory().String(), quantity("256Mi")},
-		{"env (the namespace comes from the ServiceAccount)", len(c.Env) + len(c.EnvFrom), 0},
+		{"env (only the Pod's name; the namespace comes from the ServiceAccount)", len(c.Env) + len(c.EnvFrom), 1},
+		{"the Pod's name from the downward API", podNameEnv(c) != nil, true},
 		{"hostNetwork", pod.HostNetwork, false},
 	}
 	for _, ch := range checks {

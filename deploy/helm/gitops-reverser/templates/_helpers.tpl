@@ -84,10 +84,41 @@ The daemon's config file: the `config` values, which must not set what the chart
 arguments (a flag overrides the file, so such a key would be silently ignored).
 */}}
 {{- define "gitops-reverser.configFile" -}}
-{{- range $key := list "namespace" "webhook-service-name" "install-crds" "enable-webhook" "webhook-cert-dir" "webhook-bind-address" "metrics-bind-address" "health-probe-bind-address" "receiver-bind-address" }}
+{{- range $key := list "namespace" "webhook-service-name" "install-crds" "enable-webhook" "webhook-cert-dir" "webhook-bind-address" "metrics-bind-address" "health-probe-bind-address" "receiver-bind-address" "leader-elect" "leader-election-namespace" "leader-election-id" "leader-election-lease-duration" "leader-election-renew-deadline" "leader-election-retry-period" }}
 {{- if hasKey $.Values.config $key }}
 {{- fail (printf "config.%s is passed as an argument by the chart; set the value that owns it instead (see values.yaml)" $key) }}
 {{- end }}
 {{- end }}
+{{- if hasKey .Values.config "pod-name" }}
+{{- fail "config.pod-name is set by the chart from the Pod's own name (GITOPS_REVERSER_POD_NAME); each replica must label its own Pod" }}
+{{- end }}
 {{- toYaml .Values.config }}
+{{- end }}
+
+{{/* The Lease the replicas elect their leader with (--leader-election-id). */}}
+{{- define "gitops-reverser.leaseName" -}}
+{{- printf "%s-leader" (include "gitops-reverser.fullname" .) }}
+{{- end }}
+
+{{/*
+The selector of the Services that must reach only the leader (the admission webhook, the
+receivers): the Pods of the release, and with leader election only the one the leader labelled.
+*/}}
+{{- define "gitops-reverser.leaderSelectorLabels" -}}
+{{ include "gitops-reverser.selectorLabels" . }}
+{{- if .Values.leaderElection.enabled }}
+configbutler.ai/leader: "true"
+{{- end }}
+{{- end }}
+
+{{/* The number of replicas, after checking that several replicas have a leader election. */}}
+{{- define "gitops-reverser.replicas" -}}
+{{- if .Values.ha.enabled }}
+{{- if not .Values.leaderElection.enabled }}
+{{- fail "ha.enabled needs leaderElection.enabled: two replicas without a leader election Lease would both mirror the cluster and push to Git" }}
+{{- end }}
+{{- 2 }}
+{{- else }}
+{{- 1 }}
+{{- end }}
 {{- end }}
