@@ -26,8 +26,12 @@ type shippedDaemon struct {
 	webhookURL string
 }
 
+// shippedPod is the Pod the shipped daemon stands for: deploy/deployment.yaml gives the daemon its
+// Pod's name through the environment, and the leader labels that Pod.
+const shippedPod = "gitops-reverser-shipped"
+
 // startShippedDaemon runs the daemon as the shipped ServiceAccount, through api, with the config
-// file of deploy/config.yaml; flags move its listeners to free loopback ports (flags override the
+// file of deploy/config.yaml, as Pod shippedPod; flags move its listeners to free loopback ports (flags override the
 // file) and point the apiserver at the webhook on loopback, since it runs outside the cluster.
 // Every wait on it fails at once when the apiserver refuses one of its requests: the daemon may
 // not say so itself.
@@ -48,6 +52,7 @@ func startShippedDaemon(t testing.TB, api *apiRecorder) *shippedDaemon {
 			"--webhook-bind-address", webhookAddr, "--webhook-url", d.webhookURL,
 			"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", d.healthAddr,
 			"--git-batch-quiet-ms", "200", "--discovery-refresh", "10s"},
+		Env:         []string{"GITOPS_REVERSER_POD_NAME=" + shippedPod},
 		MetricsAddr: metricsAddr,
 		Abort: func() error {
 			if refused := api.refused(); len(refused) > 0 {

@@ -30,8 +30,8 @@ import (
 func leaderElectionRules(lease string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
-		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{lease}, Verbs: []string{"get", "update"}},
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "patch"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{lease}, Verbs: []string{"get", "update", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "patch"}},
 	}
 }
 
@@ -186,11 +186,18 @@ func TestChartLeaderElectionByDefault(t *testing.T) {
 	})
 }
 
-func checkRollingUpdate(t *testing.T, s appsv1.DeploymentStrategy) {
+// checkRollingUpdate expects a rolling update that starts the new Pod first (it stands by), or,
+// with oneAtATime (required anti-affinity: no node for a surge Pod), one that replaces one replica
+// at a time.
+func checkRollingUpdate(t *testing.T, s appsv1.DeploymentStrategy, oneAtATime ...bool) {
 	t.Helper()
+	surge, unavailable := "1", "0"
+	if len(oneAtATime) > 0 && oneAtATime[0] {
+		surge, unavailable = "0", "1"
+	}
 	if s.Type != appsv1.RollingUpdateDeploymentStrategyType || s.RollingUpdate == nil || s.RollingUpdate.MaxSurge == nil ||
-		s.RollingUpdate.MaxUnavailable == nil || s.RollingUpdate.MaxSurge.String() != "1" || s.RollingUpdate.MaxUnavailable.String() != "0" {
-		t.Errorf("strategy %+v, want RollingUpdate with maxSurge 1 and maxUnavailable 0 (the new Pod stands by first)", s)
+		s.RollingUpdate.MaxUnavailable == nil || s.RollingUpdate.MaxSurge.String() != surge || s.RollingUpdate.MaxUnavailable.String() != unavailable {
+		t.Errorf("strategy %+v, want RollingUpdate with maxSurge %s and maxUnavailable %s", s, surge, unavailable)
 	}
 }
 
@@ -212,7 +219,7 @@ func TestChartHighAvailability(t *testing.T) {
 			if got := deref(spec.Replicas); got != int32(2) {
 				t.Errorf("replicas = %v, want 2", got)
 			}
-			checkRollingUpdate(t, spec.Strategy)
+			checkRollingUpdate(t, spec.Strategy, tc.hard)
 			if r.args["leader-elect"] != "true" {
 				t.Errorf("--leader-elect=%q, want true", r.args["leader-elect"])
 			}
@@ -434,10 +441,12 @@ func checkLeaderElectionAccess(t *testing.T, kube kubernetes.Interface, id leade
 		{"cannot get another Lease", lease("get", "kube-scheduler", ns), false},
 		{"cannot patch its Lease", lease("patch", id.lease, ns), false},
 		{"cannot delete its Lease", lease("delete", id.lease, ns), false},
+		{"watches its Lease", lease("watch", id.lease, ns), true},
 		{"cannot list Leases", lease("list", "", ns), false},
+		{"cannot watch Leases", lease("watch", "", ns), false},
 		{"cannot create Leases elsewhere", lease("create", "", "kube-system"), false},
 		{"cannot renew a Lease of its name elsewhere", lease("update", id.lease, "kube-system"), false},
-		{"gets its Pods", pods("get", "gitops-reverser-0", ns), true},
+		{"cannot get its Pods (it only patches them)", pods("get", "gitops-reverser-0", ns), false},
 		{"lists its Pods", pods("list", "", ns), true},
 		{"labels its Pods", pods("patch", "gitops-reverser-0", ns), true},
 		{"cannot label Pods elsewhere", pods("patch", "web-0", workloadNamespace), false},
@@ -517,6 +526,20 @@ func tryLeaderElection(t *testing.T, kube kubernetes.Interface, id leaderIdentit
 			_, err := saLeases.Update(ctx, mine, metav1.UpdateOptions{})
 			return err
 		}, true},
+		{"watches its Lease by name", func() error {
+			w, err := saLeases.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + id.lease})
+			if err == nil {
+				w.Stop()
+			}
+			return err
+		}, true},
+		{"cannot watch every Lease", func() error {
+			w, err := saLeases.Watch(ctx, metav1.ListOptions{})
+			if err == nil {
+				w.Stop()
+			}
+			return err
+		}, false},
 		{"cannot take another Lease", func() error {
 			l, err := leases.Get(ctx, "someone-else", metav1.GetOptions{})
 			if err != nil {

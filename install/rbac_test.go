@@ -41,9 +41,27 @@ func TestDaemonRunsWithExactlyTheShippedRBAC(t *testing.T) {
 	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
 	srv := prepareInstall(t, kube, admin)
 
+	pod := probePod(systemNamespace)
+	pod.Name = shippedPod
+	delete(pod.Labels, leaderLabel)
+	if _, err := kube.CoreV1().Pods(systemNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kube.CoreV1().Pods(systemNamespace).Delete(ctx, shippedPod, metav1.DeleteOptions{GracePeriodSeconds: ref[int64](0)})
+	})
+
 	rec := startAPIRecorder(t)
 	d := startShippedDaemon(t, rec)
 	d.WaitForStatus(t, "http://"+d.healthAddr+"/readyz", http.StatusOK) // CRDs installed by the daemon itself
+	testenv.Eventually(t, converge, "the shipped daemon leading, its Pod labelled", func() (bool, string) {
+		p, err := kube.CoreV1().Pods(systemNamespace).Get(ctx, shippedPod, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		leader := d.Metric(t, "gitops_reverser_leader")
+		return leader == 1 && p.Labels[leaderLabel] == "true", fmt.Sprintf("leader %v, labels %v", leader, p.Labels)
+	}, d.FailFast())
 
 	kubectl(t, admin, strings.NewReader(fmt.Sprintf(mirrorConfig, srv.RepoURL("state"))), "apply", "-f", "-")
 	testenv.Eventually(t, converge, "watching configmaps, deployments and namespaces", func() (bool, string) {
@@ -225,9 +243,10 @@ func checkRecordedRequests(t *testing.T, rec *apiRecorder) {
 
 	objs := readObjects(t, "rbac.yaml")
 	var clusterRole rbacv1.ClusterRole
-	var role rbacv1.Role
+	var role, leaderRole rbacv1.Role
 	object(t, objs, "ClusterRole", "gitops-reverser", &clusterRole)
 	object(t, objs, "Role", "gitops-reverser", &role)
+	object(t, objs, "Role", "gitops-reverser-leader-election", &leaderRole)
 	grants := func(rules []rbacv1.PolicyRule, namespace string) {
 		for _, rule := range rules {
 			if mirrorRead(rule) {
@@ -250,6 +269,7 @@ func checkRecordedRequests(t *testing.T, rec *apiRecorder) {
 	}
 	grants(clusterRole.Rules, "")
 	grants(role.Rules, role.Namespace)
+	grants(leaderRole.Rules, leaderRole.Namespace)
 }
 
 // mirrorRead is a read-only rule for resources a user's WatchRule may select; which of them the
