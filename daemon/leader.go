@@ -178,22 +178,30 @@ func (l *leadership) term(ctx context.Context, work func(context.Context) error)
 }
 
 // watchRelease closes released when the Lease is given up (no holder), so a standby takes over
-// within moments of a graceful stop. Without a watch (no permission) it returns, and the standby
-// finds out at its next retry.
+// within moments of a graceful stop. It watches again when the apiserver ends a watch, until ctx
+// ends; without a watch (no permission) it returns, and the standby finds out at its next retry.
 func (l *leadership) watchRelease(ctx context.Context, released chan<- struct{}) {
-	w, err := l.leases.Leases(l.cfg.LeaderElectionNS).Watch(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("metadata.name", l.cfg.LeaderElectionID).String(),
-	})
-	if err != nil {
-		l.log.Debug("cannot watch the leader lease; a released lease is noticed at the next retry", "err", err)
-		return
-	}
-	defer w.Stop()
-	for ev := range w.ResultChan() {
-		lease, ok := ev.Object.(*coordinationv1.Lease)
-		if ok && ev.Type != watch.Deleted && (lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "") {
-			close(released)
+	for {
+		w, err := l.leases.Leases(l.cfg.LeaderElectionNS).Watch(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", l.cfg.LeaderElectionID).String(),
+		})
+		if err != nil {
+			l.log.Debug("cannot watch the leader lease; a released lease is noticed at the next retry", "err", err)
 			return
+		}
+		for ev := range w.ResultChan() {
+			lease, ok := ev.Object.(*coordinationv1.Lease)
+			if ok && ev.Type != watch.Deleted && (lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "") {
+				w.Stop()
+				close(released)
+				return
+			}
+		}
+		w.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(l.cfg.RetryPeriod): // the apiserver ended the watch; not in a tight loop
 		}
 	}
 }

@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -502,11 +501,7 @@ func tryLeaderElection(t *testing.T, kube kubernetes.Interface, id leaderIdentit
 	saLeases := sa.CoordinationV1().Leases(ns)
 	unlabel := []byte(`{"metadata":{"labels":{"` + leaderLabel + `":null}}}`)
 	var mine *coordinationv1.Lease
-	cases := []struct {
-		name    string
-		call    func() error
-		allowed bool
-	}{
+	cases := []apiCall{
 		{"creates its Lease", func() error {
 			l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: id.lease, Namespace: ns},
 				Spec: coordinationv1.LeaseSpec{HolderIdentity: ref("leader-probe"), LeaseDurationSeconds: ref[int32](15)}}
@@ -569,15 +564,7 @@ func tryLeaderElection(t *testing.T, kube kubernetes.Interface, id leaderIdentit
 			return sa.CoreV1().Pods(ns).Delete(ctx, "leader-probe", metav1.DeleteOptions{})
 		}, false},
 	}
-	for _, tc := range cases {
-		err := tc.call()
-		switch {
-		case tc.allowed && err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		case !tc.allowed && !apierrors.IsForbidden(err):
-			t.Errorf("%s: err = %v, want Forbidden", tc.name, err)
-		}
-	}
+	checkCalls(t, cases)
 	pod, err := kube.CoreV1().Pods(ns).Get(ctx, "leader-probe", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -489,11 +489,7 @@ func tryAsServiceAccount(t *testing.T, kube kubernetes.Interface) {
 		}
 	}
 	sa := kubernetes.NewForConfigOrDie(cp.ImpersonatingConfig(serviceAccount, serviceAccountGroups...))
-	cases := []struct {
-		name    string
-		call    func() error
-		allowed bool
-	}{
+	cases := []apiCall{
 		{"gets a Secret in its own namespace", func() error {
 			_, err := sa.CoreV1().Secrets(systemNamespace).Get(ctx, "identity-probe", metav1.GetOptions{})
 			return err
@@ -524,13 +520,26 @@ func tryAsServiceAccount(t *testing.T, kube kubernetes.Interface) {
 			return err
 		}, false},
 	}
-	for _, tc := range cases {
-		err := tc.call()
+	checkCalls(t, cases)
+}
+
+// apiCall is a request made as the daemon's identity, and whether the apiserver must allow it.
+type apiCall struct {
+	name    string
+	call    func() error
+	allowed bool
+}
+
+// checkCalls makes each call: an allowed one must work, any other must be Forbidden.
+func checkCalls(t *testing.T, calls []apiCall) {
+	t.Helper()
+	for _, c := range calls {
+		err := c.call()
 		switch {
-		case tc.allowed && err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		case !tc.allowed && !apierrors.IsForbidden(err):
-			t.Errorf("%s: err = %v, want Forbidden", tc.name, err)
+		case c.allowed && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case !c.allowed && !apierrors.IsForbidden(err):
+			t.Errorf("%s: err = %v, want Forbidden", c.name, err)
 		}
 	}
 }
