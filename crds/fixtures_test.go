@@ -83,6 +83,10 @@ func fullFixtures(namespace string) []fixture {
 				Branch:     "main",
 				BaseFolder: "clusters/prod",
 				WriteBack:  &crds.WriteBack{Enabled: true, AutoApply: true, Suspend: true},
+				Encryption: &crds.Encryption{Provider: crds.EncryptionSOPS, Age: &crds.AgeRecipients{
+					Recipients:          []string{testRecipient},
+					RecipientsSecretRef: &crds.LocalReference{Name: "sops-recipients"},
+				}},
 			},
 		}, status: destinationStatus, decode: decodeAs[crds.GitDestination]},
 		{kind: crds.KindWatchRule, gvr: crds.WatchRules, obj: &crds.WatchRule{
@@ -218,3 +222,6 @@ func syncRunStatus(int64) any {
 		Error:           "1 file refused",
 	}
 }
+
+// testRecipient is a well-formed age X25519 recipient (its identity is not kept anywhere).
+const testRecipient = "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"

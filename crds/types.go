@@ -112,7 +112,32 @@ type GitDestinationSpec struct {
 	BaseFolder string `json:"baseFolder"`
 	// WriteBack turns edits made in Git under BaseFolder into Proposals; nil means off.
 	WriteBack *WriteBack `json:"writeBack,omitempty"`
+	// Encryption mirrors the Secrets that rules name explicitly as SOPS documents encrypted for
+	// age recipients; nil means Secrets are skipped.
+	Encryption *Encryption `json:"encryption,omitempty"`
 }
+
+// EncryptionSOPS is the one Encryption provider: SOPS documents (values of data and stringData
+// encrypted, metadata readable), which the sops CLI and Flux decrypt.
+const EncryptionSOPS = "sops"
+
+// Encryption says how Secrets are encrypted before they reach Git.
+type Encryption struct {
+	// Provider is EncryptionSOPS.
+	Provider string `json:"provider"`
+	// Age holds the recipients every Secret is encrypted for.
+	Age *AgeRecipients `json:"age,omitempty"`
+}
+
+// AgeRecipients are age X25519 public keys ("age1..."), given inline, in a Secret of the
+// destination's namespace whose key RecipientsKey holds one per line, or both (all of them).
+type AgeRecipients struct {
+	Recipients          []string        `json:"recipients,omitempty"`
+	RecipientsSecretRef *LocalReference `json:"recipientsSecretRef,omitempty"`
+}
+
+// RecipientsKey is the key of a recipients Secret that holds the age recipients, one per line.
+const RecipientsKey = "recipients"
 
 // WriteBack configures write-back of one GitDestination: edits to files under its baseFolder,
 // made by commits the daemon did not write, become Proposals to change the cluster.

@@ -53,6 +53,12 @@ func destinationWithWriteBack(wb crds.WriteBack) *crds.GitDestination {
 	return d
 }
 
+func destinationWithEncryption(age crds.AgeRecipients) *crds.GitDestination {
+	d := destination("main", "clusters/prod")
+	d.Spec.Encryption = &crds.Encryption{Provider: crds.EncryptionSOPS, Age: &age}
+	return d
+}
+
 // proposalWith is a valid update Proposal in validationNS, changed by edit.
 func proposalWith(edit func(*crds.ProposalSpec)) *crds.Proposal {
 	p := fullProposal(validationNS, "proposal")
@@ -175,6 +181,17 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"autoApply with enabled accepted", destinationWithWriteBack(crds.WriteBack{Enabled: true, AutoApply: true}), nil},
 		{"write-back enabled and suspended accepted", destinationWithWriteBack(crds.WriteBack{Enabled: true, Suspend: true}), nil},
 		{"empty writeBack accepted", destinationWithWriteBack(crds.WriteBack{}), nil},
+		// GitDestination spec.encryption
+		{"recipient that is not age", destinationWithEncryption(crds.AgeRecipients{Recipients: []string{"ssh-ed25519 AAAAC3Nza"}}),
+			[]string{"spec.encryption.age.recipients[0]", "must be an age X25519 recipient"}},
+		{"recipient too short", destinationWithEncryption(crds.AgeRecipients{Recipients: []string{"age1short"}}),
+			[]string{"spec.encryption.age.recipients[0]", "must be an age X25519 recipient"}},
+		{"upper-case recipient", destinationWithEncryption(crds.AgeRecipients{Recipients: []string{strings.ToUpper(testRecipient)}}),
+			[]string{"spec.encryption.age.recipients[0]"}},
+		{"no recipients at all", destinationWithEncryption(crds.AgeRecipients{}),
+			[]string{"spec.encryption", "give age.recipients, age.recipientsSecretRef, or both"}},
+		{"recipients accepted", destinationWithEncryption(crds.AgeRecipients{Recipients: []string{testRecipient}}), nil},
+		{"recipients Secret accepted", destinationWithEncryption(crds.AgeRecipients{RecipientsSecretRef: &crds.LocalReference{Name: "keys"}}), nil},
 		// Proposal
 		{"proposal accepted", proposalWith(func(*crds.ProposalSpec) {}), nil},
 		{"approved proposal accepted", proposalWith(func(s *crds.ProposalSpec) { s.Decision = crds.DecisionApprove }), nil},
