@@ -34,6 +34,10 @@ type Change struct {
 	// Trailers are appended after the identity's trailers in the message of the commit that
 	// holds the change; changes with different trailers never share a commit.
 	Trailers [][2]string
+	// Keep, when set, is asked about the file the tree holds at Path when its bytes differ from
+	// Content: true keeps it, as it already says the same (an encrypted document of the same
+	// plaintext: encryption is randomised, so equal bytes cannot tell).
+	Keep func(current []byte) bool
 }
 
 // Sync declares the complete set of live paths under some scopes: every *.yaml file below a

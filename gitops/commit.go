@@ -139,7 +139,7 @@ func (w *Worker) resolveOps(tree plumbing.Hash, r run) ([]op, error) {
 }
 
 func changeOp(c Change) op {
-	o := op{path: c.Path, summary: c.Summary}
+	o := op{path: c.Path, summary: c.Summary, keep: c.Keep}
 	if c.Content != nil {
 		o.data = c.Content
 		o.blob = objectHash(plumbing.BlobObject, c.Content)

@@ -118,6 +118,7 @@ type op struct {
 	data    []byte
 	summary string
 	effect  effect
+	keep    func(current []byte) bool // see Change.Keep
 }
 
 // updateTree applies ops (sorted by path, one per path) to the tree root and returns the new
@@ -203,11 +204,19 @@ func (s *store) applyFileOp(out []treeEntry, cur *treeEntry, o *op, name string)
 		return out
 	case cur != nil && cur.hash == o.blob:
 		return append(out, *cur)
+	case cur != nil && o.keep != nil && s.keeps(cur.hash, o.keep):
+		return append(out, *cur)
 	default:
 		s.put(plumbing.BlobObject, o.data)
 		o.effect = effectWritten
 		return append(out, treeEntry{name: name, mode: fileMode, hash: o.blob})
 	}
+}
+
+// keeps asks keep about the blob h; a blob that cannot be read is not kept, so it is rewritten.
+func (s *store) keeps(h plumbing.Hash, keep func([]byte) bool) bool {
+	data, err := s.blob(h)
+	return err == nil && keep(data)
 }
 
 // lookupDir returns the entries of the directory at dir ("a/b", "" for the root) below root,
