@@ -38,6 +38,10 @@ type destination struct {
 	repo   *repo
 	usable bool
 	cond   condition
+	// recipients are the age recipients its Secrets are encrypted for; nil leaves Secrets out.
+	recipients []string
+	// encryption is why spec.encryption cannot be used; zero when it can or is not set.
+	encryption condition
 }
 
 func (d *destination) name() string { return d.obj.Namespace + "/" + d.obj.Name }

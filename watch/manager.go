@@ -51,6 +51,21 @@ type Options struct {
 	// OnWatched, if set, is told every watched resource after each change of the selection, so
 	// the admission webhook can be registered for exactly those.
 	OnWatched func(ctx context.Context, sels []Selection)
+	// Sealer encrypts Secrets for destinations with spec.encryption; nil leaves every Secret out.
+	Sealer Sealer
+}
+
+// Sealer encrypts Secrets before they reach Git (package sops).
+type Sealer interface {
+	// Seal returns the document to write for the canonical YAML of a Secret, encrypted for
+	// recipients, and keep, which tells whether a file already is that Secret for them (the
+	// encryption is randomised: an unchanged Secret must not make a commit).
+	Seal(plaintext []byte, recipients []string) (doc []byte, keep func(current []byte) bool, err error)
+	// CheckRecipient says why s is not a usable recipient, or nil.
+	CheckRecipient(s string) error
+	// CreationRules is the .sops.yaml written at the base folder of a destination, so people can
+	// edit its files with sops too.
+	CreationRules(recipients []string) []byte
 }
 
 // Manager owns the resource watchers, tells the pool which Git workers the configuration asks
@@ -67,6 +82,8 @@ type Manager struct {
 	watchers  map[string]*running
 	warned    map[string]bool // rules already warned about selecting Secrets, by uid/generation
 	coalesced map[string]int  // coalescings already reported, by destination
+	secrets   corev1client.SecretsGetter
+	sopsRules map[string]string // the .sops.yaml last handed to each destination's worker, by destination
 	selected  atomic.Pointer[map[string][]Selection]
 }
 
@@ -105,6 +122,8 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 		watchers:  map[string]*running{},
 		warned:    map[string]bool{},
 		coalesced: map[string]int{},
+		secrets:   core,
+		sopsRules: map[string]string{},
 	}, nil
 }
 

@@ -25,7 +25,8 @@ type watcherSpec struct {
 func (s *watcherSpec) signature() string {
 	parts := []string{s.sel.GVR.String(), s.sel.Namespace}
 	for _, t := range s.targets {
-		parts = append(parts, fmt.Sprintf("%s|%s|%d|%s", t.destination, t.baseFolder, t.ops, gitops.WorkerKey(t.url, t.branch)))
+		parts = append(parts, fmt.Sprintf("%s|%s|%d|%s|%s", t.destination, t.baseFolder, t.ops, gitops.WorkerKey(t.url, t.branch),
+			strings.Join(t.recipients, ",")))
 	}
 	return strings.Join(parts, "\x00")
 }
@@ -34,6 +35,7 @@ func (s *watcherSpec) signature() string {
 func (m *Manager) reconcile(ctx context.Context) error {
 	repos := m.resolveRepos(ctx)
 	dests := resolveDestinations(list[crds.GitDestination](m, crds.GitDestinations), repos)
+	m.resolveEncryption(ctx, dests)
 	byName := map[string]*destination{}
 	for _, d := range dests {
 		byName[d.name()] = d
@@ -59,6 +61,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		errs = append(errs, m.reporter.report(ctx, crds.ClusterWatchRules, crds.KindClusterWatchRule, r, r.Status, cond))
 	}
 	m.applyWatchers(ctx, dests, specs)
+	m.writeCreationRules(dests)
 	m.publishSelections(specs)
 	for _, d := range dests {
 		errs = append(errs, m.reporter.report(ctx, crds.GitDestinations, crds.KindGitDestination, d.obj, d.obj.Status.Status, m.destinationCondition(d)))
@@ -76,6 +79,9 @@ func (m *Manager) reconcile(ctx context.Context) error {
 func (m *Manager) destinationCondition(d *destination) condition {
 	if !d.usable {
 		return d.cond
+	}
+	if d.encryption.reason != "" {
+		return d.encryption
 	}
 	st, ok := m.opts.Pool.WorkerStatus(d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch)
 	if !ok {
@@ -119,7 +125,7 @@ func (m *Manager) addRule(ctx context.Context, specs map[string]*watcherSpec, re
 	case !dest.usable:
 		return notReady("DestinationNotReady", "GitDestination %s is not ready: %s", dest.name(), dest.cond.message)
 	}
-	sels, secrets := expand(rules, m.resources, m.opts.Expand)
+	sels, secrets := expand(rules, m.resources, m.opts.Expand, dest.recipients != nil)
 	if secrets {
 		m.warnSecrets(ref)
 	}
@@ -137,15 +143,19 @@ func (m *Manager) addRule(ctx context.Context, specs map[string]*watcherSpec, re
 		if i := slices.IndexFunc(spec.targets, func(t target) bool { return t.destination == dest.name() }); i >= 0 {
 			spec.targets[i].ops |= sel.Ops
 		} else {
-			spec.targets = append(spec.targets, target{destination: dest.name(), baseFolder: dest.obj.Spec.BaseFolder, ops: sel.Ops,
-				url: dest.repo.obj.Spec.RepoURL, branch: dest.obj.Spec.Branch})
+			t := target{destination: dest.name(), baseFolder: dest.obj.Spec.BaseFolder, ops: sel.Ops,
+				url: dest.repo.obj.Spec.RepoURL, branch: dest.obj.Spec.Branch}
+			if isSecrets(sel) {
+				t.recipients = dest.recipients
+			}
+			spec.targets = append(spec.targets, t)
 		}
 		names = append(names, sel.GVR.GroupResource().String())
 	}
 	slices.Sort(names)
 	msg := fmt.Sprintf("mirroring %d resources to %s: %s", len(sels), dest.name(), strings.Join(names, ", "))
 	if secrets {
-		msg += "; Secrets are selected but never written in plain text"
+		msg += "; Secrets are selected but never written in plain text (name them in resources, with spec.encryption on the destination, to mirror them encrypted)"
 	}
 	return condition{ready: true, reason: "Watching", message: msg}
 }
@@ -158,7 +168,7 @@ func (m *Manager) warnSecrets(ref ruleRef) {
 	m.warned[k] = true
 	m.opts.Metrics.SecretsSkipped.Inc()
 	m.reporter.recorder.Event(crds.ObjectReference(ref.kind, ref.meta), corev1.EventTypeWarning, "SecretsSkipped",
-		"the rules select Secrets; they are never written to Git in plain text and are skipped")
+		"the rules select Secrets; they are never written to Git in plain text and are skipped (name secrets in resources, with spec.encryption on the destination, to mirror them encrypted)")
 }
 
 // applyWatchers stops the watchers no longer wanted, asks the pool for exactly the workers the
@@ -211,7 +221,7 @@ func (m *Manager) startWatcher(ctx context.Context, s *watcherSpec) *running {
 	}
 	client := m.dyn.Resource(s.sel.GVR)
 	w := &watcher{
-		sel: s.sel, targets: s.targets, metrics: m.opts.Metrics, client: client, authors: m.opts.Authors,
+		sel: s.sel, targets: s.targets, metrics: m.opts.Metrics, client: client, authors: m.opts.Authors, sealer: m.opts.Sealer,
 		recorder: m.reporter.recorder,
 		log:      m.opts.Log.With("resource", s.sel.GVR.GroupResource().String(), "version", s.sel.GVR.Version, "namespace", s.sel.Namespace),
 	}

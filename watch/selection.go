@@ -92,9 +92,10 @@ type ruleSpec struct {
 	namespace     string // for a WatchRule: its own namespace
 }
 
-// expand turns rules into concrete selections against discovery. It reports separately whether a
-// rule selected Secrets: they are never watched (never written in plain text), only reported.
-func expand(rules []ruleSpec, resources []APIResource, opts ExpandOptions) (sel []Selection, secretsSkipped bool) {
+// expand turns rules into concrete selections against discovery. Secrets are selected only when
+// encrypted is true (the destination encrypts them) and a rule names them explicitly; otherwise it
+// reports that a rule selected them: they are never written in plain text, only reported.
+func expand(rules []ruleSpec, resources []APIResource, opts ExpandOptions, encrypted bool) (sel []Selection, secretsSkipped bool) {
 	for _, rule := range rules {
 		for _, res := range resources {
 			if res.Namespaced == rule.clusterScoped || excluded(res, opts.Exclude) {
@@ -107,7 +108,7 @@ func expand(rules []ruleSpec, resources []APIResource, opts ExpandOptions) (sel 
 			if !ok {
 				continue
 			}
-			if res.Group == "" && res.Resource == "secrets" {
+			if res.Group == "" && res.Resource == "secrets" && !(encrypted && slices.Contains(rule.Resources, "secrets")) {
 				secretsSkipped = true
 				continue
 			}

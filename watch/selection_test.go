@@ -38,6 +38,7 @@ func TestExpandRules(t *testing.T) {
 		name        string
 		rules       []ruleSpec
 		opts        ExpandOptions
+		encrypted   bool // the destination encrypts Secrets
 		want        []string
 		wantSecrets bool
 	}{
@@ -65,6 +66,20 @@ func TestExpandRules(t *testing.T) {
 			name:        "secrets are reported, never selected",
 			rules:       []ruleSpec{{ResourceRule: crds.ResourceRule{Resources: []string{"secrets", "configmaps"}}, namespace: "x"}},
 			want:        []string{"configmaps@v1/x"},
+			wantSecrets: true,
+		},
+		{
+			name:      "secrets named by a rule of an encrypting destination are selected",
+			rules:     []ruleSpec{{ResourceRule: crds.ResourceRule{Resources: []string{"secrets", "configmaps"}}, namespace: "x"}},
+			encrypted: true,
+			want:      []string{"configmaps@v1/x", "secrets@v1/x"},
+		},
+		{
+			name:        "an encrypting destination still leaves out Secrets a wildcard selects",
+			rules:       []ruleSpec{{ResourceRule: crds.ResourceRule{Resources: []string{"*"}}, namespace: "n"}},
+			opts:        ExpandOptions{Exclude: []string{"configmaps", "widgets.example.com", "deployments", "pods", "events", "leases", "replicasets"}},
+			encrypted:   true,
+			want:        []string{"services@v1/n"},
 			wantSecrets: true,
 		},
 		{
@@ -96,7 +111,7 @@ func TestExpandRules(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			sel, secrets := expand(tc.rules, served, tc.opts)
+			sel, secrets := expand(tc.rules, served, tc.opts, tc.encrypted)
 			if diff := cmp.Diff(tc.want, names(sel)); diff != "" {
 				t.Errorf("selections (-want +got):\n%s", diff)
 			}
@@ -111,7 +126,7 @@ func TestMergedOperations(t *testing.T) {
 	sel, _ := expand([]ruleSpec{
 		{ResourceRule: crds.ResourceRule{Resources: []string{"configmaps"}, Operations: []crds.Operation{crds.OperationCreate}}},
 		{ResourceRule: crds.ResourceRule{Resources: []string{"configmaps"}, Operations: []crds.Operation{crds.OperationDelete}}},
-	}, served, ExpandOptions{})
+	}, served, ExpandOptions{}, false)
 	if len(sel) != 1 || sel[0].Ops != opCreate|opDelete {
 		t.Fatalf("selections = %+v, want one with CREATE|DELETE", sel)
 	}

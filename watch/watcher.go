@@ -51,6 +51,7 @@ type target struct {
 	ops         ops
 	url, branch string      // the Git worker that writes it
 	sink        gitops.Sink // that worker: never blocks, so one slow remote holds up no watch
+	recipients  []string    // of a Secrets target: what every file is encrypted for
 }
 
 // watcher lists and then watches one resource in one namespace ("" = all namespaces or a
@@ -62,6 +63,7 @@ type watcher struct {
 	targets  []target
 	client   dynamic.ResourceInterface
 	authors  Authors
+	sealer   Sealer // set for a Secrets watcher
 	metrics  *metrics.Mirror
 	recorder record.EventRecorder
 	log      *slog.Logger
@@ -256,6 +258,13 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 			continue
 		}
 		c := gitops.Change{Path: paths[i], Content: content, Author: credit.Author, Trailers: credit.Trailers, Summary: op.verb + " " + w.describe(obj)}
+		if t.recipients != nil {
+			if c.Content, c.Keep, err = w.sealer.Seal(content, t.recipients); err != nil {
+				// The error never holds the plaintext; the file, if any, stays as it was.
+				w.log.Error("encrypt Secret; skipped", "object", w.describe(obj), "destination", t.destination, "err", err)
+				continue
+			}
+		}
 		if err := t.sink.Enqueue(c); err != nil {
 			return nil, h, err
 		}
