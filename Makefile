@@ -10,9 +10,13 @@ GOLANGCI_LINT := $(TOOLS_CACHE)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-
 HELM_VERSION := v3.22.0
 HELM := $(TOOLS_CACHE)/helm-$(HELM_VERSION)/helm
 CHART := deploy/helm/gitops-reverser
+# testenv/sops.go builds the same sops CLI into the same place for the tests of the SOPS format;
+# a test keeps its version equal to this one.
+SOPS_VERSION := v3.13.3
+SOPS := $(TOOLS_CACHE)/sops-$(SOPS_VERSION)/sops
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build test lint helm-lint testenv testenv-bins demo bench clean
+.PHONY: all build test lint helm-lint sops testenv testenv-bins demo bench clean
 
 all: build
 
@@ -42,13 +46,18 @@ helm-lint: $(HELM) ## helm lint the chart with its default values and with every
 $(HELM):
 	GOBIN=$(dir $@) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
+sops: $(SOPS) ## build (once) the pinned sops CLI the tests use to check the SOPS documents
+
+$(SOPS):
+	GOBIN=$(dir $@) go install github.com/getsops/sops/v3/cmd/sops@$(SOPS_VERSION)
+
 testenv: ## start a control plane and a git server for manual use; prints a kubeconfig path
 	go run ./testenv/cmd/testenv
 
 demo: ## run the daemon against a local control plane and git repository, and show the result
 	go run ./scripts/demo
 
-BENCH_PACKAGES := ./daemon/ ./gitops/ ./receiver/ ./sanitize/ ./webhook/
+BENCH_PACKAGES := ./daemon/ ./gitops/ ./receiver/ ./sanitize/ ./sops/ ./webhook/
 
 bench: testenv-bins ## print speed and memory figures (tests never assert on time)
 	go test -count=1 -run '^$$' -bench . -benchtime 1x -timeout $(TEST_TIMEOUT) $(BENCH_PACKAGES)

@@ -3,6 +3,7 @@ module github.com/configbutler/gitops-reverser
 go 1.26.0
 
 require (
+	filippo.io/age v1.2.1
 	github.com/aymanbagabas/go-udiff v0.4.1
 	github.com/cloudevents/sdk-go/v2 v2.16.2
 	github.com/go-git/go-billy/v5 v5.9.2
