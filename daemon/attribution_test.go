@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -68,8 +69,8 @@ func waitRegistered(t testing.TB, d *testenv.Daemon, kube kubernetes.Interface, 
 	recorded := metricAtLeast(t, d, `gitops_reverser_admission_reviews_total{result="recorded"}`, 1)
 	testenv.Eventually(t, time.Minute, "the apiserver calling the webhook", func() (bool, string) {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("probe-%d", probes), Namespace: ns}}
-		if _, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
+		if _, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err) // one left by an earlier daemon of the same test is fine: the next probe is new
 		}
 		probes++
 		return recorded()
