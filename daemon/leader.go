@@ -177,9 +177,11 @@ func (l *leadership) term(ctx context.Context, work func(context.Context) error)
 	return err
 }
 
-// watchRelease closes released when the Lease is given up (no holder), so a standby takes over
-// within moments of a graceful stop. It watches again when the apiserver ends a watch, until ctx
-// ends; without a watch (no permission) it returns, and the standby finds out at its next retry.
+// watchRelease closes released when the Lease is given up (an update that leaves no holder), so
+// a standby takes over within moments of a graceful stop. A Lease that is already released when
+// the watch starts is not reported: the elector takes it at its first try, and reporting it would
+// restart the elector before it could. It watches again when the apiserver ends a watch, until
+// ctx ends; without a watch (no permission) it returns, and the standby finds out at its next retry.
 func (l *leadership) watchRelease(ctx context.Context, released chan<- struct{}) {
 	for {
 		w, err := l.leases.Leases(l.cfg.LeaderElectionNS).Watch(ctx, metav1.ListOptions{
@@ -191,7 +193,7 @@ func (l *leadership) watchRelease(ctx context.Context, released chan<- struct{})
 		}
 		for ev := range w.ResultChan() {
 			lease, ok := ev.Object.(*coordinationv1.Lease)
-			if ok && ev.Type != watch.Deleted && (lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "") {
+			if ok && ev.Type == watch.Modified && (lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "") {
 				w.Stop()
 				close(released)
 				return

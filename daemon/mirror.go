@@ -72,7 +72,7 @@ func newMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1cl
 		Log:              log,
 		Authors:          hooks.authors,
 		OnWatched:        hooks.onWatched,
-		Sealer:           newSealer(ctx, cfg, core, log),
+		Sealer:           newSealer(cfg, core),
 	}
 	if mr.manager, err = watch.NewManager(kube, opts); err != nil {
 		return nil, err

@@ -3,8 +3,9 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
-	"log/slog"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,34 +14,66 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/configbutler/gitops-reverser/sops"
-	"github.com/configbutler/gitops-reverser/watch"
 )
 
 // digestKeyField is the key of the digest key Secret that holds the key.
 const digestKeyField = "key"
 
-// digestKeyTimeout bounds reading (or creating) the digest key at the mirror's start.
+// digestKeyTimeout bounds one attempt to read (or create) the digest key.
 const digestKeyTimeout = 15 * time.Second
 
-// newSealer returns the Sealer of encrypted Secrets, with the digest key kept in the Secret
-// <webhook-service-name>-sops-digest of the daemon's namespace (created on first use), so that an
-// unchanged Secret gives the same file across restarts and replicas. Without the key it returns
-// nil: destinations with spec.encryption then say EncryptionUnavailable and Secrets stay out.
-func newSealer(ctx context.Context, cfg Config, core corev1client.CoreV1Interface, log *slog.Logger) watch.Sealer {
+// sealer is the watch.Sealer of encrypted Secrets. Its digest key lives in the Secret
+// <webhook-service-name>-sops-digest of the daemon's namespace, so that an unchanged Secret gives
+// the same file across restarts and replicas; the Secret is read, or created, the first time a
+// destination asks for encryption (Ready), and again at each Ready until that works.
+type sealer struct {
+	secrets corev1client.SecretInterface
+	name    string
+
+	mu     sync.Mutex
+	sealer *sops.Sealer // nil until the key is loaded
+}
+
+func newSealer(cfg Config, core corev1client.CoreV1Interface) *sealer {
+	return &sealer{secrets: core.Secrets(cfg.Namespace), name: cfg.WebhookServiceName + "-sops-digest"}
+}
+
+// Ready loads the digest key if it is not loaded yet.
+func (s *sealer) Ready(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sealer != nil {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, digestKeyTimeout)
 	defer cancel()
-	name := cfg.WebhookServiceName + "-sops-digest"
-	key, err := digestKey(ctx, core.Secrets(cfg.Namespace), name)
+	key, err := digestKey(ctx, s.secrets, s.name)
 	if err == nil {
-		var s *sops.Sealer
-		if s, err = sops.NewSealer(key, time.Now); err == nil {
-			return s
-		}
+		s.sealer, err = sops.NewSealer(key, time.Now)
 	}
-	log.Error("encrypted Secrets unavailable: no digest key; Secrets are not mirrored", "secret", cfg.Namespace+"/"+name, "err", err,
-		"fix", "create the namespace, or grant the daemon get and create on Secrets in it (deploy/rbac.yaml, the Helm chart), then restart")
+	if err != nil {
+		return fmt.Errorf("the digest key of encrypted Secrets (Secret %s in the daemon's namespace): %w; grant the daemon get and create on Secrets there", s.name, err)
+	}
 	return nil
 }
+
+func (s *sealer) loaded() *sops.Sealer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sealer
+}
+
+func (s *sealer) Seal(plaintext []byte, recipients []string) ([]byte, func([]byte) bool, error) {
+	l := s.loaded()
+	if l == nil {
+		return nil, nil, errors.New("no digest key loaded")
+	}
+	return l.Seal(plaintext, recipients)
+}
+
+func (s *sealer) CheckRecipient(r string) error { return sops.CheckRecipient(r) }
+
+func (s *sealer) CreationRules(recipients []string) []byte { return sops.CreationRules(recipients) }
 
 // digestKey reads the key from the Secret, creating the Secret with a random key when missing.
 func digestKey(ctx context.Context, secrets corev1client.SecretInterface, name string) ([]byte, error) {
@@ -49,12 +82,12 @@ func digestKey(ctx context.Context, secrets corev1client.SecretInterface, name s
 		if err == nil {
 			key := s.Data[digestKeyField]
 			if len(key) < sops.MinKeyBytes {
-				return nil, fmt.Errorf("secret %s: key %q has %d bytes, want at least %d", name, digestKeyField, len(key), sops.MinKeyBytes)
+				return nil, fmt.Errorf("key %q has %d bytes, want at least %d", digestKeyField, len(key), sops.MinKeyBytes)
 			}
 			return key, nil
 		}
 		if !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("read secret %s: %w", name, err)
+			return nil, fmt.Errorf("read: %w", err)
 		}
 		key := make([]byte, sops.MinKeyBytes)
 		if _, err := rand.Read(key); err != nil {
@@ -68,8 +101,8 @@ func digestKey(ctx context.Context, secrets corev1client.SecretInterface, name s
 			return key, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("create secret %s: %w", name, err)
+			return nil, fmt.Errorf("create: %w", err)
 		}
 	}
-	return nil, fmt.Errorf("secret %s: created and deleted concurrently", name)
+	return nil, errors.New("created and deleted concurrently")
 }

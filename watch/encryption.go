@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -17,13 +18,21 @@ import (
 // A destination whose recipients cannot be read or are not valid keeps mirroring everything
 // else; its Secrets are left out and its condition says why.
 func (m *Manager) resolveEncryption(ctx context.Context, dests []*destination) {
+	var ready error
+	asked := false
 	for _, d := range dests {
 		enc := d.obj.Spec.Encryption
 		if !d.usable || enc == nil {
 			continue
 		}
-		if m.opts.Sealer == nil {
-			d.encryption = notReady("EncryptionUnavailable", "spec.encryption is set but the daemon cannot encrypt (see its log and /readyz); Secrets are not mirrored")
+		if !asked {
+			asked, ready = true, errors.New("this daemon has no sealer")
+			if m.opts.Sealer != nil {
+				ready = m.opts.Sealer.Ready(ctx)
+			}
+		}
+		if ready != nil {
+			d.encryption = notReady("EncryptionUnavailable", "cannot encrypt: %v; Secrets are not mirrored", ready)
 			continue
 		}
 		recipients, err := m.recipients(ctx, d.obj.Namespace, enc)

@@ -57,6 +57,9 @@ type Options struct {
 
 // Sealer encrypts Secrets before they reach Git (package sops).
 type Sealer interface {
+	// Ready prepares the sealer (the daemon loads its digest key) the first time a destination
+	// asks for encryption, and says why it cannot; it is asked again at every reconcile until it can.
+	Ready(ctx context.Context) error
 	// Seal returns the document to write for the canonical YAML of a Secret, encrypted for
 	// recipients, and keep, which tells whether a file already is that Secret for them (the
 	// encryption is randomised: an unchanged Secret must not make a commit).
