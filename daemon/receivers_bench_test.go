@@ -40,7 +40,7 @@ func BenchmarkReceiverFlood(b *testing.B) {
 		mac := hmac.New(sha256.New, []byte("flood"))
 		mac.Write(push)
 		signature := "sha256=" + hex.EncodeToString(mac.Sum(nil))
-		before := len(w.runs())
+		before := w.runsBy("receiver")
 
 		const pushes, senders = 1000, 8
 		var next, accepted atomic.Int64
@@ -67,17 +67,17 @@ func BenchmarkReceiverFlood(b *testing.B) {
 	}
 }
 
-// settledRuns counts the SyncRuns triggered by receivers after the first `before`, once none is
-// running and the count has not moved for two seconds (bounded by 30 s).
+// settledRuns counts the SyncRuns triggered by receivers beyond the `before` there were, once
+// none is running and the count has not moved for two seconds (bounded by 30 s).
 func (w *wbWorld) settledRuns(b *testing.B, before int) int {
 	count := func() (n int, running bool) {
-		for _, r := range w.runs()[before:] {
+		for _, r := range w.runs() {
 			if r.Spec.Trigger == "receiver" {
 				n++
 				running = running || r.Status.Phase == crds.SyncRunRunning
 			}
 		}
-		return n, running
+		return n - before, running
 	}
 	last, stableSince := -1, time.Now()
 	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) { // pacing the polls

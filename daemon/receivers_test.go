@@ -43,7 +43,7 @@ func TestReceiversMakeDestinationsReconcileNow(t *testing.T) {
 		mac.Write(body)
 		return "sha256=" + hex.EncodeToString(mac.Sum(nil))
 	}
-	runs := len(w.runs())
+	runs := w.runsBy("receiver")
 	if got := w.post(addr, path, push, map[string]string{"X-GitHub-Event": "push", "X-GitHub-Delivery": "d-1", "X-Hub-Signature-256": sign(push, "wrong")}); got != http.StatusForbidden {
 		t.Errorf("tampered signature: %d, want 403", got)
 	}
@@ -59,7 +59,7 @@ func TestReceiversMakeDestinationsReconcileNow(t *testing.T) {
 	w.receiverFor(crds.ReceiverCDEvents, "cd")
 	cdPath := w.receiverPath("cd")
 	event := w.cdevent("change_merged.json", w.srv.RepoURL("state"))
-	runs = len(w.runs())
+	runs = w.runsBy("receiver")
 	cdHeaders := map[string]string{"Authorization": "Bearer s3cret-token", "ce-id": "cd-1", "ce-specversion": "1.0",
 		"ce-source": "/event/source/123", "ce-type": "dev.cdevents.change.merged.0.3.0"}
 	if got := w.post(addr, cdPath, event, cdHeaders); got != http.StatusAccepted {
@@ -93,7 +93,7 @@ func TestReceiversMakeDestinationsReconcileNow(t *testing.T) {
 	gitlab := w.payload("gitlab-event.json", func(p map[string]any) {
 		p["project"].(map[string]any)["git_http_url"] = w.srv.RepoURL("state")
 	})
-	runs = len(w.runs())
+	runs = w.runsBy("receiver")
 	headers := map[string]string{"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": string(tokenSecret.Data["token"])}
 	testenv.Eventually(t, time.Minute, "the generated receiver serving", func() (bool, string) {
 		got := w.post(addr, generated.WebhookPath, gitlab, headers)
@@ -200,16 +200,23 @@ func (w *wbWorld) post(addr, path string, body []byte, headers map[string]string
 	return resp.StatusCode
 }
 
-// waitRun waits for a SyncRun with the trigger, newer than the first `after` runs.
-func (w *wbWorld) waitRun(trigger string, after int) {
+// waitRun waits until there are more SyncRuns with the trigger than before.
+func (w *wbWorld) waitRun(trigger string, before int) {
 	w.t.Helper()
 	testenv.Eventually(w.t, time.Minute, "a SyncRun triggered by "+trigger, func() (bool, string) {
-		runs := w.runs()
-		for _, r := range runs[min(after, len(runs)):] {
-			if r.Spec.Trigger == trigger {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("%d runs", len(runs))
+		n := w.runsBy(trigger)
+		return n > before, fmt.Sprintf("%d runs by %s", n, trigger)
 	}, w.d.FailFast())
+}
+
+// runsBy counts the SyncRuns with trigger. Counting, not slicing by creation time: two runs of
+// one second have the same creationTimestamp, in either order.
+func (w *wbWorld) runsBy(trigger string) int {
+	n := 0
+	for _, r := range w.runs() {
+		if r.Spec.Trigger == trigger {
+			n++
+		}
+	}
+	return n
 }
