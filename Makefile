@@ -26,7 +26,7 @@ build: ## the daemon binary in bin/
 testenv-bins: ## build (once) the pinned etcd, kube-apiserver and kubectl used by tests
 	go run ./testenv/cmd/testenv -build
 
-test: testenv-bins ## vet and run every test against a real apiserver and real git remotes
+test: testenv-bins sops ## vet and run every test against a real apiserver and real git remotes
 	go vet ./...
 	go test -count=1 -timeout $(TEST_TIMEOUT) ./...
 

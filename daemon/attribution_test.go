@@ -21,15 +21,21 @@ import (
 
 // grant lets the users (and service accounts, as "system:serviceaccount:ns:name") edit ConfigMaps
 // in ns, and waits until the authorizer agrees.
-func grant(t testing.TB, kube *kubernetes.Clientset, ns string, users ...string) {
+func grant(t testing.TB, kube kubernetes.Interface, ns string, users ...string) {
+	t.Helper()
+	grantEdit(t, kube, ns, "configmaps", users...)
+}
+
+// grantEdit lets the users edit the core resource in ns, and waits until the authorizer agrees.
+func grantEdit(t testing.TB, kube kubernetes.Interface, ns, resource string, users ...string) {
 	t.Helper()
 	ctx := context.Background()
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "cm-editor", Namespace: ns},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}}}}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: resource + "-editor", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{resource}, Verbs: []string{"*"}}}}
 	if _, err := kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "cm-editors", Namespace: ns},
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: resource + "-editors", Namespace: ns},
 		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name}}
 	for _, u := range users {
 		binding.Subjects = append(binding.Subjects, rbacv1.Subject{Kind: "User", Name: u, APIGroup: "rbac.authorization.k8s.io"})
@@ -39,8 +45,8 @@ func grant(t testing.TB, kube *kubernetes.Clientset, ns string, users ...string)
 	}
 	for _, u := range users {
 		client := kubernetes.NewForConfigOrDie(cp.ImpersonatingConfig(u))
-		testenv.Eventually(t, time.Minute, u+" allowed to use ConfigMaps", func() (bool, string) {
-			_, err := client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		testenv.Eventually(t, time.Minute, u+" allowed to use "+resource, func() (bool, string) {
+			err := client.CoreV1().RESTClient().Get().Namespace(ns).Resource(resource).Param("limit", "1").Do(ctx).Error()
 			return err == nil, fmt.Sprint(err)
 		})
 	}

@@ -15,11 +15,9 @@ import (
 
 	"filippo.io/age"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/configbutler/gitops-reverser/crds"
@@ -101,7 +99,7 @@ func TestSecretsAreMirroredEncryptedWithSOPS(t *testing.T) {
 	ctx := context.Background()
 	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig())
 	grant(t, kube, ns, "alice")
-	grantSecrets(t, kube, ns, "alice")
+	grantEdit(t, kube, ns, "secrets", "alice")
 	rule, err := crds.ToUnstructured(&crds.WatchRule{ObjectMeta: metav1.ObjectMeta{Name: "secrets", Namespace: ns},
 		Spec: crds.WatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "dest"}, Rules: []crds.ResourceRule{{Resources: []string{"secrets"}}}}})
 	if err != nil {
@@ -218,32 +216,6 @@ func setEncryption(t testing.TB, dyn dynamic.Interface, ns, patch string) {
 	t.Helper()
 	if _, err := dyn.Resource(crds.GitDestinations).Namespace(ns).Patch(context.Background(), "dest", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// grantSecrets lets the users edit Secrets in ns.
-func grantSecrets(t testing.TB, kube kubernetes.Interface, ns string, users ...string) {
-	t.Helper()
-	ctx := context.Background()
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "secret-editor", Namespace: ns},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"*"}}}}
-	if _, err := kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "secret-editors", Namespace: ns},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}}
-	for _, u := range users {
-		binding.Subjects = append(binding.Subjects, rbacv1.Subject{Kind: "User", Name: u, APIGroup: rbacv1.GroupName})
-	}
-	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range users {
-		client := kubernetes.NewForConfigOrDie(cp.ImpersonatingConfig(u))
-		testenv.Eventually(t, time.Minute, u+" allowed to use Secrets", func() (bool, string) {
-			_, err := client.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{Limit: 1})
-			return err == nil, fmt.Sprint(err)
-		})
 	}
 }
 

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/configbutler/gitops-reverser/testenv"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,42 +35,11 @@ func chartPath(elem ...string) string {
 	return filepath.Join(append([]string{"..", "deploy", "helm", "gitops-reverser"}, elem...)...)
 }
 
-var helmBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// helmBinary returns the pinned helm, building it from the Go module proxy on first use into the
-// Makefile's tools cache ($TOOLS_CACHE, default ~/.cache/gitops-reverser/tools), where make
+// helmBinary returns the pinned helm, built once into the Makefile's tools cache, where make
 // helm-lint finds it too.
 func helmBinary(t testing.TB) string {
 	t.Helper()
-	helmBuild.once.Do(func() {
-		root := os.Getenv("TOOLS_CACHE")
-		if root == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				helmBuild.err = fmt.Errorf("find the tools cache: %w", err)
-				return
-			}
-			root = filepath.Join(home, ".cache", "gitops-reverser", "tools")
-		}
-		dir := filepath.Join(root, "helm-"+helmVersion)
-		helmBuild.path = filepath.Join(dir, "helm")
-		if _, err := os.Stat(helmBuild.path); err == nil {
-			return
-		}
-		cmd := exec.Command("go", "install", "helm.sh/helm/v3/cmd/helm@"+helmVersion)
-		cmd.Env = append(os.Environ(), "GOBIN="+dir)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			helmBuild.err = fmt.Errorf("build helm %s: %w\n%s", helmVersion, err, out)
-		}
-	})
-	if helmBuild.err != nil {
-		t.Fatal(helmBuild.err)
-	}
-	return helmBuild.path
+	return testenv.GoTool(t, "helm", "helm.sh/helm/v3/cmd/helm", helmVersion)
 }
 
 // runHelmTemplate renders the chart as release chartRelease in namespace with extra helm args.
