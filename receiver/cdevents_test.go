@@ -205,7 +205,7 @@ func MustCompileCDEventSchemas(tb testing.TB) map[string]*jsonschema.Schema {
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		doc, err := jsonschema.UnmarshalJSON(f)
 		if err != nil {
 			return err

@@ -230,7 +230,7 @@ func TestEveryCDEventsConformanceExampleTriggers(t *testing.T) {
 			for _, mode := range []string{"binary", "structured"} {
 				t.Run(ex.name+"/"+mode, func(t *testing.T) {
 					targets := []Target{{Namespace: "apps", Name: "a", RepoURL: otherRepo}}
-					want := []string{"apps/a"}
+					var want []string
 					if u := cdeventRepoURL(t, cde.Repository); u != "" {
 						targets = []Target{{Namespace: "apps", Name: "b", RepoURL: u}, targets[0]}
 						want = []string{"apps/b"}

@@ -22,10 +22,7 @@ type rules struct {
 
 // encrypted reports whether the leaf at path is (to be) encrypted.
 func (r rules) encrypted(path []string) bool {
-	enc := true
-	if r.unencryptedSuffix != "" && anyKey(path, func(k string) bool { return strings.HasSuffix(k, r.unencryptedSuffix) }) {
-		enc = false
-	}
+	enc := r.unencryptedSuffix == "" || !anyKey(path, func(k string) bool { return strings.HasSuffix(k, r.unencryptedSuffix) })
 	if r.encryptedSuffix != "" {
 		enc = anyKey(path, func(k string) bool { return strings.HasSuffix(k, r.encryptedSuffix) })
 	}

@@ -34,7 +34,7 @@ func runFakeDaemon(mode string) int {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprint(w, "# TYPE fake_up gauge\nfake_up 1\nfake_requests_total{code=\"200\"} 2\n")
+		_, _ = fmt.Fprint(w, "# TYPE fake_up gauge\nfake_up 1\nfake_requests_total{code=\"200\"} 2\n")
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: time.Second}
 	go func() { _ = srv.Serve(l) }()

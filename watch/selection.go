@@ -108,7 +108,7 @@ func expand(rules []ruleSpec, resources []APIResource, opts ExpandOptions, encry
 			if !ok {
 				continue
 			}
-			if res.Group == "" && res.Resource == "secrets" && !(encrypted && slices.Contains(rule.Resources, "secrets")) {
+			if res.Group == "" && res.Resource == "secrets" && (!encrypted || !slices.Contains(rule.Resources, "secrets")) {
 				secretsSkipped = true
 				continue
 			}

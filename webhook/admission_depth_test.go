@@ -127,7 +127,7 @@ func TestAdmissionOfDeepObjectsAllocatesLittle(t *testing.T) {
 				t.Errorf("post review: %v", err)
 				return
 			}
-			defer resp.Body.Close()
+			defer func() { _ = resp.Body.Close() }()
 			var out bytes.Buffer
 			if _, err := out.ReadFrom(resp.Body); err != nil {
 				t.Errorf("read answer: %v", err)

@@ -90,23 +90,19 @@ func (r *Registrar) Run(ctx context.Context) error {
 	case <-r.wake: // a signal from before Run: the first apply below covers it
 	default:
 	}
-	pending := true
 	for {
-		if pending {
-			pending = false
-			if rs, known := r.latest(); known {
-				err := r.apply(ctx, rs)
-				if ctx.Err() != nil {
-					return nil
-				}
-				r.cfg.OnApply(err)
-				if err != nil {
-					r.cfg.Log.Debug("webhook registration failed; retrying", "in", backoff, "err", err)
-					retry = time.After(backoff)
-					backoff = min(2*backoff, r.cfg.MaxBackoff)
-				} else {
-					retry, backoff = nil, r.cfg.MinBackoff
-				}
+		if rs, known := r.latest(); known {
+			err := r.apply(ctx, rs)
+			if ctx.Err() != nil {
+				return nil
+			}
+			r.cfg.OnApply(err)
+			if err != nil {
+				r.cfg.Log.Debug("webhook registration failed; retrying", "in", backoff, "err", err)
+				retry = time.After(backoff)
+				backoff = min(2*backoff, r.cfg.MaxBackoff)
+			} else {
+				retry, backoff = nil, r.cfg.MinBackoff
 			}
 		}
 		select {
@@ -115,7 +111,6 @@ func (r *Registrar) Run(ctx context.Context) error {
 		case <-r.wake:
 		case <-retry:
 		}
-		pending = true
 	}
 }
 
