@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"filippo.io/age"
 )
 
 var now = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -39,15 +41,7 @@ func TestEncryptDecryptsWithSopsCLI(t *testing.T) {
 	if IsEncrypted([]byte(secretYAML)) {
 		t.Error("IsEncrypted(plain Secret) = true")
 	}
-	got, err := Recipients(enc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{a.Recipient().String(), b.Recipient().String()}
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("Recipients = %v, want %v", got, want)
-	}
+	assertRecipients(t, enc, a, b)
 	// The key order of the document is kept, with sops last.
 	keys := regexp.MustCompile(`(?m)^(\w+):`).FindAllStringSubmatch(string(enc), -1)
 	var top []string
@@ -283,15 +277,7 @@ func TestCreationRulesDriveSopsCLI(t *testing.T) {
 			if !bytes.Contains(enc, []byte("namespace: prod")) || !bytes.Contains(enc, []byte("encrypted_regex: ^(data|stringData)$")) {
 				t.Errorf("not only data/stringData are encrypted:\n%s", enc)
 			}
-			got, err := Recipients(enc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := []string{a.Recipient().String(), b.Recipient().String()}
-			slices.Sort(want)
-			if !slices.Equal(got, want) {
-				t.Errorf("Recipients = %v, want %v", got, want)
-			}
+			assertRecipients(t, enc, a, b)
 			plain, err := Decrypt(enc, []string{b.String()})
 			if err != nil {
 				t.Fatal(err)
@@ -360,5 +346,22 @@ data:
 		if _, err := Encrypt([]byte(doc), r, now); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// assertRecipients checks that doc is encrypted for exactly the identities' recipients.
+func assertRecipients(t testing.TB, doc []byte, ids ...*age.X25519Identity) {
+	t.Helper()
+	got, err := Recipients(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, id := range ids {
+		want = append(want, id.Recipient().String())
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("Recipients = %v, want %v", got, want)
 	}
 }
