@@ -20,11 +20,16 @@ var encryptedRegex = regexp.MustCompile(EncryptedRegex)
 //
 // Key order is kept; comments are dropped. Empty strings stay empty and nulls stay null, as in sops.
 func Encrypt(doc []byte, recipients []string, now time.Time) ([]byte, error) {
-	names, parsed, err := sortedRecipients(recipients)
+	m, err := parseMapping(doc)
 	if err != nil {
 		return nil, fmt.Errorf("sops encrypt: %w", err)
 	}
-	m, err := parseMapping(doc)
+	return encryptMapping(m, recipients, now)
+}
+
+// encryptMapping is Encrypt of a parsed document; it encrypts m in place.
+func encryptMapping(m *yaml.Node, recipients []string, now time.Time) ([]byte, error) {
+	names, parsed, err := sortedRecipients(recipients)
 	if err != nil {
 		return nil, fmt.Errorf("sops encrypt: %w", err)
 	}

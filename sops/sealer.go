@@ -54,11 +54,7 @@ func (s *Sealer) Seal(plaintext []byte, recipients []string) ([]byte, func(curre
 	if err := setAnnotation(m, DigestAnnotation, s.digest(now.Format(time.RFC3339), recipients, plaintext)); err != nil {
 		return nil, nil, fmt.Errorf("seal: %w", err)
 	}
-	annotated, err := encodeYAML(m, 2)
-	if err != nil {
-		return nil, nil, fmt.Errorf("seal: %w", err)
-	}
-	doc, err := Encrypt(annotated, recipients, now)
+	doc, err := encryptMapping(m, recipients, now)
 	if err != nil {
 		return nil, nil, err
 	}
