@@ -89,10 +89,7 @@ func leaderIdentity(podName string) string {
 // Run stands by, and runs work while this replica leads, until ctx ends or work fails. It
 // returns work's error; losing the Lease is not an error (the replica stands by again).
 func (l *leadership) Run(ctx context.Context, work func(context.Context) error) error {
-	if l.pods != nil {
-		// A restarted container keeps its Pod's labels: a standby must not receive webhooks.
-		l.stepDownLabel(ctx)
-	}
+	l.stepDownLabel(ctx) // a restarted container keeps its Pod's labels: a standby must not receive webhooks
 	for ctx.Err() == nil {
 		if err := l.term(ctx, work); err != nil {
 			return err
@@ -159,14 +156,10 @@ func (l *leadership) term(ctx context.Context, work func(context.Context) error)
 		case <-leadCtx.Done():
 			l.log.Warn("lost the leader lease; stopping, then standing by")
 		}
-		if l.pods != nil {
-			l.stepDownLabel(ctx) // first: the Services stop sending webhooks here
-		}
+		l.stepDownLabel(ctx) // first: the Services stop sending webhooks here
 		stopWork()
 	})
-	if l.pods != nil {
-		wg.Go(func() { l.labelAsLeader(workCtx) })
-	}
+	wg.Go(func() { l.labelAsLeader(workCtx) })
 	err = work(workCtx)
 	stopWork()
 	wg.Wait()
@@ -230,12 +223,16 @@ func (l *leadership) role() string {
 
 // labelAsLeader labels this replica's Pod, then takes the label off any other Pod that still
 // carries it (a leader that was killed cannot remove its own), retrying until it works or ctx ends.
+// Without --pod-name there is no Pod to label.
 func (l *leadership) labelAsLeader(ctx context.Context) {
+	if l.pods == nil {
+		return
+	}
 	if !l.optional.retry(ctx, metrics.PartLeaderLabel, func() (problem, bool) {
 		err := l.pods.lead(ctx)
 		return problem{
 			what: "label the leader's Pod " + l.cfg.Namespace + "/" + l.cfg.PodName + ": " + fmt.Sprint(err),
-			fix:  "grant the daemon get, list and patch on pods in its namespace (deploy/rbac.yaml, the Helm chart), and set --" + keyPodName + " to its Pod's name",
+			fix:  "grant the daemon list and patch on pods in its namespace (deploy/rbac.yaml, the Helm chart), and set --" + keyPodName + " to its Pod's name",
 		}, err == nil
 	}) {
 		return
@@ -247,6 +244,9 @@ func (l *leadership) labelAsLeader(ctx context.Context) {
 // stepDownLabel takes the label off this replica's Pod: one bounded attempt; should it fail, the
 // next leader takes it off.
 func (l *leadership) stepDownLabel(ctx context.Context) {
+	if l.pods == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := l.pods.standBy(ctx); err != nil {
