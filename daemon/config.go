@@ -52,6 +52,9 @@ type Config struct {
 	SyncRunRetentionFail time.Duration
 	ReceiverBindAddress  string
 	ReceiverCertDir      string
+	UIBindAddress        string
+	UIAuth               string
+	UICertDir            string
 	LeaderElect          bool
 	LeaderElectionNS     string
 	LeaderElectionID     string
@@ -175,6 +178,9 @@ func configFrom(c *cli.Context) (Config, error) {
 		SyncRunRetentionFail: c.Duration(keySyncRunRetentionFail),
 		ReceiverBindAddress:  c.String(keyReceiverBindAddress),
 		ReceiverCertDir:      c.String(keyReceiverCertDir),
+		UIBindAddress:        c.String(keyUIBindAddress),
+		UIAuth:               c.String(keyUIAuth),
+		UICertDir:            c.String(keyUICertDir),
 		LeaderElect:          c.Bool(keyLeaderElect),
 		LeaderElectionNS:     c.String(keyLeaderElectionNS),
 		LeaderElectionID:     c.String(keyLeaderElectionID),
@@ -213,6 +219,7 @@ func configFrom(c *cli.Context) (Config, error) {
 		check(err == nil && port != "", keyReceiverBindAddress, "must be host:port or :port, got %q", cfg.ReceiverBindAddress)
 	}
 	check(cfg.ReceiverCertDir == "" || cfg.ReceiverBindAddress != "", keyReceiverCertDir, "has no effect without %s", keyReceiverBindAddress)
+	checkUI(cfg, check)
 	if cfg.LeaderElectionNS == "" {
 		cfg.LeaderElectionNS = cfg.Namespace
 	}

@@ -46,7 +46,7 @@ func TestDefaultsMatchTheSpec(t *testing.T) {
 		CorrelationTTL: time.Minute, CorrelationCapacity: 10000,
 		MetricsBindAddress: ":8080", HealthBindAddress: ":8081", LogFormat: "text",
 		WriteBackInterval: 5 * time.Minute, MaxProposalsPerTick: 25,
-		SyncRunRetention: 90 * 24 * time.Hour, SyncRunRetentionFail: 365 * 24 * time.Hour,
+		SyncRunRetention: 90 * 24 * time.Hour, SyncRunRetentionFail: 365 * 24 * time.Hour, UIAuth: "token",
 		LeaderElectionNS: "gitops-reverser-system", LeaderElectionID: "gitops-reverser-leader",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 	}
@@ -128,6 +128,11 @@ func TestBadConfigIsAConfigErrorNamingTheKey(t *testing.T) {
 		{name: "retry above half the deadline", args: []string{"--leader-election-retry-period", "6s"}, wantText: "leader-election-retry-period"},
 		{name: "lease name", args: []string{"--leader-election-id", "Leader_1"}, wantText: "leader-election-id"},
 		{name: "pod name", args: []string{"--pod-name", "-pod"}, wantText: "pod-name"},
+		{name: "page without sign-in on every interface", args: []string{"--ui-bind-address", ":9090", "--ui-auth", "none"}, wantText: "ui-auth: none shows everything"},
+		{name: "page without sign-in on a public address", args: []string{"--ui-bind-address", "10.0.0.1:9090", "--ui-auth", "none"}, wantText: "must be a loopback address"},
+		{name: "unknown page auth", args: []string{"--ui-auth", "basic"}, wantText: "ui-auth: must be token or none"},
+		{name: "page address without port", args: []string{"--ui-bind-address", "127.0.0.1"}, wantText: "ui-bind-address"},
+		{name: "page certificates without the page", args: []string{"--ui-cert-dir", "/certs"}, wantText: "ui-cert-dir: has no effect"},
 		{name: "missing config file", args: []string{"--config", "/nonexistent/config.yaml"}, wantText: "config file"},
 	}
 	for _, tc := range cases {

@@ -50,6 +50,9 @@ const (
 	keySyncRunRetentionFail = "syncrun-retention-failed"
 	keyReceiverBindAddress  = "receiver-bind-address"
 	keyReceiverCertDir      = "receiver-cert-dir"
+	keyUIBindAddress        = "ui-bind-address"
+	keyUIAuth               = "ui-auth"
+	keyUICertDir            = "ui-cert-dir"
 	keyLeaderElect          = "leader-elect"
 	keyLeaderElectionNS     = "leader-election-namespace"
 	keyLeaderElectionID     = "leader-election-id"
@@ -169,6 +172,12 @@ func Flags() []cli.Flag {
 			Usage: "address of the Receivers' webhook server (Git hosts, CDEvents), e.g. :9292; empty means off"},
 		&cli.StringFlag{Name: keyReceiverCertDir, EnvVars: envs(keyReceiverCertDir),
 			Usage: "directory with tls.crt and tls.key for the Receivers' server; empty means plain HTTP, for an Ingress in front"},
+		&cli.StringFlag{Name: keyUIBindAddress, EnvVars: envs(keyUIBindAddress),
+			Usage: "address of the operator page (destinations, sync runs, proposals), e.g. :9090; empty means off"},
+		&cli.StringFlag{Name: keyUIAuth, EnvVars: envs(keyUIAuth), Value: uiAuthToken,
+			Usage: "who may see the operator page: token (a Kubernetes bearer token, checked with a TokenReview and SubjectAccessReviews) or none (everything read-only, loopback addresses only)"},
+		&cli.StringFlag{Name: keyUICertDir, EnvVars: envs(keyUICertDir),
+			Usage: "directory with tls.crt and tls.key for the operator page; empty means plain HTTP, for an Ingress with TLS in front"},
 		&cli.BoolFlag{Name: keyLeaderElect, EnvVars: envs(keyLeaderElect),
 			Usage: "run as one of several replicas: only the holder of a Lease mirrors, pushes, applies and serves webhooks; the others stand by"},
 		&cli.StringFlag{Name: keyLeaderElectionNS, EnvVars: envs(keyLeaderElectionNS),
