@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/configbutler/gitops-reverser/httpserver"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/receiver"
 )
@@ -52,10 +53,11 @@ func (r *receivers) Run(ctx context.Context) error {
 			r.log.Error("receiver controller stopped", "err", err)
 		}
 	})
-	var srv *receiver.Server
+	var srv *httpserver.Server
 	listening := r.optional.retry(ctx, metrics.PartReceivers, func() (problem, bool) {
 		var err error
-		srv, err = receiver.StartServer(receiver.ServerConfig{
+		srv, err = httpserver.Start(httpserver.Config{
+			Name:        "receiver",
 			BindAddress: r.cfg.ReceiverBindAddress, CertDir: r.cfg.ReceiverCertDir,
 			Handler: r.handler, Log: r.log,
 		})

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/httpserver"
 	"github.com/configbutler/gitops-reverser/metrics"
 )
 
@@ -111,15 +112,9 @@ func (r *rig) lastObserved() observed {
 // serve runs the rig's handler behind the real server on loopback and returns its base URL.
 func (r *rig) serve(tb testing.TB) string {
 	tb.Helper()
-	return startTestServer(tb, ServerConfig{BindAddress: "127.0.0.1:0", Handler: r.handler}, "http")
-}
-
-// startTestServer starts a server that stops when the test ends, and returns its base URL.
-func startTestServer(tb testing.TB, cfg ServerConfig, scheme string) string {
-	tb.Helper()
-	s, err := StartServer(cfg)
+	s, err := httpserver.Start(httpserver.Config{Name: "receiver", BindAddress: "127.0.0.1:0", Handler: r.handler})
 	if err != nil {
-		tb.Fatalf("StartServer: %v", err)
+		tb.Fatalf("start server: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -130,7 +125,7 @@ func startTestServer(tb testing.TB, cfg ServerConfig, scheme string) string {
 			tb.Errorf("Run: %v", err)
 		}
 	})
-	return scheme + "://" + s.Addr()
+	return "http://" + s.Addr()
 }
 
 // post sends a delivery over HTTP and returns the status and body.

@@ -1,4 +1,9 @@
-package receiver
+// Package httpserver is the HTTP server of the daemon's optional endpoints that people and other
+// systems reach over the network (the Receivers' webhooks, the operator page): named limits,
+// listen before serve so a bind error surfaces at start, plain HTTP for an Ingress in front or
+// TLS 1.2+ from a certificate directory that may be replaced while running, and a graceful
+// shutdown when its context ends.
+package httpserver
 
 import (
 	"context"
@@ -13,7 +18,7 @@ import (
 	"github.com/configbutler/gitops-reverser/webhook"
 )
 
-// Limits of the receiver's server. A body is capped by the handler (MaxBodyBytes).
+// Limits of the server. A body is capped by the handler, which knows what it expects.
 const (
 	readHeaderTimeout = 5 * time.Second
 	readTimeout       = 30 * time.Second
@@ -23,21 +28,24 @@ const (
 	shutdownTimeout   = 5 * time.Second
 )
 
-// ServerConfig is where and how the receiver listens.
-type ServerConfig struct {
+// Config is where and how a server listens.
+type Config struct {
+	// Name says which server this is in logs and errors, e.g. "receiver".
+	Name string
 	// BindAddress is host:port (":0" picks a free port).
 	BindAddress string
 	// CertDir, when set, holds tls.crt and tls.key: the server speaks TLS 1.2+ and picks up
 	// replaced files without a restart. Empty means plain HTTP, for behind an Ingress.
 	CertDir string
-	// Handler serves every request (NewHandler).
+	// Handler serves every request.
 	Handler http.Handler
 	// Log receives the server's own errors (e.g. failed TLS handshakes); nil discards.
 	Log *slog.Logger
 }
 
-// Server is the receiver's listener. StartServer listens; Run serves until its context ends.
+// Server is a listener and its server. Start listens; Run serves until its context ends.
 type Server struct {
+	name string
 	srv  *http.Server
 	ln   net.Listener
 	tls  bool
@@ -45,14 +53,14 @@ type Server struct {
 	log  *slog.Logger
 }
 
-// StartServer listens at once, so a port in use or unreadable certificates are an error the
+// Start listens at once, so a port in use or unreadable certificates are an error the
 // caller can report; serving starts with Run.
-func StartServer(cfg ServerConfig) (*Server, error) {
+func Start(cfg Config) (*Server, error) {
 	if cfg.Handler == nil {
-		return nil, errors.New("start receiver server: no handler")
+		return nil, fmt.Errorf("start %s server: no handler", cfg.Name)
 	}
 	if cfg.BindAddress == "" {
-		return nil, errors.New("start receiver server: no bind address")
+		return nil, fmt.Errorf("start %s server: no bind address", cfg.Name)
 	}
 	log := cfg.Log
 	if log == nil {
@@ -62,7 +70,7 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	if cfg.CertDir != "" {
 		certs, err := webhook.NewFileCerts(cfg.CertDir)
 		if err != nil {
-			return nil, fmt.Errorf("start receiver server: %w", err)
+			return nil, fmt.Errorf("start %s server: %w", cfg.Name, err)
 		}
 		tlsConfig = &tls.Config{
 			MinVersion:     tls.VersionTLS12,
@@ -72,9 +80,10 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	}
 	ln, err := net.Listen("tcp", cfg.BindAddress)
 	if err != nil {
-		return nil, fmt.Errorf("listen for receiver server on %s: %w", cfg.BindAddress, err)
+		return nil, fmt.Errorf("listen for %s server on %s: %w", cfg.Name, cfg.BindAddress, err)
 	}
 	return &Server{
+		name: cfg.Name,
 		srv: &http.Server{
 			Handler:           cfg.Handler,
 			TLSConfig:         tlsConfig,
@@ -106,21 +115,21 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		served <- s.srv.Serve(s.ln)
 	}()
-	s.log.Info("serving", "server", "receiver", "address", s.addr, "tls", s.tls)
+	s.log.Info("serving", "server", s.name, "address", s.addr, "tls", s.tls)
 	select {
 	case err := <-served:
-		return fmt.Errorf("receiver server: %w", err)
+		return fmt.Errorf("%s server: %w", s.name, err)
 	case <-ctx.Done():
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
 	var errs []error
 	if err := s.srv.Shutdown(shutdownCtx); err != nil {
-		errs = append(errs, fmt.Errorf("shut down receiver server: %w", err))
+		errs = append(errs, fmt.Errorf("shut down %s server: %w", s.name, err))
 		_ = s.srv.Close()
 	}
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		errs = append(errs, fmt.Errorf("receiver server: %w", err))
+		errs = append(errs, fmt.Errorf("%s server: %w", s.name, err))
 	}
 	return errors.Join(errs...)
 }

@@ -1,4 +1,4 @@
-package receiver
+package httpserver
 
 import (
 	"context"
@@ -9,13 +9,12 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -26,26 +25,26 @@ func TestStartServerPortInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = l.Close() }()
-	s, err := StartServer(ServerConfig{BindAddress: l.Addr().String(), Handler: http.NotFoundHandler()})
+	s, err := Start(Config{Name: "test", BindAddress: l.Addr().String(), Handler: http.NotFoundHandler()})
 	if err == nil {
-		t.Fatalf("StartServer on %s, a port in use, served at %s", l.Addr(), s.Addr())
+		t.Fatalf("Start on %s, a port in use, served at %s", l.Addr(), s.Addr())
 	}
 }
 
 func TestStartServerRefusesAMissingCertDirOrConfig(t *testing.T) {
-	for name, cfg := range map[string]ServerConfig{
+	for name, cfg := range map[string]Config{
 		"CertDirWithoutPair": {BindAddress: "127.0.0.1:0", Handler: http.NotFoundHandler(), CertDir: t.TempDir()},
 		"NoHandler":          {BindAddress: "127.0.0.1:0"},
 		"NoAddress":          {Handler: http.NotFoundHandler()},
 	} {
-		if _, err := StartServer(cfg); err == nil {
-			t.Errorf("%s: StartServer did not fail", name)
+		if _, err := Start(cfg); err == nil {
+			t.Errorf("%s: Start did not fail", name)
 		}
 	}
 }
 
 func TestServerStopsWhenContextEnds(t *testing.T) {
-	s, err := StartServer(ServerConfig{BindAddress: "127.0.0.1:0", Handler: http.NotFoundHandler()})
+	s, err := Start(Config{Name: "test", BindAddress: "127.0.0.1:0", Handler: http.NotFoundHandler()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,28 +109,39 @@ func writeServingCert(t *testing.T, dir string) *x509.CertPool {
 func TestServerServesTLSFromCertDir(t *testing.T) {
 	dir := t.TempDir()
 	pool := writeServingCert(t, dir)
-	r := newRig(t)
-	path := r.add(&Entry{Name: "gh", Type: TypeGitHub,
-		Targets: []Target{{Namespace: "apps", Name: "d", RepoURL: "https://github.com/jessesuen/test-repo"}}})
-	base := startTestServer(t, ServerConfig{BindAddress: "127.0.0.1:0", CertDir: dir, Handler: r.handler}, "https")
+	hello := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("hello")) })
+	s, err := Start(Config{Name: "test", BindAddress: "127.0.0.1:0", CertDir: dir, Handler: hello})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 	defer client.CloseIdleConnections()
-
-	body := mustPayload(t, "github-commit-event.json")
-	status, answer := post(t, client, base+path, signed(TypeGitHub, testToken, body, "push", "tls-1"), body)
-	if status != http.StatusAccepted || !slices.Equal(r.trig.got(), []string{"apps/d"}) {
-		t.Fatalf("over TLS: %d %q, triggered %v", status, answer, r.trig.got())
+	resp, err := client.Get("https://" + s.Addr() + "/")
+	if err != nil {
+		t.Fatalf("GET over TLS: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != "hello" {
+		t.Fatalf("over TLS: %d %q", resp.StatusCode, body)
 	}
 
 	// Plain HTTP to the TLS port is answered 400 by net/http, never by the handler.
-	resp, err := http.Post("http://"+strings.TrimPrefix(base, "https://")+path, "application/json", nil)
+	resp, err = http.Get("http://" + s.Addr() + "/")
 	if err == nil {
+		body, _ := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest {
-			t.Fatalf("plain HTTP to the TLS listener: %d", resp.StatusCode)
+		if resp.StatusCode != http.StatusBadRequest || string(body) == "hello" {
+			t.Fatalf("plain HTTP to the TLS listener: %d %q", resp.StatusCode, body)
 		}
-	}
-	if got := r.trig.got(); len(got) != 1 {
-		t.Fatalf("triggered %v after plain HTTP", got)
 	}
 }
