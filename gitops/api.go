@@ -129,14 +129,16 @@ var ErrFenced = errors.New("push fenced: this replica does not hold the lease")
 
 // WorkerStatus is a snapshot of a worker's progress.
 type WorkerStatus struct {
-	URL, Branch  string    // the remote (credentials removed) and branch
-	LastPushed   string    // SHA of the last commit the remote accepted
-	LastPushTime time.Time // when it was accepted
-	LastFetched  string    // SHA of the remote tip at the last fetch
-	LastError    error     // the last push or fetch error, nil once one works again
-	FailingSince time.Time // when LastError went from nil to an error
-	Pending      int       // changes accepted but not yet pushed
-	Coalesced    int       // times a bound merged waiting changes per file (their authors are lost)
+	URL, Branch      string    // the remote (credentials removed) and branch
+	LastPushed       string    // SHA of the last commit the remote accepted
+	LastPushedAuthor Signature // who that commit names as its author
+	LastPushTime     time.Time // when it was accepted
+	LastFetched      string    // SHA of the remote tip at the last fetch
+	LastError        error     // the last push or fetch error, nil once one works again
+	FailingSince     time.Time // when LastError went from nil to an error
+	Failures         int       // pushes and fetches that failed in a row since the last that worked
+	Pending          int       // changes accepted but not yet pushed
+	Coalesced        int       // times a bound merged waiting changes per file (their authors are lost)
 }
 
 // FetchResult is the remote tip after a fetch.

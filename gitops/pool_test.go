@@ -149,14 +149,14 @@ func TestPoolPushesStatusChanges(t *testing.T) {
 	}
 	testenv.Eventually(t, 30*time.Second, "the owner told of the failing push", func() (bool, string) {
 		s, _ := tp.WorkerStatus(url, "main")
-		return tp.changes.Load() > told && s.LastError != nil && !s.FailingSince.IsZero(), fmt.Sprintf("%+v", s)
+		return tp.changes.Load() > told && s.LastError != nil && !s.FailingSince.IsZero() && s.Failures > 0, fmt.Sprintf("%+v", s)
 	})
 
 	told = tp.changes.Load()
 	srv.SetAvailable(true)
 	testenv.Eventually(t, 30*time.Second, "the owner told the push landed", func() (bool, string) {
 		s, _ := tp.WorkerStatus(url, "main")
-		return tp.changes.Load() > told && s.LastError == nil && s.Pending == 0, fmt.Sprintf("%+v", s)
+		return tp.changes.Load() > told && s.LastError == nil && s.Failures == 0 && s.Pending == 0, fmt.Sprintf("%+v", s)
 	})
 	if s := tp.state(t, repo); !s.Reachable {
 		t.Errorf("after a push landed the repository is %+v, want reachable without waiting for a recheck", s)

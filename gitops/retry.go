@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +40,7 @@ type build struct {
 	base, tip plumbing.Hash
 	runs      int // pending runs already turned into commits
 	stats     buildStats
+	author    Signature // of the newest commit built
 }
 
 // push commits the pending runs and pushes them, holding a slot. A failure schedules a retry,
@@ -173,11 +175,15 @@ func (w *Worker) buildPending() error {
 		w.built = build{valid: true, base: w.base, tip: w.base}
 	}
 	for w.built.runs < len(w.pending) {
-		tip, err := w.commitRun(w.built.tip, w.pending[w.built.runs], &w.built.stats)
+		r := w.pending[w.built.runs]
+		tip, err := w.commitRun(w.built.tip, r, &w.built.stats)
 		if err != nil {
 			w.built.valid = false
 			w.needFetch = true // a missing object is repaired by fetching
 			return err
+		}
+		if tip != w.built.tip { // a run that changes nothing makes no commit
+			w.built.author = cmp.Or(r.author, w.identity.Bot)
 		}
 		w.built.tip = tip
 		w.built.runs++
@@ -187,7 +193,7 @@ func (w *Worker) buildPending() error {
 
 // landed records a push the remote accepted: the objects join the clone as one pack.
 func (w *Worker) landed(pack []byte) {
-	tip, stats := w.built.tip, w.built.stats
+	tip, stats, author := w.built.tip, w.built.stats, w.built.author
 	w.m.landed(stats)
 	w.pending, w.built, w.base = nil, build{}, tip
 	if err := w.store.persist(pack); err != nil {
@@ -201,5 +207,5 @@ func (w *Worker) landed(pack []byte) {
 		w.log.Warn("compact clone", "err", err) // lookups get slower, nothing is lost
 	}
 	w.log.Info("pushed", "tip", tip, "commits", stats.commits, "written", stats.written, "deleted", stats.deleted)
-	w.setOK(tip.String())
+	w.setOK(tip.String(), author)
 }

@@ -175,7 +175,7 @@ func (w *Worker) fetch(ctx context.Context) FetchResult {
 	w.base, w.needFetch, w.failures = tip, false, 0
 	w.setStatus(func(s *WorkerStatus) { s.LastFetched = hashString(tip) })
 	if len(w.pending) == 0 {
-		w.setOK("")
+		w.setOK("", Signature{})
 	}
 	return FetchResult{Tip: hashString(tip)}
 }
@@ -266,6 +266,7 @@ func (w *Worker) setFailing(err error) {
 	w.setStatus(func(s *WorkerStatus) {
 		flipped = s.LastError == nil
 		s.LastError = err
+		s.Failures++
 		if flipped {
 			s.FailingSince = time.Now()
 		}
@@ -275,15 +276,15 @@ func (w *Worker) setFailing(err error) {
 	}
 }
 
-// setOK records a push that landed (tip) or a fetch that worked (""); the owner is told when
-// the worker stops failing.
-func (w *Worker) setOK(tip string) {
+// setOK records a push that landed (tip, whose commit author wrote) or a fetch that worked
+// (""); the owner is told when the worker stops failing.
+func (w *Worker) setOK(tip string, author Signature) {
 	var flipped bool
 	w.setStatus(func(s *WorkerStatus) {
 		flipped = s.LastError != nil
-		s.LastError, s.FailingSince = nil, time.Time{}
+		s.LastError, s.FailingSince, s.Failures = nil, time.Time{}, 0
 		if tip != "" {
-			s.LastPushed, s.LastPushTime = tip, time.Now()
+			s.LastPushed, s.LastPushTime, s.LastPushedAuthor = tip, time.Now(), author
 		}
 	})
 	if flipped {

@@ -45,8 +45,8 @@ func TestFirstCommitCreatesBranchInEmptyRemote(t *testing.T) {
 	if len(log) != 1 || len(log[0].Parents) != 0 {
 		t.Fatalf("want one root commit, got %+v", log)
 	}
-	if w.Status().LastPushed != log[0].SHA {
-		t.Errorf("status last pushed = %q, want %q", w.Status().LastPushed, log[0].SHA)
+	if st := w.Status(); st.LastPushed != log[0].SHA || st.LastPushedAuthor.Name != log[0].AuthorName {
+		t.Errorf("status last pushed = %q by %+v, want %q by %q", st.LastPushed, st.LastPushedAuthor, log[0].SHA, log[0].AuthorName)
 	}
 	mustFsck(t, srv, "empty")
 }
