@@ -1,5 +1,6 @@
-# gitops-reverser. Everything a target needs beyond Go, git and gcc is built from the Go module
-# proxy at a pinned version and cached under $(TOOLS_CACHE), so only the first run pays.
+# gitops-reverser. Everything a target needs beyond Go, git, gcc and node is built from the Go
+# module proxy or installed from npm or Debian's archive, at a pinned version, and cached under
+# $(TOOLS_CACHE) (Debian's chromium in /usr/bin), so only the first run pays.
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 
@@ -14,9 +15,19 @@ CHART := deploy/helm/gitops-reverser
 # a test keeps its version equal to this one.
 SOPS_VERSION := v3.13.3
 SOPS := $(TOOLS_CACHE)/sops-$(SOPS_VERSION)/sops
+# testenv/browser.go drives a headless Chromium with the same playwright-core from the same place
+# (installing it there too when missing); a test keeps its version equal to this one.
+PLAYWRIGHT_VERSION := 1.64.1
+PLAYWRIGHT_DIR := $(TOOLS_CACHE)/playwright-core-$(PLAYWRIGHT_VERSION)
+PLAYWRIGHT := $(PLAYWRIGHT_DIR)/node_modules/playwright-core
+# Debian's chromium, not a browser build of playwright's own (which nothing here can download).
+# Security updates replace the archive's version, so make chromium falls back to the current one,
+# with a warning, once this one is gone: update it then (apt-cache policy chromium).
+CHROMIUM_VERSION := 156.0.8078.79-1~deb12u1
+CHROMIUM ?= /usr/bin/chromium
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build test lint helm-lint sops testenv testenv-bins demo bench clean
+.PHONY: all build test lint helm-lint sops browser playwright chromium testenv testenv-bins demo bench clean
 
 all: build
 
@@ -26,7 +37,7 @@ build: ## the daemon binary in bin/
 testenv-bins: ## build (once) the pinned etcd, kube-apiserver and kubectl used by tests
 	go run ./testenv/cmd/testenv -build
 
-test: testenv-bins sops ## vet and run every test against a real apiserver and real git remotes
+test: testenv-bins sops browser ## vet and run every test against a real apiserver and real git remotes
 	go vet ./...
 	go test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
@@ -51,6 +62,40 @@ sops: $(SOPS) ## build (once) the pinned sops CLI the tests use to check the SOP
 $(SOPS):
 	GOBIN=$(dir $@) go install github.com/getsops/sops/v3/cmd/sops@$(SOPS_VERSION)
 
+browser: playwright chromium ## install (once) the headless Chromium and playwright-core the browser tests drive
+
+playwright: $(PLAYWRIGHT)/package.json ## install (once) the pinned playwright-core from npm
+
+# Installed into a scratch directory and moved into place, so an interrupted install is not taken
+# for a finished one. The package.json npm writes stays in the cache, not in the repository.
+$(PLAYWRIGHT)/package.json:
+	rm -rf $(PLAYWRIGHT_DIR).tmp
+	mkdir -p $(PLAYWRIGHT_DIR).tmp
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --prefix $(PLAYWRIGHT_DIR).tmp --no-audit --no-fund playwright-core@$(PLAYWRIGHT_VERSION)
+	rm -rf $(PLAYWRIGHT_DIR)
+	mv $(PLAYWRIGHT_DIR).tmp $(PLAYWRIGHT_DIR)
+
+# apt-get install first, and apt-get update only when that fails: the lists of a fresh machine are
+# empty or stale, while a second run should not reach the archive at all.
+chromium: ## install (once) Debian's chromium, the pinned version while the archive still has it
+	@if [ -x $(CHROMIUM) ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then sudo=; \
+	elif command -v sudo >/dev/null; then sudo=sudo; \
+	else echo "$(CHROMIUM) is missing and installing it needs root: install the Debian package chromium (apt-get install chromium)" >&2; exit 1; fi; \
+	apt() { $$sudo env DEBIAN_FRONTEND=noninteractive apt-get "$$@"; }; \
+	pinned="chromium=$(CHROMIUM_VERSION) chromium-common=$(CHROMIUM_VERSION)"; \
+	if ! apt install -y --no-install-recommends $$pinned; then \
+	  apt update; \
+	  if apt-cache madison chromium | awk '{print $$3}' | grep -qxF '$(CHROMIUM_VERSION)'; then \
+	    apt install -y --no-install-recommends $$pinned; \
+	  else \
+	    echo "warning: chromium $(CHROMIUM_VERSION) is gone from the archive; installing the current one (update CHROMIUM_VERSION in the Makefile)" >&2; \
+	    apt install -y --no-install-recommends chromium; \
+	  fi; \
+	fi; \
+	if [ ! -x $(CHROMIUM) ]; then echo "the Debian package chromium is installed but $(CHROMIUM) is missing" >&2; exit 1; fi; \
+	$(CHROMIUM) --version
+
 testenv: ## start a control plane and a git server for manual use; prints a kubeconfig path
 	go run ./testenv/cmd/testenv
 
@@ -59,7 +104,7 @@ demo: ## run the daemon against a local control plane and git repository, and sh
 
 BENCH_PACKAGES := ./daemon/ ./gitops/ ./receiver/ ./sanitize/ ./sops/ ./webhook/
 
-bench: testenv-bins ## print speed and memory figures (tests never assert on time)
+bench: testenv-bins browser ## print speed and memory figures (tests never assert on time)
 	go test -count=1 -run '^$$' -bench . -benchtime 1x -timeout $(TEST_TIMEOUT) $(BENCH_PACKAGES)
 
 clean:
