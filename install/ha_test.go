@@ -53,8 +53,8 @@ func (r renderedChart) has(kind, name string) bool {
 	return slices.ContainsFunc(r.objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == kind && o.GetName() == name })
 }
 
-// checkServiceSelectors: the webhook and receiver Services select the leader label exactly when
-// leaderOnly, the metrics Service never does, and each selects nothing else the Pod lacks.
+// checkServiceSelectors: the webhook, receiver and ui Services select the leader label exactly
+// when leaderOnly, the metrics Service never does, and each selects nothing else the Pod lacks.
 func checkServiceSelectors(t *testing.T, r renderedChart, leaderOnly bool) {
 	t.Helper()
 	services := r.services(t)
@@ -65,6 +65,7 @@ func checkServiceSelectors(t *testing.T, r renderedChart, leaderOnly bool) {
 	for name, wantLeader := range map[string]bool{
 		chartRelease:               leaderOnly,
 		chartRelease + "-receiver": leaderOnly,
+		chartRelease + "-ui":       leaderOnly,
 		chartRelease + "-metrics":  false,
 	} {
 		svc, ok := services[name]
@@ -99,7 +100,7 @@ func checkServiceSelectors(t *testing.T, r renderedChart, leaderOnly bool) {
 // namespace, the Pod's name from the downward API, and the webhook and receiver Services pointed at
 // the leader's Pod only while metrics reach every replica.
 func TestChartLeaderElectionByDefault(t *testing.T) {
-	r := renderChart(t, "--set", "receiver.enabled=true", "--set", "metrics.serviceMonitor.enabled=true")
+	r := renderChart(t, "--set", "receiver.enabled=true", "--set", "ui.enabled=true", "--set", "metrics.serviceMonitor.enabled=true")
 	d := r.deployment.Spec
 	if got := deref(d.Replicas); got != int32(1) {
 		t.Errorf("replicas = %v, want 1", got)
@@ -269,7 +270,7 @@ func TestChartHighAvailability(t *testing.T) {
 					}
 				}
 			}
-			checkServiceSelectors(t, renderChart(t, append([]string{"--set", "ha.enabled=true", "--set", "receiver.enabled=true"}, tc.args...)...), true)
+			checkServiceSelectors(t, renderChart(t, append([]string{"--set", "ha.enabled=true", "--set", "receiver.enabled=true", "--set", "ui.enabled=true"}, tc.args...)...), true)
 		})
 	}
 
@@ -303,7 +304,7 @@ func TestChartHighAvailability(t *testing.T) {
 // to another (Recreate), with Services that select its Pod without a leader label and no Lease or
 // Pod permissions; two replicas without leader election are refused.
 func TestChartWithoutLeaderElection(t *testing.T) {
-	r := renderChart(t, "--set", "leaderElection.enabled=false", "--set", "receiver.enabled=true")
+	r := renderChart(t, "--set", "leaderElection.enabled=false", "--set", "receiver.enabled=true", "--set", "ui.enabled=true")
 	if got := deref(r.deployment.Spec.Replicas); got != int32(1) {
 		t.Errorf("replicas = %v, want 1", got)
 	}

@@ -10,8 +10,9 @@ import (
 )
 
 // TestChartNetworkPolicyAdmitsOnlyTheAPIServerToTheWebhook: off by default; when enabled, the
-// webhook port admits only the listed CIDRs while the metrics and health ports stay open, and an
-// empty CIDR list is refused rather than rendered as a policy that shuts the apiserver out.
+// webhook port admits only the listed CIDRs while the metrics, health, receiver and ui ports stay
+// open, and an empty CIDR list is refused rather than rendered as a policy that shuts the
+// apiserver out.
 func TestChartNetworkPolicyAdmitsOnlyTheAPIServerToTheWebhook(t *testing.T) {
 	for _, o := range renderChart(t).objs {
 		if o.GetKind() == "NetworkPolicy" {
@@ -19,7 +20,7 @@ func TestChartNetworkPolicyAdmitsOnlyTheAPIServerToTheWebhook(t *testing.T) {
 		}
 	}
 
-	r := renderChart(t, "--set", "webhook.networkPolicy.enabled=true",
+	r := renderChart(t, "--set", "webhook.networkPolicy.enabled=true", "--set", "receiver.enabled=true", "--set", "ui.enabled=true",
 		"--set-json", `webhook.networkPolicy.apiserverCIDRs=["10.0.0.0/28","192.168.10.5/32"]`)
 	var np networkingv1.NetworkPolicy
 	object(t, r.objs, "NetworkPolicy", chartRelease+"-webhook", &np)
@@ -66,7 +67,7 @@ func TestChartNetworkPolicyAdmitsOnlyTheAPIServerToTheWebhook(t *testing.T) {
 	if got := open[ports["webhook"]]; !slices.Equal(got, []string{"10.0.0.0/28", "192.168.10.5/32"}) {
 		t.Errorf("the webhook port %d admits %v, want only the apiserver CIDRs", ports["webhook"], got)
 	}
-	for _, name := range []string{"metrics", "health"} {
+	for _, name := range []string{"metrics", "health", "receiver", "ui"} {
 		if got := open[ports[name]]; !slices.Equal(got, []string{"*"}) {
 			t.Errorf("the %s port %d admits %v, want every source", name, ports[name], got)
 		}

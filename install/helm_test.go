@@ -212,6 +212,7 @@ func TestChartRendersAndPassesServerDryRun(t *testing.T) {
 			"Certificate/gitops-reverser-webhook", "Certificate/gitops-reverser-webhook-ca",
 			"Issuer/gitops-reverser-selfsigned", "Issuer/gitops-reverser-webhook-ca", "NetworkPolicy/gitops-reverser-webhook",
 			"ServiceMonitor/gitops-reverser", "Service/gitops-reverser-receiver", "Ingress/gitops-reverser-receiver",
+			"Service/gitops-reverser-ui", "Ingress/gitops-reverser-ui",
 			"PodDisruptionBudget/gitops-reverser")},
 	}
 	for _, tc := range cases {

@@ -84,7 +84,7 @@ The daemon's config file: the `config` values, which must not set what the chart
 arguments (a flag overrides the file, so such a key would be silently ignored).
 */}}
 {{- define "gitops-reverser.configFile" -}}
-{{- range $key := list "namespace" "webhook-service-name" "install-crds" "enable-webhook" "webhook-cert-dir" "webhook-bind-address" "metrics-bind-address" "health-probe-bind-address" "receiver-bind-address" "leader-elect" "leader-election-namespace" "leader-election-id" "leader-election-lease-duration" "leader-election-renew-deadline" "leader-election-retry-period" }}
+{{- range $key := list "namespace" "webhook-service-name" "install-crds" "enable-webhook" "webhook-cert-dir" "webhook-bind-address" "metrics-bind-address" "health-probe-bind-address" "receiver-bind-address" "ui-bind-address" "ui-auth" "leader-elect" "leader-election-namespace" "leader-election-id" "leader-election-lease-duration" "leader-election-renew-deadline" "leader-election-retry-period" }}
 {{- if hasKey $.Values.config $key }}
 {{- fail (printf "config.%s is passed as an argument by the chart; set the value that owns it instead (see values.yaml)" $key) }}
 {{- end }}
@@ -121,4 +121,38 @@ configbutler.ai/leader: "true"
 {{- else }}
 {{- 1 }}
 {{- end }}
+{{- end }}
+
+{{/*
+The operator page's sign-in (--ui-auth), checked once for every template that depends on it:
+`token`, or `none`, which the daemon serves on loopback only, so nothing may route to it.
+*/}}
+{{- define "gitops-reverser.uiAuth" -}}
+{{- $auth := .Values.ui.auth }}
+{{- if not (has $auth (list "token" "none")) }}
+{{- fail (printf "ui.auth must be token or none, got %q" $auth) }}
+{{- end }}
+{{- if and .Values.ui.enabled (eq $auth "none") .Values.ui.ingress.enabled }}
+{{- fail "ui.auth none shows every destination and proposal without signing in, so the daemon serves the page on 127.0.0.1 only and nothing may route to it: set ui.ingress.enabled=false (reach the page with kubectl port-forward to the Pod) or ui.auth=token" }}
+{{- end }}
+{{- if and (index .Values.config "ui-cert-dir") (not .Values.ui.enabled) }}
+{{- fail "config.ui-cert-dir is set but ui.enabled is false: the certificate is for the operator page" }}
+{{- end }}
+{{- $auth }}
+{{- end }}
+
+{{/*
+The operator page's address (--ui-bind-address): every interface with auth token, loopback only
+with auth none (reachable with kubectl port-forward to the Pod), empty (off) unless ui.enabled.
+*/}}
+{{- define "gitops-reverser.uiBindAddress" -}}
+{{- $auth := include "gitops-reverser.uiAuth" . }}
+{{- if .Values.ui.enabled }}
+{{- if eq $auth "none" }}127.0.0.1{{ end }}:{{ .Values.ui.port }}
+{{- end }}
+{{- end }}
+
+{{/* Whether the operator page is reachable from other Pods: a Service (and Ingress) for it. */}}
+{{- define "gitops-reverser.uiServed" -}}
+{{- if and .Values.ui.enabled (eq (include "gitops-reverser.uiAuth" .) "token") }}true{{ end }}
 {{- end }}
