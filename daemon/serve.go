@@ -92,7 +92,9 @@ func leadOrStandBy(ctx context.Context, cfg Config, kube *rest.Config, core core
 
 // runMirror runs the cluster → Git mirror until ctx ends and every worker has flushed, with the
 // optional parts beside it: the admission webhook crediting authors (unless disabled),
-// write-back, and the Receivers' webhooks (when --receiver-bind-address is set). Optional parts degrade instead of failing, so only the mirror's own errors end this.
+// write-back, the Receivers' webhooks (when --receiver-bind-address is set) and the operator page
+// (when --ui-bind-address is set). Optional parts degrade instead of failing, so only the
+// mirror's own errors end this.
 func runMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, reg *metrics.Registry,
 	optional *optionalParts, fence gitops.Fence, log *slog.Logger) error {
 	var attr *attribution
@@ -119,34 +121,41 @@ func runMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1cl
 	if wb, err = newWriteBack(cfg, kube, mirror, attr, credits, reg.WriteBack, optional, log); err != nil {
 		return err
 	}
-	wb.loadHolds(ctx) // before the mirror writes every live object
-	// The mirror stops first (it flushes its workers), then the parts beside it: the mirror reads
-	// the correlation store until its last watch event.
-	sideCtx, stopSide := context.WithCancel(context.WithoutCancel(ctx))
-	var attrErr, wbErr error
-	var wg sync.WaitGroup
-	if attr != nil {
-		wg.Go(func() { attrErr = attr.Run(sideCtx) })
-	}
-	wbCtx, stopWB := context.WithCancel(ctx)
-	defer stopWB()
-	wg.Go(func() { wbErr = wb.Run(wbCtx) })
-	var rcvErr error
+	// Every part beside the mirror is built before any starts, so a failure leaves nothing running.
+	beside := []interface{ Run(context.Context) error }{wb}
 	if cfg.ReceiverBindAddress != "" {
 		rcv, err := newReceivers(cfg, kube, wb, reg.Receiver, optional, log)
 		if err != nil {
-			stopWB()
-			stopSide()
-			wg.Wait()
 			return err
 		}
-		wg.Go(func() { rcvErr = rcv.Run(wbCtx) })
+		beside = append(beside, rcv)
 	}
-	err = mirror.Run(ctx)
-	stopWB()
+	if cfg.UIBindAddress != "" {
+		page, err := newOperatorPage(cfg, kube, mirror.pool, optional, log)
+		if err != nil {
+			return err
+		}
+		beside = append(beside, page)
+	}
+	wb.loadHolds(ctx) // before the mirror writes every live object
+	// The mirror stops first (it flushes its workers), then the parts beside it; attribution last:
+	// the mirror reads the correlation store until its last watch event.
+	errs := make([]error, len(beside)+2)
+	var wg sync.WaitGroup
+	sideCtx, stopSide := context.WithCancel(context.WithoutCancel(ctx))
+	if attr != nil {
+		wg.Go(func() { errs[0] = attr.Run(sideCtx) })
+	}
+	besideCtx, stopBeside := context.WithCancel(ctx)
+	defer stopBeside()
+	for i, part := range beside {
+		wg.Go(func() { errs[i+1] = part.Run(besideCtx) })
+	}
+	errs[len(errs)-1] = mirror.Run(ctx)
+	stopBeside()
 	stopSide()
 	wg.Wait()
-	return errors.Join(err, attrErr, wbErr, rcvErr)
+	return errors.Join(errs...)
 }
 
 // ensureCRDs applies the CRDs (or, when another tool owns them, waits for them), retrying with

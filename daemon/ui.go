@@ -1,7 +1,25 @@
 package daemon
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"net"
+	"sync"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/httpserver"
+	"github.com/configbutler/gitops-reverser/metrics"
+	"github.com/configbutler/gitops-reverser/ui"
 )
 
 // The values of --ui-auth.
@@ -34,4 +52,90 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// operatorPage serves the operator page beside the mirror. It is optional: while its port cannot
+// be bound, or the daemon may not read what it shows or check who is looking, it is degraded and
+// retries, and the mirror runs on.
+type operatorPage struct {
+	cfg      Config
+	page     *ui.Page
+	probe    func(context.Context) error
+	optional *optionalParts
+	log      *slog.Logger
+}
+
+func newOperatorPage(cfg Config, kube *rest.Config, pool *gitops.Pool, optional *optionalParts, log *slog.Logger) (*operatorPage, error) {
+	log = log.With("part", metrics.PartUI)
+	page, err := ui.New(ui.Config{Kube: kube, Auth: ui.Auth(cfg.UIAuth), Progress: pool.WorkerStatus, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(kube)
+	if err != nil {
+		return nil, fmt.Errorf("build dynamic client: %w", err)
+	}
+	auth, err := authenticationv1client.NewForConfig(kube)
+	if err != nil {
+		return nil, fmt.Errorf("build authentication client: %w", err)
+	}
+	optional.track(metrics.PartUI, "the operator page is not served: use kubectl to review proposals")
+	return &operatorPage{
+		cfg: cfg, page: page, optional: optional, log: log,
+		probe: func(ctx context.Context) error { return probePage(ctx, cfg, dyn, auth) },
+	}, nil
+}
+
+// probePage checks that the daemon may read what the page shows and, with token sign-in, check
+// tokens: a forbidden TokenReview would turn every person away.
+func probePage(ctx context.Context, cfg Config, dyn dynamic.Interface, auth authenticationv1client.AuthenticationV1Interface) error {
+	for _, gvr := range []schema.GroupVersionResource{crds.GitRepoConfigs, crds.GitDestinations, crds.Proposals, crds.SyncRuns} {
+		if _, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			return err
+		}
+	}
+	if cfg.UIAuth != uiAuthToken {
+		return nil
+	}
+	_, err := auth.TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "probe"}}, metav1.CreateOptions{})
+	return err
+}
+
+// Run waits until the page can work and its port is bound, then serves until ctx ends.
+func (o *operatorPage) Run(ctx context.Context) error {
+	var srv *httpserver.Server
+	serving := o.optional.retry(ctx, metrics.PartUI, func() (problem, bool) {
+		if err := o.probe(ctx); err != nil {
+			return problem{
+				what: err.Error(),
+				fix:  "grant the daemon get/list/watch on gitrepoconfigs, gitdestinations, proposals and syncruns of configbutler.ai and create on tokenreviews.authentication.k8s.io (deploy/rbac.yaml, the Helm chart with ui.enabled)",
+			}, false
+		}
+		var err error
+		srv, err = httpserver.Start(httpserver.Config{
+			Name: "ui", BindAddress: o.cfg.UIBindAddress, CertDir: o.cfg.UICertDir, Handler: o.page, Log: o.log,
+		})
+		return problem{
+			what: fmt.Sprintf("listen on %s: %v", o.cfg.UIBindAddress, err),
+			fix:  "free the port or choose another --" + keyUIBindAddress + " (and --" + keyUICertDir + " must hold tls.crt and tls.key)",
+		}, err == nil
+	})
+	if !serving {
+		return nil
+	}
+	o.optional.fine(metrics.PartUI)
+	if o.cfg.UICertDir == "" && !isLoopback(hostOf(o.cfg.UIBindAddress)) {
+		o.log.Warn("the operator page speaks plain HTTP: put it behind an Ingress with TLS, or set --" + keyUICertDir + ", since people send their tokens to it")
+	}
+	var wg sync.WaitGroup
+	var cacheErr error
+	wg.Go(func() { cacheErr = o.page.Run(ctx) })
+	err := srv.Run(ctx)
+	wg.Wait()
+	return errors.Join(err, cacheErr)
+}
+
+func hostOf(addr string) string {
+	host, _, _ := net.SplitHostPort(addr)
+	return host
 }

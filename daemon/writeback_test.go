@@ -274,17 +274,22 @@ func metricSum(t testing.TB, d *testenv.Daemon, name string) float64 {
 
 // reviewers lets users decide the world's proposals (but not change their status).
 func (w *wbWorld) reviewers(users ...string) {
+	w.proposalRole("proposal-reviewer", []string{"get", "list", "watch", "update", "patch"}, users...)
+}
+
+// proposalRole binds users to a Role named name that allows verbs on the world's proposals.
+func (w *wbWorld) proposalRole(name string, verbs []string, users ...string) {
 	w.t.Helper()
 	ctx := context.Background()
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "proposal-reviewer", Namespace: w.ns},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{crds.Group}, Resources: []string{"proposals"}, Verbs: []string{"get", "list", "watch", "update", "patch"}}}}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{crds.Group}, Resources: []string{"proposals"}, Verbs: verbs}}}
 	if _, err := w.kube.RbacV1().Roles(w.ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		w.t.Fatal(err)
 	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: w.ns},
-		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}}
 	for _, u := range users {
-		binding.Subjects = append(binding.Subjects, rbacv1.Subject{Kind: "User", Name: u, APIGroup: "rbac.authorization.k8s.io"})
+		binding.Subjects = append(binding.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, Name: u, APIGroup: rbacv1.GroupName})
 	}
 	if _, err := w.kube.RbacV1().RoleBindings(w.ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		w.t.Fatal(err)

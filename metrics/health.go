@@ -8,6 +8,7 @@ const (
 	PartWriteBack   = "write-back"   // Git edits become proposals, applied after review
 	PartReceivers   = "receivers"    // webhooks of Git hosts and CDEvents make destinations reconcile now
 	PartLeaderLabel = "leader-label" // the leader's Pod carries the label its Services select
+	PartUI          = "ui"           // the operator page
 )
 
 // Health are the collectors of the daemon's optional parts: a part that cannot do its job (its

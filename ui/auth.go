@@ -1,0 +1,194 @@
+package ui
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jellydator/ttlcache/v3"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/configbutler/gitops-reverser/crds"
+)
+
+// Auth says who may see the page.
+type Auth string
+
+// The ways the page decides who may see it.
+const (
+	// AuthToken: a bearer token, checked with a TokenReview; each namespace is shown only if a
+	// SubjectAccessReview lets its user list Proposals there.
+	AuthToken Auth = "token"
+	// AuthNone: everything is shown, read-only, to whoever reaches the page. The daemon allows it
+	// on loopback addresses only.
+	AuthNone Auth = "none"
+)
+
+// How long the answers of the apiserver are reused: a page load asks once per namespace, and
+// a revoked token or binding is honoured within these bounds.
+const (
+	reviewTTL       = 30 * time.Second
+	refusalTTL      = 5 * time.Second
+	reviewCacheSize = 10000
+	reviewTimeout   = 10 * time.Second
+	// maxTokenBytes bounds a bearer token; service account tokens are about 1 KiB.
+	maxTokenBytes = 16 << 10
+)
+
+// errNoToken and errBadToken are why a request is shown the sign-in form.
+var (
+	errNoToken  = errors.New("sign in with a Kubernetes bearer token")
+	errBadToken = errors.New("the token was not accepted by the Kubernetes API (expired, revoked or mistyped?)")
+)
+
+// viewer is who is looking at the page.
+type viewer struct {
+	user  authenticationv1.UserInfo
+	token string // the bearer token; "" with AuthNone
+}
+
+// readOnly reports whether the viewer may only look: nobody signed in (AuthNone).
+func (v *viewer) readOnly() bool { return v.token == "" }
+
+// authenticator asks the apiserver who a token belongs to and what its user may see, and
+// remembers the answers for a short while.
+type authenticator struct {
+	mode  Auth
+	kube  kubernetes.Interface
+	users *ttlcache.Cache[[sha256.Size]byte, authenticationv1.UserInfo]
+	lists *ttlcache.Cache[string, bool]
+}
+
+func newAuthenticator(mode Auth, kube kubernetes.Interface) *authenticator {
+	return &authenticator{
+		mode: mode,
+		kube: kube,
+		users: ttlcache.New(ttlcache.WithTTL[[sha256.Size]byte, authenticationv1.UserInfo](reviewTTL),
+			ttlcache.WithCapacity[[sha256.Size]byte, authenticationv1.UserInfo](reviewCacheSize)),
+		lists: ttlcache.New(ttlcache.WithTTL[string, bool](reviewTTL),
+			ttlcache.WithCapacity[string, bool](reviewCacheSize)),
+	}
+}
+
+// bearerToken is the request's token: "Authorization: Bearer <token>" and nothing else, so a
+// browser never sends it by itself (no cookie, no basic auth) and a page of another origin
+// cannot make it send one.
+func bearerToken(r *http.Request) (string, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", errNoToken
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || len(token) > maxTokenBytes {
+		return "", errBadToken
+	}
+	return token, nil
+}
+
+// viewer authenticates the request. With AuthNone everyone is an anonymous, read-only viewer.
+func (a *authenticator) viewer(r *http.Request) (*viewer, error) {
+	if a.mode == AuthNone {
+		return &viewer{user: authenticationv1.UserInfo{Username: "anonymous (--ui-auth=none)"}}, nil
+	}
+	token, err := bearerToken(r)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(token))
+	if item := a.users.Get(sum); item != nil {
+		if item.Value().Username == "" {
+			return nil, errBadToken
+		}
+		return &viewer{user: item.Value(), token: token}, nil
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), reviewTimeout)
+	defer cancel()
+	review, err := a.kube.AuthenticationV1().TokenReviews().Create(ctx,
+		&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("check the token with a TokenReview: %w", err)
+	}
+	if !review.Status.Authenticated || review.Status.User.Username == "" {
+		a.users.Set(sum, authenticationv1.UserInfo{}, refusalTTL)
+		return nil, errBadToken
+	}
+	a.users.Set(sum, review.Status.User, ttlcache.DefaultTTL)
+	return &viewer{user: review.Status.User, token: token}, nil
+}
+
+// visible returns the namespaces, of those given, in which the viewer may list Proposals.
+func (a *authenticator) visible(ctx context.Context, v *viewer, namespaces []string) ([]string, error) {
+	if v.readOnly() {
+		return namespaces, nil
+	}
+	allowed := make([]bool, len(namespaces))
+	errs := make([]error, len(namespaces))
+	var wg sync.WaitGroup
+	limit := make(chan struct{}, 8) // SubjectAccessReviews in flight at once
+	for i, ns := range namespaces {
+		wg.Go(func() {
+			limit <- struct{}{}
+			defer func() { <-limit }()
+			allowed[i], errs[i] = a.mayList(ctx, v, ns)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var out []string
+	for i, ns := range namespaces {
+		if allowed[i] {
+			out = append(out, ns)
+		}
+	}
+	return out, nil
+}
+
+// mayList asks whether the viewer's user may list Proposals in namespace.
+func (a *authenticator) mayList(ctx context.Context, v *viewer, namespace string) (bool, error) {
+	key := userKey(v.user) + "\x00" + namespace
+	if item := a.lists.Get(key); item != nil {
+		return item.Value(), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
+	defer cancel()
+	extra := map[string]authorizationv1.ExtraValue{}
+	for k, vals := range v.user.Extra {
+		extra[k] = authorizationv1.ExtraValue(vals)
+	}
+	review, err := a.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+		Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: v.user.Username, UID: v.user.UID, Groups: v.user.Groups, Extra: extra,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: namespace, Verb: "list", Group: crds.Group, Resource: crds.Proposals.Resource,
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return false, fmt.Errorf("check with a SubjectAccessReview whether %s may list proposals in %s: %w", v.user.Username, namespace, err)
+	}
+	ttl := ttlcache.DefaultTTL
+	if !review.Status.Allowed {
+		ttl = refusalTTL // a binding just made shows soon
+	}
+	a.lists.Set(key, review.Status.Allowed, ttl)
+	return review.Status.Allowed, nil
+}
+
+// userKey identifies a user with their groups: the same name in other groups may see other things.
+func userKey(u authenticationv1.UserInfo) string {
+	groups := slices.Clone(u.Groups)
+	slices.Sort(groups)
+	return u.Username + "\x00" + u.UID + "\x00" + strings.Join(groups, "\x00")
+}

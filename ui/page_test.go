@@ -1,0 +1,234 @@
+package ui
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/writeback"
+)
+
+const sha = "0123456789abcdef0123456789abcdef01234567"
+
+var (
+	liveYAML    = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  color: blue # the old one\n"
+	desiredYAML = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  color: green\n"
+)
+
+// fixtures fills a namespace with a repository, a destination, a SyncRun, a pending proposal
+// named "pending" and an applied one named "done", reviewed by carol.
+func (w *world) fixtures(ns string) {
+	w.t.Helper()
+	w.create(crds.GitRepoConfigs, &crds.GitRepoConfig{ObjectMeta: metav1.ObjectMeta{Name: "repo", Namespace: ns},
+		Spec: crds.GitRepoConfigSpec{RepoURL: "https://git.example.com/" + ns + ".git", AllowedBranches: []string{"main"}}},
+		crds.GitRepoConfigStatus{Status: crds.Status{Conditions: []metav1.Condition{{Type: crds.ConditionReady, Status: metav1.ConditionTrue,
+			Reason: "Reachable", Message: "the remote answers", LastTransitionTime: metav1.Now()}}}})
+	w.create(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "dest", Namespace: ns},
+		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: "main", BaseFolder: "live",
+			WriteBack: &crds.WriteBack{Enabled: true}}},
+		crds.GitDestinationStatus{Status: crds.Status{Conditions: []metav1.Condition{{Type: crds.ConditionReady, Status: metav1.ConditionFalse,
+			Reason: "PushFailing", Message: "pushing fails (retrying)", LastTransitionTime: metav1.Now()}}}})
+	started := metav1.NewTime(time.Now().Add(-time.Minute))
+	completed := metav1.NewTime(started.Add(1500 * time.Millisecond))
+	w.create(crds.SyncRuns, &crds.SyncRun{ObjectMeta: metav1.ObjectMeta{Name: "dest-run1", Namespace: ns, Labels: map[string]string{crds.LabelDestination: "dest"}},
+		Spec: crds.SyncRunSpec{DestinationRef: crds.LocalReference{Name: "dest"}, Trigger: crds.TriggerReceiver}},
+		crds.SyncRunStatus{Phase: crds.SyncRunPartial, StartedAt: &started, CompletedAt: &completed, DifferenceTotal: 4,
+			ProposalsOpened: 2, Applied: 1, RefusedTotal: 1, Error: "1 file refused"})
+	w.create(crds.Proposals, proposal(ns, "pending", writeback.UnifiedDiff([]byte(liveYAML), []byte(desiredYAML), "", "")), nil)
+	decided := metav1.Now()
+	w.create(crds.Proposals, proposal(ns, "done", "--- live\n+++ desired\n@@ -1 +1 @@\n-a: 1\n+a: 2\n"),
+		crds.ProposalStatus{Phase: crds.PhaseApplied, Message: "applied", ReviewedBy: &crds.Reviewer{Username: "carol"}, DecidedAt: &decided})
+}
+
+func proposal(ns, name, diff string) *crds.Proposal {
+	return &crds.Proposal{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{crds.LabelDestination: "dest"}},
+		Spec: crds.ProposalSpec{
+			DestinationRef: crds.LocalReference{Name: "dest"}, Change: crds.ChangeUpdate,
+			Target: crds.ProposalTarget{APIVersion: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: "web-" + name},
+			Path:   "live/" + ns + "/configmaps/web-" + name + ".yaml", SourceCommit: sha,
+			Author:  crds.GitAuthor{Name: "Alice Example", Email: "alice@example.com"},
+			Desired: desiredYAML, Diff: diff, LiveResourceVersion: "1", LiveDigest: strings.Repeat("ab", 32),
+		},
+	}
+}
+
+func TestWithoutATokenOnlyTheSignInFormIsServed(t *testing.T) {
+	w := newWorld(t)
+	ns := w.namespace("a")
+	w.fixtures(ns)
+	base := startPage(t, Config{Auth: AuthToken})
+	for _, path := range []string{"/", "/proposals/" + ns + "/pending"} {
+		r := get(t, base, path, "")
+		if r.status != http.StatusOK || !strings.Contains(r.body, `id="sign-in"`) {
+			t.Fatalf("GET %s without a token: %d\n%s", path, r.status, r.body)
+		}
+		for _, secret := range []string{ns, "pending", "git.example.com", "Alice Example"} {
+			if strings.Contains(r.body, secret) {
+				t.Errorf("GET %s without a token shows %q", path, secret)
+			}
+		}
+		if got := r.header.Get("Content-Security-Policy"); got != contentSecurityPolicy {
+			t.Errorf("Content-Security-Policy %q", got)
+		}
+		if got := r.header.Get("Cache-Control"); got != "no-store" {
+			t.Errorf("Cache-Control %q", got)
+		}
+	}
+	bad := send(t, http.MethodGet, base+"/", "", nil, http.Header{"Authorization": {"Bearer not-a-token"}})
+	if bad.status != http.StatusUnauthorized || !strings.Contains(bad.body, `id="sign-in"`) || !strings.Contains(bad.body, "not accepted") {
+		t.Fatalf("a wrong token: %d\n%s", bad.status, bad.body)
+	}
+	basic := send(t, http.MethodGet, base+"/", "", nil, http.Header{"Authorization": {"Basic YWxpY2U6czNjcmV0"}})
+	if basic.status != http.StatusUnauthorized {
+		t.Fatalf("basic auth: %d", basic.status)
+	}
+}
+
+func TestAViewerSeesOnlyTheNamespacesWhereTheyMayListProposals(t *testing.T) {
+	w := newWorld(t)
+	mine, theirs := w.namespace("mine"), w.namespace("theirs")
+	w.fixtures(mine)
+	w.fixtures(theirs)
+	w.grant(mine, "alice", "get", "list")
+	base := startPage(t, Config{Auth: AuthToken, Progress: func(url, branch string) (gitops.WorkerStatus, bool) {
+		return gitops.WorkerStatus{LastPushed: sha, LastPushedAuthor: gitops.Signature{Name: "Bob Builder"}, LastPushTime: time.Now(),
+			Pending: 7, Failures: 3, LastError: errString("remote hung up"), FailingSince: time.Now()}, url == "https://git.example.com/"+mine+".git"
+	}})
+	r := waitFor(t, base, "/", "alice", "/proposals/"+mine+"/pending", mine+"/done")
+	for _, want := range []string{
+		"https://git.example.com/" + mine + ".git", // the repository
+		"PushFailing", "0123456789", "Bob Builder", "7 change(s) waiting", "3 in a row", "remote hung up", // destination and Git progress
+		"dest-run1", "receiver", "Partial", "1 file refused", // its last SyncRun
+		"Alice Example", ">color<", ">green<", // the pending proposal and its diff
+		"carol", "Applied", // the decided one
+		`class="approve"`, "alice",
+	} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("alice's overview lacks %q", want)
+		}
+	}
+	if strings.Contains(r.body, theirs) {
+		t.Errorf("alice sees %s, where she may not list proposals", theirs)
+	}
+	if d := get(t, base, "/proposals/"+theirs+"/pending", "alice"); d.status != http.StatusNotFound || strings.Contains(d.body, "Alice Example") {
+		t.Errorf("alice opens a proposal of %s: %d", theirs, d.status)
+	}
+	if r := get(t, base, "/", "mallory"); r.status != http.StatusOK || strings.Contains(r.body, mine) || !strings.Contains(r.body, "mallory") {
+		t.Errorf("mallory, who may list nothing: %d, sees %s: %v", r.status, mine, strings.Contains(r.body, mine))
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+func TestAProposalShowsItsDiffUnifiedAndSideBySide(t *testing.T) {
+	w := newWorld(t)
+	ns := w.namespace("a")
+	w.fixtures(ns)
+	w.grant(ns, "alice", "get", "list")
+	base := startPage(t, Config{Auth: AuthToken})
+	unified := waitFor(t, base, "/proposals/"+ns+"/pending", "alice", "diff unified", `<tr class="del">`, `<tr class="add">`)
+	if !strings.Contains(unified.body, `<span class="tc"># the old one</span>`) {
+		t.Errorf("the comment of the removed line is not highlighted:\n%s", unified.body)
+	}
+	split := waitFor(t, base, "/proposals/"+ns+"/pending?view=split", "alice", "diff split", `class="code del"`, `class="code add"`)
+	if strings.Contains(split.body, "diff unified") {
+		t.Error("the side-by-side view also shows the unified one")
+	}
+}
+
+func TestADecisionIsMadeWithTheViewersOwnToken(t *testing.T) {
+	w := newWorld(t)
+	ns := w.namespace("a")
+	w.fixtures(ns)
+	w.grant(ns, "alice", "get", "list", "patch")
+	w.grant(ns, "mallory", "get", "list")
+	base := startPage(t, Config{Auth: AuthToken})
+	waitFor(t, base, "/", "mallory", ns+"/pending")
+	decision := base + "/proposals/" + ns + "/pending/decision"
+
+	// mallory may look but not decide: the apiserver refuses her patch, although the daemon
+	// (whose client the page also holds) could make it.
+	r := send(t, http.MethodPost, decision, "mallory", url.Values{"decision": {"Approve"}}, nil)
+	if r.status != http.StatusForbidden || !strings.Contains(r.body, "mallory") {
+		t.Fatalf("mallory approves: %d %s", r.status, r.body)
+	}
+	if got := w.proposal(ns, "pending").Spec.Decision; got != crds.DecisionNone {
+		t.Fatalf("after mallory's refused approval the decision is %q", got)
+	}
+
+	// Another origin's page cannot make alice's browser decide, even with her token.
+	for name, h := range map[string]http.Header{
+		"cross-site fetch": {"Sec-Fetch-Site": {"cross-site"}},
+		"foreign origin":   {"Origin": {"https://evil.example"}},
+	} {
+		if r := send(t, http.MethodPost, decision, "alice", url.Values{"decision": {"Approve"}}, h); r.status != http.StatusForbidden {
+			t.Errorf("%s: %d %s", name, r.status, r.body)
+		}
+	}
+	if got := w.proposal(ns, "pending").Spec.Decision; got != crds.DecisionNone {
+		t.Fatalf("after cross-origin posts the decision is %q", got)
+	}
+
+	for name, c := range map[string]struct {
+		user, decision string
+		want           int
+	}{
+		"no token":         {"", "Approve", http.StatusUnauthorized},
+		"unknown decision": {"alice", "Merge", http.StatusBadRequest},
+	} {
+		if r := send(t, http.MethodPost, decision, c.user, url.Values{"decision": {c.decision}}, nil); r.status != c.want {
+			t.Errorf("%s: %d %s, want %d", name, r.status, r.body, c.want)
+		}
+	}
+	big := url.Values{"decision": {"Approve"}, "pad": {strings.Repeat("x", 2*maxDecisionBytes)}}
+	if r := send(t, http.MethodPost, decision, "alice", big, nil); r.status != http.StatusRequestEntityTooLarge {
+		t.Errorf("an oversized body: %d %s", r.status, r.body)
+	}
+
+	same := http.Header{"Origin": {base}, "Sec-Fetch-Site": {"same-origin"}}
+	if r := send(t, http.MethodPost, decision, "alice", url.Values{"decision": {"Approve"}}, same); r.status != http.StatusOK {
+		t.Fatalf("alice approves: %d %s", r.status, r.body)
+	}
+	if got := w.proposal(ns, "pending").Spec.Decision; got != crds.DecisionApprove {
+		t.Fatalf("after alice's approval the decision is %q", got)
+	}
+}
+
+func TestWithoutSignInEverythingIsShownReadOnly(t *testing.T) {
+	w := newWorld(t)
+	ns := w.namespace("a")
+	w.fixtures(ns)
+	base := startPage(t, Config{Auth: AuthNone})
+	r := waitFor(t, base, "/", "", ns+"/pending", "Alice Example")
+	if strings.Contains(r.body, `class="decide"`) || strings.Contains(r.body, `id="sign-in"`) {
+		t.Errorf("the read-only page offers decisions or a sign-in form")
+	}
+	if r := send(t, http.MethodPost, base+"/proposals/"+ns+"/pending/decision", "alice", url.Values{"decision": {"Approve"}}, nil); r.status != http.StatusForbidden {
+		t.Errorf("a decision on the read-only page: %d %s", r.status, r.body)
+	}
+	if got := w.proposal(ns, "pending").Spec.Decision; got != crds.DecisionNone {
+		t.Fatalf("the read-only page set the decision %q", got)
+	}
+}
+
+func TestStaticFilesAreServed(t *testing.T) {
+	base := startPage(t, Config{Auth: AuthToken})
+	for path, typ := range map[string]string{"/static/app.js": "text/javascript", "/static/app.css": "text/css"} {
+		r := get(t, base, path, "")
+		if r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), typ) || r.header.Get("Content-Security-Policy") == "" {
+			t.Errorf("GET %s: %d %s", path, r.status, r.header.Get("Content-Type"))
+		}
+	}
+	if r := get(t, base, "/static/nothing.js", ""); r.status != http.StatusNotFound {
+		t.Errorf("a missing file: %d", r.status)
+	}
+}
