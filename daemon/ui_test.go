@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/testenv"
 )

@@ -76,16 +76,16 @@ type destView struct {
 
 // proposalView is a Proposal as the page lists it; Lines is set where its diff is shown.
 type proposalView struct {
-	Namespace, Name, Destination    string
-	Change, Path, Commit, Author    string
-	Kind, TargetNamespace, Target   string
-	Phase, Message, Decision        string
-	ReviewedBy                      string
-	AutoApplied                     bool
-	Created, Decided                time.Time
-	Diff                            string
-	Lines                           []diffLine
-	Split                           []splitRow
+	Namespace, Name, Destination  string
+	Change, Path, Commit, Author  string
+	Kind, TargetNamespace, Target string
+	Phase, Message, Decision      string
+	ReviewedBy                    string
+	AutoApplied                   bool
+	Created, Decided              time.Time
+	Diff                          string
+	Lines                         []diffLine
+	Split                         []splitRow
 }
 
 // snapshot is what the caches hold in the namespaces a viewer may see.
@@ -170,8 +170,12 @@ func (p *Page) snapshot(namespaces []string) snapshot {
 	for _, pr := range list[crds.Proposal](p, crds.Proposals, in) {
 		s.proposals = append(s.proposals, proposalOf(pr))
 	}
-	slices.SortFunc(s.repos, func(a, b repoView) int { return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name)) })
-	slices.SortFunc(s.dests, func(a, b destView) int { return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name)) })
+	slices.SortFunc(s.repos, func(a, b repoView) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	slices.SortFunc(s.dests, func(a, b destView) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
 	slices.SortFunc(s.proposals, func(a, b proposalView) int {
 		return cmp.Or(b.Created.Compare(a.Created), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
