@@ -102,7 +102,7 @@ testenv: ## start a control plane and a git server for manual use; prints a kube
 demo: ## run the daemon against a local control plane and git repository, and show the result
 	go run ./scripts/demo
 
-BENCH_PACKAGES := ./daemon/ ./gitops/ ./receiver/ ./sanitize/ ./sops/ ./webhook/
+BENCH_PACKAGES := ./daemon/ ./gitops/ ./receiver/ ./sanitize/ ./sops/ ./ui/ ./webhook/
 
 bench: testenv-bins browser ## print speed and memory figures (tests never assert on time)
 	go test -count=1 -run '^$$' -bench . -benchtime 1x -timeout $(TEST_TIMEOUT) $(BENCH_PACKAGES)
