@@ -1,12 +1,20 @@
 package daemon
 
 import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/testenv"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestOperatorPageInABrowser drives the operator page of a running daemon in headless Chromium:
@@ -100,4 +108,31 @@ func TestOperatorPageInABrowser(t *testing.T) {
 // proposalViewers lets users see the world's proposals, but not decide them.
 func (w *wbWorld) proposalViewers(users ...string) {
 	w.proposalRole("proposal-viewer", []string{"get", "list", "watch"}, users...)
+}
+
+// TestOperatorPageThatCannotListenDegradesAndTheMirrorRuns: the page's port is taken, so the page
+// is degraded and retries, while the mirror writes as ever; once the port is free it serves.
+func TestOperatorPageThatCannotListenDegradesAndTheMirrorRuns(t *testing.T) {
+	const ns = "ui-port-taken"
+	srv, kube := mirrorSetup(t, ns)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config", Namespace: ns}, Data: map[string]string{"k": "v"}}
+	if _, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := taken.Addr().String()
+	d := startDaemon(t, t.TempDir(), "--ui-bind-address", addr)
+	testenv.Eventually(t, time.Minute, "the mirror writes while the page cannot listen", remoteHas(srv, gitops.Path("live", "", "configmaps", ns, "app-config")), d.FailFast())
+	testenv.Eventually(t, time.Minute, "the page degraded", metricAtLeast(t, d, `gitops_reverser_degraded{part="ui"}`, 1), d.FailFast())
+	if err := taken.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d.WaitForStatus(t, "http://"+addr+"/static/app.css", http.StatusOK)
+	testenv.Eventually(t, time.Minute, "the page recovered", func() (bool, string) {
+		v := d.Metric(t, `gitops_reverser_degraded{part="ui"}`)
+		return v == 0, fmt.Sprint(v)
+	}, d.FailFast())
 }
