@@ -324,7 +324,9 @@ func removeDaemonArtifacts(t testing.TB, kube kubernetes.Interface) {
 		ignoreMissing(ext.Delete(ctx, name+"."+crds.Group, metav1.DeleteOptions{}))
 	}
 	for _, name := range crdResources {
-		testenv.Eventually(t, time.Minute, "CRD "+name+" gone after its delete", func() (bool, string) {
+		// The apiserver deletes a CRD's objects before the CRD; with every package's tests on two
+		// cores, a minute has once not been enough.
+		testenv.Eventually(t, 3*time.Minute, "CRD "+name+" gone after its delete", func() (bool, string) {
 			_, err := ext.Get(ctx, name+"."+crds.Group, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), fmt.Sprint(err)
 		})
