@@ -16,7 +16,7 @@ import (
 
 // What the overview shows at most at once; the rest is a page away.
 const (
-	pendingPerPage = 50
+	pendingPerPage = 25
 	historyPerPage = 50
 	runsPerDest    = 5
 )
