@@ -42,6 +42,29 @@ type Repository struct {
 	Name      string     // namespace/name of the GitRepoConfig
 	URL       string     // without credentials
 	SecretRef *SecretRef // nil: the remote needs no credentials
+	Signing   *Signing   // nil: commits are not signed
+}
+
+// Signing says how the commits of a repository are signed: with the private key in a Secret
+// (key signingKey, and passphrase when the key is encrypted).
+type Signing struct {
+	Format string // SigningSSH or SigningOpenPGP
+	Secret SecretRef
+}
+
+// The formats of commit signatures.
+const (
+	SigningSSH     = "ssh"     // SSHSIG with namespace git, as git's gpg.format=ssh writes it
+	SigningOpenPGP = "openpgp" // an armored detached OpenPGP signature, as gpg writes it
+)
+
+// SigningKey is the public side of a repository's signing key, to register with its Git host.
+type SigningKey struct {
+	Format string
+	// PublicKey is an authorized_keys line (ssh) or an armored public key block (openpgp).
+	PublicKey string
+	// Fingerprint is SHA256:… (ssh) or the key's 40-hex fingerprint (openpgp).
+	Fingerprint string
 }
 
 // SecretRef names a Secret.
@@ -56,9 +79,11 @@ type RepoState struct {
 	Usable bool
 	// Checked: the remote was contacted with these credentials; Reachable says how it went.
 	Checked, Reachable bool
-	// Reason and Message explain the state: SecretInvalid, SecretUnreadable, Unreachable,
-	// Reachable, or Checking while the first contact is under way.
+	// Reason and Message explain the state: SecretInvalid, SecretUnreadable, SigningKeyInvalid,
+	// Unreachable, Reachable, or Checking while the first contact is under way.
 	Reason, Message string
+	// SigningKey is the key commits are signed with; nil when they are not signed.
+	SigningKey *SigningKey
 }
 
 // Pool is the one owner of the Git workers: one per (repository URL, branch), created and
