@@ -1,6 +1,7 @@
 # gitops-reverser. Everything a target needs beyond Go, git, gcc and node is built from the Go
 # module proxy or installed from npm or Debian's archive, at a pinned version, and cached under
-# $(TOOLS_CACHE) (Debian's chromium in /usr/bin), so only the first run pays.
+# $(TOOLS_CACHE) (Debian's chromium in /usr/bin), so only the first run pays. Debian's gnupg and
+# openssh-client are the exception: any version verifies signatures (see signing-tools).
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 
@@ -25,9 +26,11 @@ PLAYWRIGHT := $(PLAYWRIGHT_DIR)/node_modules/playwright-core
 # with a warning, once this one is gone: update it then (apt-cache policy chromium).
 CHROMIUM_VERSION := 156.0.8078.79-1~deb12u1
 CHROMIUM ?= /usr/bin/chromium
+GPG ?= gpg
+SSH_KEYGEN ?= ssh-keygen
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build test lint helm-lint sops browser playwright chromium testenv testenv-bins demo bench clean
+.PHONY: all build test lint helm-lint sops browser playwright chromium signing-tools testenv testenv-bins demo bench clean
 
 all: build
 
@@ -37,7 +40,7 @@ build: ## the daemon binary in bin/
 testenv-bins: ## build (once) the pinned etcd, kube-apiserver and kubectl used by tests
 	go run ./testenv/cmd/testenv -build
 
-test: testenv-bins sops browser ## vet and run every test against a real apiserver and real git remotes
+test: testenv-bins sops browser signing-tools ## vet and run every test against a real apiserver and real git remotes
 	go vet ./...
 	go test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
@@ -75,14 +78,22 @@ $(PLAYWRIGHT)/package.json:
 	rm -rf $(PLAYWRIGHT_DIR)
 	mv $(PLAYWRIGHT_DIR).tmp $(PLAYWRIGHT_DIR)
 
-# apt-get install first, and apt-get update only when that fails: the lists of a fresh machine are
-# empty or stale, while a second run should not reach the archive at all.
+# APT_SETUP opens a recipe that installs Debian packages: it sets $sudo (empty as root, sudo
+# otherwise, or stops with the message $(1) when neither works) and defines the shell functions
+# apt (apt-get without questions) and apt_install (apt-get install, and apt-get update only when
+# that fails: the lists of a fresh machine are empty or stale, while a second run should not reach
+# the archive at all). Follow it with "; \" to go on with the recipe.
+define APT_SETUP
+if [ "$$(id -u)" = 0 ]; then sudo=; \
+elif command -v sudo >/dev/null; then sudo=sudo; \
+else echo "$(1)" >&2; exit 1; fi; \
+apt() { $$sudo env DEBIAN_FRONTEND=noninteractive apt-get "$$@"; }; \
+apt_install() { apt install -y --no-install-recommends "$$@" || { apt update && apt install -y --no-install-recommends "$$@"; }; }
+endef
+
 chromium: ## install (once) Debian's chromium, the pinned version while the archive still has it
 	@if [ -x $(CHROMIUM) ]; then exit 0; fi; \
-	if [ "$$(id -u)" = 0 ]; then sudo=; \
-	elif command -v sudo >/dev/null; then sudo=sudo; \
-	else echo "$(CHROMIUM) is missing and installing it needs root: install the Debian package chromium (apt-get install chromium)" >&2; exit 1; fi; \
-	apt() { $$sudo env DEBIAN_FRONTEND=noninteractive apt-get "$$@"; }; \
+	$(call APT_SETUP,$(CHROMIUM) is missing and installing it needs root: install the Debian package chromium (apt-get install chromium)); \
 	pinned="chromium=$(CHROMIUM_VERSION) chromium-common=$(CHROMIUM_VERSION)"; \
 	if ! apt install -y --no-install-recommends $$pinned; then \
 	  apt update; \
@@ -95,6 +106,25 @@ chromium: ## install (once) Debian's chromium, the pinned version while the arch
 	fi; \
 	if [ ! -x $(CHROMIUM) ]; then echo "the Debian package chromium is installed but $(CHROMIUM) is missing" >&2; exit 1; fi; \
 	$(CHROMIUM) --version
+
+# testenv/signing.go checks with plain git that the daemon's signed commits verify: git runs gpg
+# for OpenPGP signatures and ssh-keygen for SSH ones. Unlike chromium these are not pinned: the
+# formats are old and stable, so whatever Debian ships verifies them (any gpg >= 2.2, any OpenSSH
+# >= 8.2, whose ssh-keygen -Y find-principals git needs), and the tests check those minimums at run
+# time with a clear message. GPG and SSH_KEYGEN may name other commands, e.g. to try the install.
+signing-tools: ## install (once) Debian's gnupg and openssh-client, for git verify-commit in tests
+	@pkgs=; \
+	command -v $(GPG) >/dev/null || pkgs="$$pkgs gnupg"; \
+	command -v $(SSH_KEYGEN) >/dev/null || pkgs="$$pkgs openssh-client"; \
+	if [ -n "$$pkgs" ]; then \
+	  $(call APT_SETUP,$(GPG) or $(SSH_KEYGEN) is missing and installing it needs root: install the Debian packages$$pkgs (apt-get install$$pkgs)); \
+	  apt_install $$pkgs; \
+	fi; \
+	for tool in $(GPG) $(SSH_KEYGEN); do \
+	  if ! command -v $$tool >/dev/null; then echo "the Debian packages$$pkgs are installed but $$tool is missing" >&2; exit 1; fi; \
+	done; \
+	$(GPG) --version | sed -n 1p; \
+	if command -v ssh >/dev/null; then ssh -V; fi
 
 testenv: ## start a control plane and a git server for manual use; prints a kubeconfig path
 	go run ./testenv/cmd/testenv
