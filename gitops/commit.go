@@ -29,8 +29,8 @@ type run struct {
 
 // buildStats counts what built commits change, reported once the remote accepts them.
 type buildStats struct {
-	commits, written, deleted int
-	bytes                     int64
+	commits, signed, written, deleted int
+	bytes                             int64
 }
 
 // maxBodyLines bounds the list of changes in a commit message body.
@@ -74,6 +74,14 @@ func (w *Worker) commitRun(parent plumbing.Hash, r run, stats *buildStats) (plum
 	}
 	msg := w.message(ops, s.written+s.deleted, trailers)
 	data := encodeCommit(newTree, parent, author, w.identity.Committer, msg, time.Now())
+	if w.signer != nil {
+		// A commit that cannot be signed is not made: pushing it unsigned would pass a check the
+		// user asked for. The push fails and is retried.
+		if data, err = signCommit(data, w.signer); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("sign commit: %w", err)
+		}
+		stats.signed++
+	}
 	h := w.store.put(plumbing.CommitObject, data)
 	stats.commits++
 	stats.written += s.written

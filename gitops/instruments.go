@@ -29,6 +29,7 @@ func (i instruments) landed(s buildStats) {
 		return
 	}
 	i.m.Commits.Add(float64(s.commits))
+	i.m.CommitsSigned.Add(float64(s.signed))
 	i.m.ObjectsWritten.Add(float64(s.written))
 	i.m.FilesDeleted.Add(float64(s.deleted))
 	i.m.CommitBytes.Add(float64(s.bytes))

@@ -115,12 +115,26 @@ type repoEntry struct {
 	usable  bool
 	problem string // SecretInvalid or SecretUnreadable; "" when the credentials are fine
 	detail  string
+	signing signingState
 }
+
+// signingState is the signing key of a repository, loaded like its credentials.
+type signingState struct {
+	signer  signer // nil: commits are not signed
+	rv      string // resourceVersion of the Secret the key was read from
+	usable  bool   // no signing is asked for, or the key was read
+	problem string // SigningKeyInvalid or SecretUnreadable; "" when the key is fine
+	detail  string
+}
+
+// ready reports whether workers may push: with credentials and, when asked for, a signing key.
+func (e *repoEntry) ready() bool { return e.usable && e.signing.usable }
 
 type poolWorker struct {
 	w        *Worker
 	repo     string // the Repository whose credentials it uses
 	credsKey string
+	signer   signer // the signer it was last given
 	cancel   context.CancelFunc
 	done     chan struct{}
 }
@@ -172,7 +186,7 @@ func (p *Pool) SetRepositories(ctx context.Context, repos []Repository) map[stri
 	for _, r := range repos {
 		seen[r.Name] = true
 		e := p.repos[r.Name]
-		if e == nil || e.repo.URL != r.URL || !sameRef(e.repo.SecretRef, r.SecretRef) {
+		if e == nil || e.repo.URL != r.URL || !sameRef(e.repo.SecretRef, r.SecretRef) || !sameSigning(e.repo.Signing, r.Signing) {
 			e = &repoEntry{repo: r}
 			p.repos[r.Name] = e
 		}
@@ -180,7 +194,12 @@ func (p *Pool) SetRepositories(ctx context.Context, repos []Repository) map[stri
 			wantSecrets[*r.SecretRef] = true
 			p.watchSecret(*r.SecretRef)
 		}
+		if r.Signing != nil {
+			wantSecrets[r.Signing.Secret] = true
+			p.watchSecret(r.Signing.Secret)
+		}
 		p.loadCredentials(ctx, e)
+		p.loadSigner(ctx, e)
 		out[r.Name] = p.state(e)
 	}
 	for name := range p.repos {
@@ -202,16 +221,29 @@ func sameRef(a, b *SecretRef) bool {
 	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }
 
+func sameSigning(a, b *Signing) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
 // state is the repository's state, starting a reachability check when none is known.
 func (p *Pool) state(e *repoEntry) RepoState {
-	if e.problem != "" && !e.usable {
+	switch {
+	case e.problem != "" && !e.usable:
 		return RepoState{Reason: e.problem, Message: e.detail}
+	case e.signing.problem != "" && !e.signing.usable:
+		return RepoState{Reason: e.signing.problem, Message: e.signing.detail + "; nothing is pushed until commits can be signed"}
 	}
 	rc := p.reachability(e.repo.URL, e.creds)
 	s := RepoState{Usable: true, Checked: rc.done, Reachable: rc.done && rc.err == nil}
+	if e.signing.signer != nil {
+		key := e.signing.signer.public()
+		s.SigningKey = &key
+	}
 	switch {
 	case e.problem != "":
 		s.Reason, s.Message = e.problem, e.detail+"; using the credentials read before"
+	case e.signing.problem != "":
+		s.Reason, s.Message = e.signing.problem, e.signing.detail+"; signing with the key read before"
 	case !rc.done:
 		s.Reason, s.Message = "Checking", "contacting "+e.repo.URL
 	case rc.err != nil:
@@ -222,17 +254,33 @@ func (p *Pool) state(e *repoEntry) RepoState {
 	return s
 }
 
-// updateAuth hands changed credentials to the running workers of their repository.
+// updateAuth hands changed credentials and signing keys to the running workers of their
+// repository.
 func (p *Pool) updateAuth() {
 	for _, pw := range p.workers {
 		e := p.repos[pw.repo]
-		if e == nil || !e.usable || e.creds.key == pw.credsKey {
+		if e == nil || !e.ready() {
 			continue
 		}
-		pw.credsKey = e.creds.key
-		pw.w.SetAuth(e.creds.auth)
-		p.log.Info("credentials changed; the worker uses the new ones", "repo", redactURL(e.repo.URL), "branch", pw.w.remote.Branch)
+		if e.creds.key != pw.credsKey {
+			pw.credsKey = e.creds.key
+			pw.w.SetAuth(e.creds.auth)
+			p.log.Info("credentials changed; the worker uses the new ones", "repo", redactURL(e.repo.URL), "branch", pw.w.remote.Branch)
+		}
+		if e.signing.signer != pw.signer {
+			pw.signer = e.signing.signer
+			pw.w.setSigner(pw.signer)
+			p.log.Info("commit signing changed; the worker signs the commits it has not pushed yet with it", "repo", redactURL(e.repo.URL),
+				"branch", pw.w.remote.Branch, "key", keyOf(pw.signer))
+		}
 	}
+}
+
+func keyOf(s signer) string {
+	if s == nil {
+		return "none"
+	}
+	return s.public().Fingerprint
 }
 
 // SetWorkers runs exactly one worker per wanted branch of a usable repository. A worker no
@@ -246,7 +294,7 @@ func (p *Pool) SetWorkers(wants []Branch) {
 	}
 	want := map[string]Branch{}
 	for _, b := range wants {
-		if e := p.repos[b.Repo]; e != nil && e.usable {
+		if e := p.repos[b.Repo]; e != nil && e.ready() {
 			want[WorkerKey(e.repo.URL, b.Branch)] = b
 		}
 	}
@@ -258,7 +306,7 @@ func (p *Pool) SetWorkers(wants []Branch) {
 			delete(p.workers, k)
 			continue
 		}
-		if b.Repo != pw.repo { // another GitRepoConfig of the same URL: updateAuth gives its credentials
+		if b.Repo != pw.repo { // another GitRepoConfig of the same URL: updateAuth gives its credentials and key
 			pw.repo, pw.credsKey = b.Repo, "\x00unknown"
 		}
 	}
@@ -278,7 +326,7 @@ func (p *Pool) SetWorkers(wants []Branch) {
 func (p *Pool) startWorker(key string, b Branch) {
 	e := p.repos[b.Repo]
 	ctx, cancel := context.WithCancel(p.ctx)
-	pw := &poolWorker{repo: b.Repo, credsKey: e.creds.key, cancel: cancel, done: make(chan struct{})}
+	pw := &poolWorker{repo: b.Repo, credsKey: e.creds.key, signer: e.signing.signer, cancel: cancel, done: make(chan struct{})}
 	pw.w = NewWorker(WorkerConfig{
 		Remote:   Remote{URL: e.repo.URL, Branch: b.Branch, Auth: e.creds.auth},
 		WorkDir:  p.cfg.WorkDir,
@@ -289,6 +337,7 @@ func (p *Pool) startWorker(key string, b Branch) {
 		Log:      p.log,
 		OnStatus: func() { p.workerChanged(pw) },
 		Fence:    p.cfg.Fence,
+		signer:   e.signing.signer,
 	})
 	pw.w.holds = p.holds.forKey(e.repo.URL, b.Branch)
 	previous := p.stopping[key]

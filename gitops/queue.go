@@ -85,6 +85,15 @@ func (w *Worker) SetAuth(auth transport.AuthMethod) {
 	w.in.request(control{auth: &authUpdate{auth: auth}})
 }
 
+// setSigner makes the worker sign its commits with s from now on (nil: unsigned). The commits it
+// built but has not pushed are built again, so every commit it pushes carries the new signature.
+func (w *Worker) setSigner(s signer) {
+	w.in.request(control{run: func(context.Context) {
+		w.signer = s
+		w.built.valid = false
+	}})
+}
+
 // Status is a snapshot of the worker's progress.
 func (w *Worker) Status() WorkerStatus {
 	w.mu.Lock()

@@ -104,6 +104,36 @@ func (p *Pool) loadCredentials(ctx context.Context, e *repoEntry) {
 	}
 }
 
+// loadSigner brings e's signing key up to date with its Secret, as loadCredentials does for the
+// credentials. Called with p.mu held.
+func (p *Pool) loadSigner(ctx context.Context, e *repoEntry) {
+	sg := e.repo.Signing
+	if sg == nil {
+		e.signing = signingState{usable: true}
+		return
+	}
+	secret, err := p.readSecret(ctx, sg.Secret)
+	if err == nil && secret.ResourceVersion != "" && secret.ResourceVersion == e.signing.rv && e.signing.problem == "" {
+		return // unchanged since it was parsed
+	}
+	var s signer
+	if err == nil {
+		s, err = signerFrom(sg.Format, secret)
+	}
+	var bad errSecret
+	switch {
+	case errors.As(err, &bad):
+		e.signing = signingState{problem: "SigningKeyInvalid", detail: bad.msg}
+	case err != nil:
+		e.signing.problem, e.signing.detail = "SecretUnreadable", err.Error() // the key read before stays
+	default:
+		if e.signing.signer != nil && e.signing.signer.id() == s.id() {
+			s = e.signing.signer // the same key: the workers need not hear of it
+		}
+		e.signing = signingState{signer: s, rv: secret.ResourceVersion, usable: true}
+	}
+}
+
 func secretNotFound(ref SecretRef) error {
 	return errSecret{fmt.Sprintf("Secret %s/%s not found", ref.Namespace, ref.Name)}
 }

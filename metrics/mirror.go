@@ -8,6 +8,7 @@ type Mirror struct {
 	ObjectsWritten  prometheus.Counter // files written into a commit (content changed)
 	FilesDeleted    prometheus.Counter // files removed from Git (object deleted or orphaned)
 	Commits         prometheus.Counter // commits created (pushed or pending)
+	CommitsSigned   prometheus.Counter // commits pushed with a signature (GitRepoConfig.spec.commitSigning)
 	CommitBytes     prometheus.Counter // bytes of file content written into commits
 	RebaseRetries   prometheus.Counter // pushes rejected because the remote moved, then replayed
 	PushFailures    prometheus.Counter // pushes that failed for any other reason and will be retried
@@ -32,6 +33,7 @@ func newMirror(reg prometheus.Registerer) *Mirror {
 		ObjectsWritten: counter("objects_written_total", "Files written into a commit because their content changed."),
 		FilesDeleted:   counter("files_deleted_total", "Files removed from Git because their object was deleted or is orphaned."),
 		Commits:        counter("commits_total", "Commits created by the Git workers."),
+		CommitsSigned:  counter("commits_signed_total", "Commits pushed with a signature, for repositories whose GitRepoConfig asks for commitSigning."),
 		CommitBytes:    counter("commit_bytes_total", "Bytes of file content written into commits."),
 		RebaseRetries:  counter("rebase_retries_total", "Pushes rejected because the remote branch moved, replayed on the new tip."),
 		PushFailures:   counter("push_failures_total", "Pushes that failed (remote down, 5xx, auth) and are retried with backoff."),
