@@ -59,7 +59,7 @@ func newAttribution(cfg Config, kube *rest.Config, core corev1client.CoreV1Inter
 	a := &attribution{
 		cfg: cfg,
 		store: webhook.NewStore(webhook.StoreConfig{
-			TTL: cfg.CorrelationTTL, Capacity: cfg.CorrelationCapacity, Metrics: m, Bot: bot,
+			TTL: cfg.CorrelationTTL, Capacity: cfg.CorrelationCapacity, Metrics: m, Bot: cfg.Bot,
 		}),
 		decisions: webhook.NewDecisions(decisionsCapacity, decisionsTTL, time.Now),
 		watched:   &webhook.Watched{},
@@ -92,7 +92,7 @@ func newAttribution(cfg Config, kube *rest.Config, core corev1client.CoreV1Inter
 			return nil, fmt.Errorf("webhook certificates: %w", err)
 		}
 	}
-	optional.track(metrics.PartAttribution, "changes are credited to "+bot.Name+", not to the people who made them")
+	optional.track(metrics.PartAttribution, "changes are credited to "+cfg.Bot.Name+", not to the people who made them")
 	return a, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
@@ -62,6 +63,9 @@ type Config struct {
 	RenewDeadline        time.Duration
 	RetryPeriod          time.Duration
 	PodName              string
+	// Bot is the daemon in Git: the committer of every commit, and the author of changes nobody
+	// can be credited with.
+	Bot gitops.Signature
 	// InCluster is not a setting: it says whether the daemon runs in a Pod, where the apiserver
 	// can reach the webhook through its Service.
 	InCluster bool
@@ -188,6 +192,7 @@ func configFrom(c *cli.Context) (Config, error) {
 		RenewDeadline:        c.Duration(keyRenewDeadline),
 		RetryPeriod:          c.Duration(keyRetryPeriod),
 		PodName:              c.String(keyPodName),
+		Bot:                  gitops.Signature{Name: strings.TrimSpace(c.String(keyGitCommitterName)), Email: strings.TrimSpace(c.String(keyGitCommitterEmail))},
 		InCluster:            inCluster(),
 	}
 	var errs []error
@@ -220,6 +225,8 @@ func configFrom(c *cli.Context) (Config, error) {
 	}
 	check(cfg.ReceiverCertDir == "" || cfg.ReceiverBindAddress != "", keyReceiverCertDir, "has no effect without %s", keyReceiverBindAddress)
 	checkUI(cfg, check)
+	check(cfg.Bot.Name != "" && !strings.ContainsAny(cfg.Bot.Name, "<>\n"), keyGitCommitterName, "must be a name without <, > or newlines, got %q", cfg.Bot.Name)
+	check(strings.Count(cfg.Bot.Email, "@") == 1 && !strings.ContainsAny(cfg.Bot.Email, "<> \n"), keyGitCommitterEmail, "must be an email address, got %q", cfg.Bot.Email)
 	if cfg.LeaderElectionNS == "" {
 		cfg.LeaderElectionNS = cfg.Namespace
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -46,7 +47,7 @@ func TestDefaultsMatchTheSpec(t *testing.T) {
 		CorrelationTTL: time.Minute, CorrelationCapacity: 10000,
 		MetricsBindAddress: ":8080", HealthBindAddress: ":8081", LogFormat: "text",
 		WriteBackInterval: 5 * time.Minute, MaxProposalsPerTick: 25,
-		SyncRunRetention: 90 * 24 * time.Hour, SyncRunRetentionFail: 365 * 24 * time.Hour, UIAuth: "token",
+		SyncRunRetention: 90 * 24 * time.Hour, SyncRunRetentionFail: 365 * 24 * time.Hour, UIAuth: "token", Bot: gitops.Bot,
 		LeaderElectionNS: "gitops-reverser-system", LeaderElectionID: "gitops-reverser-leader",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 	}
@@ -133,6 +134,8 @@ func TestBadConfigIsAConfigErrorNamingTheKey(t *testing.T) {
 		{name: "unknown page auth", args: []string{"--ui-auth", "basic"}, wantText: "ui-auth: must be token or none"},
 		{name: "page address without port", args: []string{"--ui-bind-address", "127.0.0.1"}, wantText: "ui-bind-address"},
 		{name: "page certificates without the page", args: []string{"--ui-cert-dir", "/certs"}, wantText: "ui-cert-dir: has no effect"},
+		{name: "committer email", args: []string{"--git-committer-email", "bot at example.com"}, wantText: "git-committer-email: must be an email address"},
+		{name: "committer name", args: []string{"--git-committer-name", "Bot <x>"}, wantText: "git-committer-name"},
 		{name: "missing config file", args: []string{"--config", "/nonexistent/config.yaml"}, wantText: "config file"},
 	}
 	for _, tc := range cases {

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
@@ -75,7 +76,7 @@ func TestMissingNamespaceDegradesAttributionAndTheMirrorRuns(t *testing.T) {
 	}
 	testenv.Eventually(t, time.Minute, "the change mirrored while attribution is degraded", func() (bool, string) {
 		got := authorOf(t, srv, "while-degraded")
-		return got == bot.Name, got
+		return got == gitops.Bot.Name, got
 	}, d.FailFast())
 	fix := "create the namespace " + daemonNS + " or set --namespace"
 	testenv.Eventually(t, 2*time.Minute, "/readyz reporting three failed attempts", func() (bool, string) {

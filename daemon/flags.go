@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/urfave/cli/v2"
 )
 
@@ -60,6 +61,8 @@ const (
 	keyRenewDeadline        = "leader-election-renew-deadline"
 	keyRetryPeriod          = "leader-election-retry-period"
 	keyPodName              = "pod-name"
+	keyGitCommitterName     = "git-committer-name"
+	keyGitCommitterEmail    = "git-committer-email"
 )
 
 // inCluster says whether the daemon runs in a Pod: the kubelet gives every container the
@@ -172,6 +175,10 @@ func Flags() []cli.Flag {
 			Usage: "address of the Receivers' webhook server (Git hosts, CDEvents), e.g. :9292; empty means off"},
 		&cli.StringFlag{Name: keyReceiverCertDir, EnvVars: envs(keyReceiverCertDir),
 			Usage: "directory with tls.crt and tls.key for the Receivers' server; empty means plain HTTP, for an Ingress in front"},
+		&cli.StringFlag{Name: keyGitCommitterName, EnvVars: envs(keyGitCommitterName), Value: gitops.Bot.Name,
+			Usage: "the daemon's name in Git: the committer of every commit and the author of changes nobody is credited with"},
+		&cli.StringFlag{Name: keyGitCommitterEmail, EnvVars: envs(keyGitCommitterEmail), Value: gitops.Bot.Email,
+			Usage: "the daemon's email in Git; for signed commits to show as verified, a Git host wants it to be an email of the account that holds the signing key"},
 		&cli.StringFlag{Name: keyUIBindAddress, EnvVars: envs(keyUIBindAddress),
 			Usage: "address of the operator page (destinations, sync runs, proposals), e.g. :9090; empty means off"},
 		&cli.StringFlag{Name: keyUIAuth, EnvVars: envs(keyUIAuth), Value: uiAuthToken,

@@ -68,7 +68,7 @@ func newLeadership(cfg Config, kube *rest.Config, core corev1client.CoreV1Interf
 	if cfg.PodName != "" {
 		l.pods = &podLabels{pods: core.Pods(cfg.Namespace), own: cfg.PodName}
 		optional.track(metrics.PartLeaderLabel, "the webhook and receiver Services do not route to the leader: changes are credited to "+
-			bot.Name+" and Git host webhooks are not answered")
+			cfg.Bot.Name+" and Git host webhooks are not answered")
 	}
 	l.gauge.Set(0)
 	return l, nil

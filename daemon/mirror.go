@@ -22,10 +22,6 @@ import (
 // controllerName names the daemon in commits and Events.
 const controllerName = "gitops-reverser"
 
-// bot is the daemon in Git: the committer of every commit, and the author of changes nobody can
-// be credited with.
-var bot = gitops.Bot
-
 // mirror is the cluster → Git flow: the watch manager feeding the pool of Git workers.
 type mirror struct {
 	pool    *gitops.Pool
@@ -135,8 +131,8 @@ func gitIdentity(ctx context.Context, cfg Config, core corev1client.CoreV1Interf
 	suffix := make([]byte, 3)
 	_, _ = rand.Read(suffix)
 	return gitops.Identity{
-		Committer: bot,
-		Bot:       bot,
+		Committer: cfg.Bot,
+		Bot:       cfg.Bot,
 		Trailers: [][2]string{
 			{"X-ConfigButler-ClusterUID", string(ns.UID)},
 			{"X-ConfigButler-ControllerNS", cfg.Namespace},

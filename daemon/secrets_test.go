@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/sops"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
@@ -163,7 +164,7 @@ func TestSecretsAreMirroredEncryptedWithSOPS(t *testing.T) {
 	}
 	testenv.Eventually(t, time.Minute, "the update in Git, by alice", func() (bool, string) {
 		authors := commitsTouching(t, srv, file)
-		return slices.Equal(authors, []string{"alice", bot.Name}), fmt.Sprint(authors)
+		return slices.Equal(authors, []string{"alice", gitops.Bot.Name}), fmt.Sprint(authors)
 	}, d.FailFast())
 	if got, err := decryptedData(t, srv, file, first); err != nil || !equalData(got, values) {
 		t.Fatalf("after the update sops -d gives %v (%v)", got, err)
