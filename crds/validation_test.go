@@ -114,6 +114,17 @@ func repoWithSigning(cs crds.CommitSigning) *crds.GitRepoConfig {
 	return repo
 }
 
+// withoutField is obj as unstructured with the field at path removed: how a YAML manifest leaves
+// out a field the Go type always sends.
+func withoutField(obj any, path ...string) *unstructured.Unstructured {
+	u, err := crds.ToUnstructured(obj)
+	if err != nil {
+		panic(err)
+	}
+	unstructured.RemoveNestedField(u.Object, path...)
+	return u
+}
+
 // signingRef is a valid secretRef of spec.commitSigning.
 var signingRef = crds.LocalReference{Name: "signing-key"}
 
@@ -262,7 +273,9 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"unknown signing format", repoWithSigning(crds.CommitSigning{Format: "x509", SecretRef: signingRef}), []string{"spec.commitSigning.format"}},
 		{"signing format in upper case", repoWithSigning(crds.CommitSigning{Format: "SSH", SecretRef: signingRef}), []string{"spec.commitSigning.format"}},
 		{"signing without format", repoWithSigning(crds.CommitSigning{SecretRef: signingRef}), []string{"spec.commitSigning.format"}},
-		{"signing without secret", repoWithSigning(crds.CommitSigning{Format: crds.SigningSSH}), []string{"spec.commitSigning.secretRef.name"}},
+		{"signing with an empty secret name", repoWithSigning(crds.CommitSigning{Format: crds.SigningSSH}), []string{"spec.commitSigning.secretRef.name"}},
+		{"signing without secretRef", withoutField(repoWithSigning(crds.CommitSigning{Format: crds.SigningSSH, SecretRef: signingRef}),
+			"spec", "commitSigning", "secretRef"), []string{"spec.commitSigning.secretRef"}},
 		{"signing secret name too long", repoWithSigning(crds.CommitSigning{Format: crds.SigningOpenPGP,
 			SecretRef: crds.LocalReference{Name: strings.Repeat("a", 254)}}), []string{"spec.commitSigning.secretRef.name"}},
 	}
