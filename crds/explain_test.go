@@ -49,6 +49,8 @@ func TestKubectlExplainShowsDescriptions(t *testing.T) {
 		{"rcv.status.webhookPath", "hex sha256 of the token"},
 		{"grc.spec.receiver", "owned by this GitRepoConfig"},
 		{"gitrepoconfigs.status.receiver.secretName", "holds the token to give the Git host"},
+		{"grc.spec.commitSigning", "never writes unsigned commits"},
+		{"gitrepoconfigs.status.signingKey.publicKey", "an authorized_keys line (ssh)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.field, func(t *testing.T) {

@@ -74,6 +74,7 @@ func fullFixtures(namespace string) []fixture {
 				AllowedBranches: []string{"main", "release/v1"},
 				SecretRef:       &crds.LocalReference{Name: "repo-creds"},
 				Receiver:        &crds.GeneratedReceiver{Type: crds.ReceiverGitHub, Events: []string{"push", "ping"}},
+				CommitSigning:   &crds.CommitSigning{Format: crds.SigningSSH, SecretRef: crds.LocalReference{Name: "repo-signing"}},
 			},
 		}, status: repoStatus, decode: decodeAs[crds.GitRepoConfig]},
 		{kind: crds.KindGitDestination, gvr: crds.GitDestinations, obj: &crds.GitDestination{
@@ -140,8 +141,16 @@ func repoStatus(generation int64) any {
 			SecretName:  "repo-receiver-token",
 			WebhookPath: webhookPath,
 		},
+		SigningKey: &crds.SigningKeyStatus{
+			Format:      crds.SigningSSH,
+			PublicKey:   testSSHPublicKey,
+			Fingerprint: "SHA256:" + strings.Repeat("A", 43),
+		},
 	}
 }
+
+// testSSHPublicKey is a well-formed authorized_keys line (its private key is not kept anywhere).
+const testSSHPublicKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE gitops-reverser"
 
 func receiverStatus(generation int64) any {
 	return crds.ReceiverStatus{

@@ -299,10 +299,10 @@ func collectLeaves(path string, v any, out *[]string) {
 	sort.Strings(*out)
 }
 
-// TestReceiverEnumsMatchTheGoConstants: the types a Receiver and a generated receiver accept are
-// crds.ReceiverTypes, the kinds it reconciles are GitDestination and GitRepoConfig, and the
-// outcomes are the Outcome constants.
-func TestReceiverEnumsMatchTheGoConstants(t *testing.T) {
+// TestEnumsMatchTheGoConstants: the types a Receiver and a generated receiver accept are
+// crds.ReceiverTypes, the kinds it reconciles are GitDestination and GitRepoConfig, the
+// outcomes are the Outcome constants, and the signing formats are crds.SigningFormats.
+func TestEnumsMatchTheGoConstants(t *testing.T) {
 	byKind := mustCRDs(t)
 	spec := func(kind string) apiextensionsv1.JSONSchemaProps { return rootSchema(byKind[kind]).Properties["spec"] }
 	enum := func(s apiextensionsv1.JSONSchemaProps) []string {
@@ -319,6 +319,9 @@ func TestReceiverEnumsMatchTheGoConstants(t *testing.T) {
 	}{
 		{"Receiver spec.type", enum(spec(crds.KindReceiver).Properties["type"]), crds.ReceiverTypes},
 		{"GitRepoConfig spec.receiver.type", enum(spec(crds.KindGitRepoConfig).Properties["receiver"].Properties["type"]), crds.ReceiverTypes},
+		{"GitRepoConfig spec.commitSigning.format", enum(spec(crds.KindGitRepoConfig).Properties["commitSigning"].Properties["format"]), crds.SigningFormats},
+		{"GitRepoConfig status.signingKey.format", enum(rootSchema(byKind[crds.KindGitRepoConfig]).Properties["status"].Properties["signingKey"].Properties["format"]),
+			crds.SigningFormats},
 		{"Receiver spec.resources[].kind", enum(spec(crds.KindReceiver).Properties["resources"].Items.Schema.Properties["kind"]),
 			[]string{crds.KindGitDestination, crds.KindGitRepoConfig}},
 		{"Receiver status.lastOutcome", enum(rootSchema(byKind[crds.KindReceiver]).Properties["status"].Properties["lastOutcome"]),

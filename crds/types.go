@@ -83,14 +83,57 @@ type GitRepoConfigSpec struct {
 	// Receiver asks for a Receiver and its Secret, generated for all of this repository's
 	// destinations and owned by this GitRepoConfig; nil means none.
 	Receiver *GeneratedReceiver `json:"receiver,omitempty"`
+	// CommitSigning signs every commit the daemon writes into this repository; nil means unsigned.
+	CommitSigning *CommitSigning `json:"commitSigning,omitempty"`
 }
 
-// GitRepoConfigStatus is the observed state of a GitRepoConfig: the shared Status and, when
-// spec.receiver is set, the Receiver generated for it.
+// The formats of CommitSigning.
+const (
+	SigningSSH     = "ssh"
+	SigningOpenPGP = "openpgp"
+)
+
+// SigningFormats lists every valid CommitSigning.Format, in the order of the schema's enum.
+var SigningFormats = []string{SigningSSH, SigningOpenPGP}
+
+// Keys of the Secret named by CommitSigning.SecretRef.
+const (
+	// SigningKeyKey holds the private key: an OpenSSH private key (ssh) or an armored OpenPGP
+	// private key (openpgp).
+	SigningKeyKey = "signingKey"
+	// SigningPassphraseKey holds the passphrase of an encrypted private key.
+	SigningPassphraseKey = "passphrase"
+)
+
+// CommitSigning says how commits are signed.
+type CommitSigning struct {
+	// Format is SigningSSH (an OpenSSH private key; SSHSIG signatures, git's gpg.format=ssh) or
+	// SigningOpenPGP (an armored OpenPGP private key).
+	Format string `json:"format"`
+	// SecretRef names a Secret in the GitRepoConfig's namespace with the key SigningKeyKey, and
+	// SigningPassphraseKey when the key is encrypted.
+	SecretRef LocalReference `json:"secretRef"`
+}
+
+// GitRepoConfigStatus is the observed state of a GitRepoConfig: the shared Status, the Receiver
+// generated for spec.receiver, and the public side of spec.commitSigning's key.
 type GitRepoConfigStatus struct {
 	Status `json:",inline"`
 	// Receiver reports the generated Receiver; nil until it exists.
 	Receiver *GeneratedReceiverStatus `json:"receiver,omitempty"`
+	// SigningKey is the public side of spec.commitSigning's key, to register with the Git host;
+	// nil when commits are not signed or the key is unusable.
+	SigningKey *SigningKeyStatus `json:"signingKey,omitempty"`
+}
+
+// SigningKeyStatus is the public side of the key a GitRepoConfig's commits are signed with.
+type SigningKeyStatus struct {
+	// Format is CommitSigning.Format.
+	Format string `json:"format"`
+	// PublicKey is an authorized_keys line (ssh) or an armored public key block (openpgp).
+	PublicKey string `json:"publicKey"`
+	// Fingerprint is SHA256:... (ssh) or the 40-hex key fingerprint (openpgp).
+	Fingerprint string `json:"fingerprint"`
 }
 
 // GitDestination binds a repository branch and a folder: the subtree the daemon owns.

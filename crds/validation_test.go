@@ -107,6 +107,27 @@ func repoWithReceiver(r crds.GeneratedReceiver) *crds.GitRepoConfig {
 	return repo
 }
 
+// repoWithSigning is a valid GitRepoConfig in validationNS whose commits are signed.
+func repoWithSigning(cs crds.CommitSigning) *crds.GitRepoConfig {
+	repo := repoWithURL("https://git.example.com/org/repo.git")
+	repo.Spec.CommitSigning = &cs
+	return repo
+}
+
+// withoutField is obj as unstructured with the field at path removed: how a YAML manifest leaves
+// out a field the Go type always sends.
+func withoutField(obj any, path ...string) *unstructured.Unstructured {
+	u, err := crds.ToUnstructured(obj)
+	if err != nil {
+		panic(err)
+	}
+	unstructured.RemoveNestedField(u.Object, path...)
+	return u
+}
+
+// signingRef is a valid secretRef of spec.commitSigning.
+var signingRef = crds.LocalReference{Name: "signing-key"}
+
 const credentialsMessage = "spec.repoUrl must not embed credentials"
 
 // TestInvalidObjectsRejected sends each object with dry run: the apiserver validates it fully
@@ -246,6 +267,17 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"generated receiver with events accepted", repoWithReceiver(crds.GeneratedReceiver{Type: crds.ReceiverGitea, Events: []string{"push"}}), nil},
 		{"generated receiver of unknown type", repoWithReceiver(crds.GeneratedReceiver{Type: "svn"}), []string{"spec.receiver.type"}},
 		{"generated receiver without type", repoWithReceiver(crds.GeneratedReceiver{}), []string{"spec.receiver.type"}},
+		// GitRepoConfig spec.commitSigning
+		{"ssh signing accepted", repoWithSigning(crds.CommitSigning{Format: crds.SigningSSH, SecretRef: signingRef}), nil},
+		{"openpgp signing accepted", repoWithSigning(crds.CommitSigning{Format: crds.SigningOpenPGP, SecretRef: signingRef}), nil},
+		{"unknown signing format", repoWithSigning(crds.CommitSigning{Format: "x509", SecretRef: signingRef}), []string{"spec.commitSigning.format"}},
+		{"signing format in upper case", repoWithSigning(crds.CommitSigning{Format: "SSH", SecretRef: signingRef}), []string{"spec.commitSigning.format"}},
+		{"signing without format", repoWithSigning(crds.CommitSigning{SecretRef: signingRef}), []string{"spec.commitSigning.format"}},
+		{"signing with an empty secret name", repoWithSigning(crds.CommitSigning{Format: crds.SigningSSH}), []string{"spec.commitSigning.secretRef.name"}},
+		{"signing without secretRef", withoutField(repoWithSigning(crds.CommitSigning{Format: crds.SigningSSH, SecretRef: signingRef}),
+			"spec", "commitSigning", "secretRef"), []string{"spec.commitSigning.secretRef"}},
+		{"signing secret name too long", repoWithSigning(crds.CommitSigning{Format: crds.SigningOpenPGP,
+			SecretRef: crds.LocalReference{Name: strings.Repeat("a", 254)}}), []string{"spec.commitSigning.secretRef.name"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

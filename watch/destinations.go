@@ -104,8 +104,8 @@ func overlapping(d *destination, earlier []*destination) *destination {
 	return nil
 }
 
-// resolveRepos hands every GitRepoConfig to the pool, which loads its credentials and checks its
-// remote, and reports the result in its status.
+// resolveRepos hands every GitRepoConfig to the pool, which loads its credentials and signing
+// key and checks its remote, and reports the result in its status.
 func (m *Manager) resolveRepos(ctx context.Context) map[string]*repo {
 	objs := list[crds.GitRepoConfig](m, crds.GitRepoConfigs)
 	specs := make([]gitops.Repository, 0, len(objs))
@@ -113,6 +113,9 @@ func (m *Manager) resolveRepos(ctx context.Context) map[string]*repo {
 		r := gitops.Repository{Name: obj.Namespace + "/" + obj.Name, URL: obj.Spec.RepoURL}
 		if ref := obj.Spec.SecretRef; ref != nil {
 			r.SecretRef = &gitops.SecretRef{Namespace: obj.Namespace, Name: ref.Name}
+		}
+		if cs := obj.Spec.CommitSigning; cs != nil {
+			r.Signing = &gitops.Signing{Format: cs.Format, Secret: gitops.SecretRef{Namespace: obj.Namespace, Name: cs.SecretRef.Name}}
 		}
 		specs = append(specs, r)
 	}
@@ -129,6 +132,9 @@ func (m *Manager) resolveRepos(ctx context.Context) map[string]*repo {
 			r.cond = notReady(st.Reason, "%s", st.Message)
 		}
 		out[name] = r
+		if err := m.reporter.reportSigningKey(ctx, obj, st.SigningKey); err != nil {
+			m.opts.Log.Warn("report status", "err", err)
+		}
 		if !checked {
 			continue // nothing to say until the remote answered or failed
 		}

@@ -72,6 +72,8 @@ type env struct {
 	dyn  dynamic.Interface
 	kube *kubernetes.Clientset
 	reg  *metrics.Registry
+	// wrapPool, when set, wraps the real pool the manager is given by startManager.
+	wrapPool func(Pool) Pool
 }
 
 const baseFolder = "clusters/test"
@@ -209,9 +211,13 @@ func (e *env) startManagerWith(discoveryRefresh time.Duration) (stop func()) {
 		Log:      log,
 		OnChange: func() { m.Changed() },
 	})
+	var managed Pool = pool
+	if e.wrapPool != nil {
+		managed = e.wrapPool(pool)
+	}
 	m, err := NewManager(cp.AdminConfig(), Options{
 		DiscoveryRefresh: discoveryRefresh,
-		Pool:             pool,
+		Pool:             managed,
 		Metrics:          e.reg.Mirror,
 		Log:              log,
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitops"
 )
 
 // reporter writes the Ready condition of the daemon's objects and records an Event whenever
@@ -70,6 +72,28 @@ func (r *reporter) report(ctx context.Context, gvr schema.GroupVersionResource, 
 			eventType = corev1.EventTypeNormal
 		}
 		r.recorder.Event(ref, eventType, cond.reason, cond.message)
+	}
+	return nil
+}
+
+// reportSigningKey makes status.signingKey of a GitRepoConfig say key (removing it when key is
+// nil), with a merge patch of that field alone, sent only when obj's status says otherwise.
+func (r *reporter) reportSigningKey(ctx context.Context, obj *crds.GitRepoConfig, key *gitops.SigningKey) error {
+	var want *crds.SigningKeyStatus
+	if key != nil {
+		want = &crds.SigningKeyStatus{Format: key.Format, PublicKey: key.PublicKey, Fingerprint: key.Fingerprint}
+	}
+	current := obj.Status.SigningKey
+	if (want == nil && current == nil) || (want != nil && current != nil && *want == *current) {
+		return nil
+	}
+	body, err := json.Marshal(map[string]any{"status": map[string]any{"signingKey": want}})
+	if err != nil {
+		return fmt.Errorf("encode status.signingKey: %w", err)
+	}
+	client := r.dyn.Resource(crds.GitRepoConfigs).Namespace(obj.Namespace)
+	if _, err := client.Patch(ctx, obj.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("update status.signingKey of %s %s/%s: %w", crds.KindGitRepoConfig, obj.Namespace, obj.Name, err)
 	}
 	return nil
 }
