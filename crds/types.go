@@ -96,22 +96,13 @@ const (
 // SigningFormats lists every valid CommitSigning.Format, in the order of the schema's enum.
 var SigningFormats = []string{SigningSSH, SigningOpenPGP}
 
-// Keys of the Secret named by CommitSigning.SecretRef.
-const (
-	// SigningKeyKey holds the private key: an OpenSSH private key (ssh) or an armored OpenPGP
-	// private key (openpgp).
-	SigningKeyKey = "signingKey"
-	// SigningPassphraseKey holds the passphrase of an encrypted private key.
-	SigningPassphraseKey = "passphrase"
-)
-
 // CommitSigning says how commits are signed.
 type CommitSigning struct {
 	// Format is SigningSSH (an OpenSSH private key; SSHSIG signatures, git's gpg.format=ssh) or
 	// SigningOpenPGP (an armored OpenPGP private key).
 	Format string `json:"format"`
-	// SecretRef names a Secret in the GitRepoConfig's namespace with the key SigningKeyKey, and
-	// SigningPassphraseKey when the key is encrypted.
+	// SecretRef names a Secret in the GitRepoConfig's namespace with the key signingKey (the
+	// private key), and passphrase when the key is encrypted.
 	SecretRef LocalReference `json:"secretRef"`
 }
 
