@@ -28,7 +28,7 @@ type pager struct {
 	Prev, Next  string // query strings; "" when there is none
 }
 
-// page cuts items into pages of size; the page number comes from the query parameter param.
+// paginate cuts items into pages of size; the page number comes from the query parameter param.
 func paginate[T any](r *http.Request, param string, items []T, size int) ([]T, pager) {
 	pages := max(1, (len(items)+size-1)/size)
 	n, err := strconv.Atoi(r.URL.Query().Get(param))

@@ -176,7 +176,6 @@ type layout struct {
 	Viewer string // "" when nobody is signed in
 	Mode   Auth
 	Error  string
-	Notice string
 }
 
 // render writes a view; a template error is logged and answered 500.
