@@ -51,6 +51,10 @@ func TestKubectlExplainShowsDescriptions(t *testing.T) {
 		{"gitrepoconfigs.status.receiver.secretName", "holds the token to give the Git host"},
 		{"grc.spec.commitSigning", "never writes unsigned commits"},
 		{"gitrepoconfigs.status.signingKey.publicKey", "an authorized_keys line (ssh)"},
+		{"wr.spec.rules.excludeUsers", "without attribution this list matches nothing"},
+		{"cwr.spec.rules.excludeFieldManagers", "of the object itself, not its status"},
+		{"watchrules.spec.rules.keepGenerated", "kube-root-ca.crt"},
+		{"gd.status.skipped.reason", "changes_skipped_total"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.field, func(t *testing.T) {

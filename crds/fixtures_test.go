@@ -65,6 +65,10 @@ func fullFixtures(namespace string) []fixture {
 		APIGroups:   []string{"", "apps"},
 		APIVersions: []string{"v1", "*"},
 		Resources:   []string{"configmaps", "deployments"},
+		ExcludeUsers: []string{"system:serviceaccount:flux-system:kustomize-controller",
+			"system:serviceaccount:argocd:*"},
+		ExcludeFieldManagers: []string{"kustomize-controller", "helm*"},
+		KeepGenerated:        true,
 	}
 	return []fixture{
 		{kind: crds.KindGitRepoConfig, gvr: crds.GitRepoConfigs, obj: &crds.GitRepoConfig{
@@ -171,6 +175,10 @@ func destinationStatus(generation int64) any {
 			LastSyncTime:       &fixtureTime,
 			LastHandledSyncNow: "2026-01-02T03:04:05Z",
 			PendingProposals:   3,
+		},
+		Skipped: []crds.SkipCount{
+			{Reason: crds.SkipReasonKubeRootCA, Count: 12},
+			{Reason: crds.SkipReasonExcludedFieldManager, Count: 0},
 		},
 	}
 }

@@ -301,7 +301,8 @@ func collectLeaves(path string, v any, out *[]string) {
 
 // TestEnumsMatchTheGoConstants: the types a Receiver and a generated receiver accept are
 // crds.ReceiverTypes, the kinds it reconciles are GitDestination and GitRepoConfig, the
-// outcomes are the Outcome constants, and the signing formats are crds.SigningFormats.
+// outcomes are the Outcome constants, the signing formats are crds.SigningFormats, and the
+// reasons of GitDestination status.skipped are crds.SkipReasons.
 func TestEnumsMatchTheGoConstants(t *testing.T) {
 	byKind := mustCRDs(t)
 	spec := func(kind string) apiextensionsv1.JSONSchemaProps { return rootSchema(byKind[kind]).Properties["spec"] }
@@ -326,6 +327,8 @@ func TestEnumsMatchTheGoConstants(t *testing.T) {
 			[]string{crds.KindGitDestination, crds.KindGitRepoConfig}},
 		{"Receiver status.lastOutcome", enum(rootSchema(byKind[crds.KindReceiver]).Properties["status"].Properties["lastOutcome"]),
 			[]string{crds.OutcomeTriggered, crds.OutcomeRefused, crds.OutcomeFiltered}},
+		{"GitDestination status.skipped[].reason", enum(rootSchema(byKind[crds.KindGitDestination]).Properties["status"].Properties["skipped"].Items.Schema.Properties["reason"]),
+			crds.SkipReasons},
 	}
 	for _, tc := range cases {
 		if !slices.Equal(tc.got, tc.want) {

@@ -191,6 +191,32 @@ type GitDestinationStatus struct {
 	Status `json:",inline"`
 	// WriteBack is written by the write-back reconciler; nil until it first runs.
 	WriteBack *WriteBackStatus `json:"writeBack,omitempty"`
+	// Skipped says what the mirror leaves out, by reason (SkipReason* constants): generated
+	// objects currently left out, and changes by excluded users or field managers since the
+	// daemon started. Updated at each reconcile of the destination.
+	Skipped []SkipCount `json:"skipped,omitempty"`
+}
+
+// SkipCount is how many objects or changes the mirror left out for one reason.
+type SkipCount struct {
+	Reason string `json:"reason"`
+	Count  int64  `json:"count"`
+}
+
+// Reasons of SkipCount, also the values of the metric changes_skipped_total{reason}.
+const (
+	SkipReasonKubeRootCA            = "KubeRootCA" // ConfigMaps kube-root-ca.crt
+	SkipReasonDefaultServiceAccount = "DefaultServiceAccount"
+	SkipReasonControllerOwned       = "ControllerOwned" // an ownerReference with controller: true
+	SkipReasonAutoUpdatedRBAC       = "AutoUpdatedRBAC" // rbac.authorization.kubernetes.io/autoupdate: "true"
+	SkipReasonExcludedUser          = "ExcludedUser"
+	SkipReasonExcludedFieldManager  = "ExcludedFieldManager"
+)
+
+// SkipReasons lists every SkipCount reason, in the order of the schema's enum.
+var SkipReasons = []string{
+	SkipReasonKubeRootCA, SkipReasonDefaultServiceAccount, SkipReasonControllerOwned,
+	SkipReasonAutoUpdatedRBAC, SkipReasonExcludedUser, SkipReasonExcludedFieldManager,
 }
 
 // WriteBackStatus is the progress of write-back on one GitDestination.
@@ -226,6 +252,19 @@ type ResourceRule struct {
 	APIGroups   []string    `json:"apiGroups,omitempty"`
 	APIVersions []string    `json:"apiVersions,omitempty"`
 	Resources   []string    `json:"resources,omitempty"`
+	// ExcludeUsers: a change made by one of these users is not committed (usernames, e.g.
+	// system:serviceaccount:flux-system:kustomize-controller; a trailing * matches any suffix).
+	// Who made a change is known from the admission webhook only: without attribution this
+	// list matches nothing.
+	ExcludeUsers []string `json:"excludeUsers,omitempty"`
+	// ExcludeFieldManagers: a change is not committed when every field manager of the object's
+	// newest managedFields entries (of the object itself, not its status) is one of these
+	// (a trailing * matches any suffix), e.g. kustomize-controller, argocd-controller, helm.
+	ExcludeFieldManagers []string `json:"excludeFieldManagers,omitempty"`
+	// KeepGenerated mirrors the objects the cluster generates, which are left out by default:
+	// ConfigMaps kube-root-ca.crt, the default ServiceAccount of each namespace, objects with a
+	// controller ownerReference, and RBAC objects annotated rbac.authorization.kubernetes.io/autoupdate: "true".
+	KeepGenerated bool `json:"keepGenerated,omitempty"`
 }
 
 // WatchRule selects namespaced resources in its own namespace for one GitDestination.

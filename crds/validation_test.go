@@ -78,6 +78,15 @@ func syncRunWith(edit func(*crds.SyncRun)) *crds.SyncRun {
 	return r
 }
 
+// names returns n distinct names with the given prefix.
+func names(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	return out
+}
+
 func refusedFiles(n int) []crds.RefusedFile {
 	out := make([]crds.RefusedFile, n)
 	for i := range out {
@@ -194,6 +203,37 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"cluster rule without destination namespace", clusterWatchRule(crds.NamespacedReference{Name: "dest"},
 			[]crds.ClusterResourceRule{{Scope: crds.ScopeCluster}}), []string{"spec.destinationRef.namespace"}},
 		{"cluster rule accepted", clusterWatchRule(destRef, []crds.ClusterResourceRule{{Scope: crds.ScopeCluster}}), nil},
+		// spec.rules[].excludeUsers, excludeFieldManagers, keepGenerated
+		{"exclusions accepted", watchRule([]crds.ResourceRule{{
+			ExcludeUsers:         []string{"system:serviceaccount:flux-system:kustomize-controller", "system:serviceaccount:flux-system:*", "*"},
+			ExcludeFieldManagers: []string{"kustomize-controller", "argocd-controller", "helm*"},
+			KeepGenerated:        true,
+		}}), nil},
+		{"64 excluded users accepted", watchRule([]crds.ResourceRule{{ExcludeUsers: names("user", 64)}}), nil},
+		{"excluded user with a '*' in the middle", watchRule([]crds.ResourceRule{{ExcludeUsers: []string{"system:*:flux"}}}),
+			[]string{"spec.rules[0].excludeUsers[0]"}},
+		{"excluded user with two '*'", watchRule([]crds.ResourceRule{{ExcludeUsers: []string{"system:**"}}}),
+			[]string{"spec.rules[0].excludeUsers[0]"}},
+		{"empty excluded user", watchRule([]crds.ResourceRule{{ExcludeUsers: []string{"alice", ""}}}),
+			[]string{"spec.rules[0].excludeUsers[1]"}},
+		{"excluded user too long", watchRule([]crds.ResourceRule{{ExcludeUsers: []string{strings.Repeat("a", 254)}}}),
+			[]string{"spec.rules[0].excludeUsers[0]"}},
+		{"65 excluded users", watchRule([]crds.ResourceRule{{ExcludeUsers: names("user", 65)}}),
+			[]string{"spec.rules[0].excludeUsers"}},
+		{"excluded field manager with a '*' in the middle", watchRule([]crds.ResourceRule{{ExcludeFieldManagers: []string{"helm", "*-controller"}}}),
+			[]string{"spec.rules[0].excludeFieldManagers[1]"}},
+		{"empty excluded field manager", watchRule([]crds.ResourceRule{{ExcludeFieldManagers: []string{""}}}),
+			[]string{"spec.rules[0].excludeFieldManagers[0]"}},
+		{"65 excluded field managers", watchRule([]crds.ResourceRule{{ExcludeFieldManagers: names("manager", 65)}}),
+			[]string{"spec.rules[0].excludeFieldManagers"}},
+		{"cluster rule exclusions accepted", clusterWatchRule(destRef, []crds.ClusterResourceRule{{Scope: crds.ScopeNamespaced,
+			ResourceRule: crds.ResourceRule{ExcludeUsers: []string{"system:serviceaccount:argocd:*"}, ExcludeFieldManagers: []string{"helm*"}, KeepGenerated: true}}}), nil},
+		{"cluster rule excluded user with a '*' in the middle", clusterWatchRule(destRef, []crds.ClusterResourceRule{{Scope: crds.ScopeCluster,
+			ResourceRule: crds.ResourceRule{ExcludeUsers: []string{"a*b"}}}}), []string{"spec.rules[0].excludeUsers[0]"}},
+		{"cluster rule empty excluded field manager", clusterWatchRule(destRef, []crds.ClusterResourceRule{{Scope: crds.ScopeCluster,
+			ResourceRule: crds.ResourceRule{ExcludeFieldManagers: []string{""}}}}), []string{"spec.rules[0].excludeFieldManagers[0]"}},
+		{"cluster rule with 65 excluded users", clusterWatchRule(destRef, []crds.ClusterResourceRule{{Scope: crds.ScopeCluster,
+			ResourceRule: crds.ResourceRule{ExcludeUsers: names("user", 65)}}}), []string{"spec.rules[0].excludeUsers"}},
 		// GitDestination spec.writeBack
 		{"autoApply without enabled", destinationWithWriteBack(crds.WriteBack{AutoApply: true}),
 			[]string{"spec.writeBack", "autoApply has no effect unless enabled is true"}},
@@ -333,4 +373,72 @@ func gvrOf(tb testing.TB, kind string) schema.GroupVersionResource {
 	}
 	tb.Fatalf("unknown kind %q", kind)
 	return schema.GroupVersionResource{}
+}
+
+// TestSkippedStatusValidated writes GitDestination status.skipped through the status
+// subresource (dry run): the reasons are the SkipReasons, counts are not negative, and the list
+// holds at most 16 items.
+func TestSkippedStatusValidated(t *testing.T) {
+	dyn := mustInstall(t)
+	const ns = "skipped-status"
+	mustNamespace(t, ns)
+	ctx := testContext(t)
+	d := destination("main", "clusters/prod")
+	d.Namespace = ns
+	u, err := crds.ToUnstructured(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := dyn.Resource(crds.GitDestinations).Namespace(ns)
+	created, err := client.Create(ctx, u, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Delete(testContext(t), created.GetName(), metav1.DeleteOptions{}) })
+
+	every := make([]crds.SkipCount, 0, len(crds.SkipReasons))
+	for i, r := range crds.SkipReasons {
+		every = append(every, crds.SkipCount{Reason: r, Count: int64(i)})
+	}
+	cases := []struct {
+		name    string
+		skipped []crds.SkipCount
+		want    []string
+	}{
+		{"every reason accepted", every, nil},
+		{"16 items accepted", make16(), nil},
+		{"unknown reason", []crds.SkipCount{{Reason: "Noise", Count: 1}}, []string{"status.skipped[0].reason"}},
+		{"negative count", []crds.SkipCount{{Reason: crds.SkipReasonExcludedUser, Count: -1}}, []string{"status.skipped[0].count"}},
+		{"17 items", append(make16(), crds.SkipCount{Reason: crds.SkipReasonKubeRootCA}), []string{"status.skipped"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := created.DeepCopy()
+			obj.Object["status"] = mustToMap(t, crds.GitDestinationStatus{Skipped: tc.skipped})
+			_, err := client.UpdateStatus(testContext(t), obj, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: strict})
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("valid status rejected: %v", err)
+				}
+				return
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("got %v, want an Invalid error", err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not contain %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+// make16 is 16 SkipCounts, the most status.skipped holds.
+func make16() []crds.SkipCount {
+	out := make([]crds.SkipCount, 16)
+	for i := range out {
+		out[i] = crds.SkipCount{Reason: crds.SkipReasons[i%len(crds.SkipReasons)], Count: int64(i)}
+	}
+	return out
 }
