@@ -94,6 +94,7 @@ type Manager struct {
 type running struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	w      *watcher
 }
 
 func (r *running) stop() {

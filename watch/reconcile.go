@@ -25,8 +25,8 @@ type watcherSpec struct {
 func (s *watcherSpec) signature() string {
 	parts := []string{s.sel.GVR.String(), s.sel.Namespace}
 	for _, t := range s.targets {
-		parts = append(parts, fmt.Sprintf("%s|%s|%d|%s|%s", t.destination, t.baseFolder, t.ops, gitops.WorkerKey(t.url, t.branch),
-			strings.Join(t.recipients, ",")))
+		parts = append(parts, fmt.Sprintf("%s|%s|%d|%s|%s|%s", t.destination, t.baseFolder, t.ops, gitops.WorkerKey(t.url, t.branch),
+			strings.Join(t.recipients, ","), t.filter))
 	}
 	return strings.Join(parts, "\x00")
 }
@@ -63,8 +63,10 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	m.applyWatchers(ctx, dests, specs)
 	m.writeCreationRules(dests)
 	m.publishSelections(specs)
+	skipped := m.skippedByDestination()
 	for _, d := range dests {
-		errs = append(errs, m.reporter.report(ctx, crds.GitDestinations, crds.KindGitDestination, d.obj, d.obj.Status.Status, m.destinationCondition(d)))
+		errs = append(errs, m.reporter.report(ctx, crds.GitDestinations, crds.KindGitDestination, d.obj, d.obj.Status.Status, m.destinationCondition(d)),
+			m.reporter.reportSkipped(ctx, d.obj, skipped[d.name()]))
 	}
 	for name := range m.coalesced {
 		if byName[name] == nil {
@@ -142,8 +144,9 @@ func (m *Manager) addRule(ctx context.Context, specs map[string]*watcherSpec, re
 		}
 		if i := slices.IndexFunc(spec.targets, func(t target) bool { return t.destination == dest.name() }); i >= 0 {
 			spec.targets[i].ops |= sel.Ops
+			spec.targets[i].filter = spec.targets[i].filter.and(sel.filter)
 		} else {
-			t := target{destination: dest.name(), baseFolder: dest.obj.Spec.BaseFolder, ops: sel.Ops,
+			t := target{destination: dest.name(), baseFolder: dest.obj.Spec.BaseFolder, ops: sel.Ops, filter: sel.filter,
 				url: dest.repo.obj.Spec.RepoURL, branch: dest.obj.Spec.Branch}
 			if isSecrets(sel) {
 				t.recipients = dest.recipients
@@ -222,7 +225,7 @@ func (m *Manager) startWatcher(ctx context.Context, s *watcherSpec) *running {
 	client := m.dyn.Resource(s.sel.GVR)
 	w := &watcher{
 		sel: s.sel, targets: s.targets, metrics: m.opts.Metrics, client: client, authors: m.opts.Authors, sealer: m.opts.Sealer,
-		recorder: m.reporter.recorder,
+		recorder: m.reporter.recorder, skipped: newSkipCounts(len(s.targets)),
 		log:      m.opts.Log.With("resource", s.sel.GVR.GroupResource().String(), "version", s.sel.GVR.Version, "namespace", s.sel.Namespace),
 	}
 	if s.sel.Namespace != "" {
@@ -233,7 +236,7 @@ func (m *Manager) startWatcher(ctx context.Context, s *watcherSpec) *running {
 		dests[i] = t.destination
 	}
 	w.log.Info("watching", "destinations", dests)
-	r := &running{cancel: cancel, done: make(chan struct{})}
+	r := &running{cancel: cancel, done: make(chan struct{}), w: w}
 	go func() {
 		defer close(r.done)
 		w.run(ctx)

@@ -74,6 +74,8 @@ type Selection struct {
 	Namespaced bool
 	Namespace  string
 	Ops        ops
+	// filter is what the rules that made this selection leave out.
+	filter filter
 }
 
 // ExpandOptions are the daemon-wide selection settings.
@@ -118,13 +120,15 @@ func expand(rules []ruleSpec, resources []APIResource, opts ExpandOptions, encry
 				Namespaced: res.Namespaced,
 				Namespace:  rule.namespace,
 				Ops:        opsOf(rule.Operations),
+				filter:     filterOf(rule.ResourceRule),
 			})
 		}
 	}
 	return merge(sel), secretsSkipped
 }
 
-// merge folds selections of the same resource and namespace together, uniting their operations.
+// merge folds selections of the same resource and namespace together, uniting their operations
+// and leaving out only what every one of their rules leaves out.
 func merge(sel []Selection) []Selection {
 	var out []Selection
 	for _, s := range sel {
@@ -136,6 +140,7 @@ func merge(sel []Selection) []Selection {
 			continue
 		}
 		out[i].Ops |= s.Ops
+		out[i].filter = out[i].filter.and(s.filter)
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,13 +88,27 @@ func (r *reporter) reportSigningKey(ctx context.Context, obj *crds.GitRepoConfig
 	if (want == nil && current == nil) || (want != nil && current != nil && *want == *current) {
 		return nil
 	}
-	body, err := json.Marshal(map[string]any{"status": map[string]any{"signingKey": want}})
-	if err != nil {
-		return fmt.Errorf("encode status.signingKey: %w", err)
+	return r.patchStatusField(ctx, crds.GitRepoConfigs, crds.KindGitRepoConfig, obj, "signingKey", want)
+}
+
+// reportSkipped sets a GitDestination's status.skipped when it differs from what it holds.
+func (r *reporter) reportSkipped(ctx context.Context, obj *crds.GitDestination, want []crds.SkipCount) error {
+	if slices.Equal(want, obj.Status.Skipped) {
+		return nil
 	}
-	client := r.dyn.Resource(crds.GitRepoConfigs).Namespace(obj.Namespace)
-	if _, err := client.Patch(ctx, obj.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("update status.signingKey of %s %s/%s: %w", crds.KindGitRepoConfig, obj.Namespace, obj.Name, err)
+	return r.patchStatusField(ctx, crds.GitDestinations, crds.KindGitDestination, obj, "skipped", want)
+}
+
+// patchStatusField merge-patches one field of an object's status (nil removes it), touching
+// nothing else there: the conditions are reported on their own. An object gone meanwhile is fine.
+func (r *reporter) patchStatusField(ctx context.Context, gvr schema.GroupVersionResource, kind string, obj metav1.Object, field string, value any) error {
+	body, err := json.Marshal(map[string]any{"status": map[string]any{field: value}})
+	if err != nil {
+		return fmt.Errorf("encode status.%s: %w", field, err)
+	}
+	client := r.dyn.Resource(gvr).Namespace(obj.GetNamespace())
+	if _, err := client.Patch(ctx, obj.GetName(), types.MergePatchType, body, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("update status.%s of %s %s/%s: %w", field, kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
 }

@@ -52,6 +52,7 @@ type target struct {
 	url, branch string      // the Git worker that writes it
 	sink        gitops.Sink // that worker: never blocks, so one slow remote holds up no watch
 	recipients  []string    // of a Secrets target: what every file is encrypted for
+	filter      filter      // what the destination's rules leave out
 }
 
 // watcher lists and then watches one resource in one namespace ("" = all namespaces or a
@@ -67,6 +68,7 @@ type watcher struct {
 	metrics  *metrics.Mirror
 	recorder record.EventRecorder
 	log      *slog.Logger
+	skipped  *skipCounts
 
 	seed   maphash.Seed
 	hashes map[string]uint64 // namespace/name → hash of the canonical YAML last sent
@@ -124,6 +126,7 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 		live[i] = map[string]struct{}{}
 	}
 	hashes := map[string]uint64{}
+	w.skipped.resetGenerated()
 	opts := metav1.ListOptions{Limit: listPageSize}
 	for {
 		page, err := w.client.List(ctx, opts)
@@ -213,8 +216,10 @@ func (w *watcher) handle(typ watch.EventType, obj *unstructured.Unstructured) er
 		w.metrics.ObjectsScanned.Inc()
 		delete(w.hashes, k)
 		credit, _ := w.authors.Author("DELETE", w.groupKind(), obj.GetNamespace(), obj.GetName(), nil)
-		for _, t := range w.targets {
-			if t.ops&opDelete == 0 {
+		gen := generated(w.sel, obj)
+		for i, t := range w.targets {
+			w.skipped.setGenerated(i, k, "")
+			if t.ops&opDelete == 0 || gen != "" && !t.filter.keepGenerated { // a generated object was never written
 				continue
 			}
 			c := gitops.Change{Path: w.path(t, obj), Author: credit.Author, Trailers: credit.Trailers, Summary: "delete " + w.describe(obj)}
@@ -250,11 +255,32 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 		return paths, h, nil // its file, if any, stays as it was
 	}
 	var credit Credit
+	var user string
+	var managers []string
 	if opName != "" && h != skip {
-		credit, _ = w.authors.Author(opName, w.groupKind(), obj.GetNamespace(), obj.GetName(), content)
+		var known bool
+		if credit, known = w.authors.Author(opName, w.groupKind(), obj.GetNamespace(), obj.GetName(), content); known {
+			user = credit.Author.Name
+		}
+		managers = newestManagers(obj)
 	}
+	gen := generated(w.sel, obj)
 	for i, t := range w.targets {
+		if gen != "" && !t.filter.keepGenerated {
+			// Never written, so not live either: a file of it from before is deleted as an orphan.
+			paths[i] = ""
+			w.skipped.setGenerated(i, key(obj), gen)
+			if h != skip {
+				w.metrics.ChangesSkipped.WithLabelValues(gen).Inc()
+			}
+			continue
+		}
 		if t.ops&op.bits == 0 || h == skip {
+			continue
+		}
+		if why := t.filter.excludes(user, managers); why != "" {
+			w.skipped.changeSkipped(i, why)
+			w.metrics.ChangesSkipped.WithLabelValues(why).Inc()
 			continue
 		}
 		c := gitops.Change{Path: paths[i], Content: content, Author: credit.Author, Trailers: credit.Trailers, Summary: op.verb + " " + w.describe(obj)}

@@ -1,0 +1,192 @@
+package watch
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/configbutler/gitops-reverser/crds"
+)
+
+// filter is what a destination's rules leave out of a resource: changes made only by excluded
+// users or field managers, and, unless kept, the objects the cluster generates itself.
+type filter struct {
+	excludeUsers, excludeFieldManagers []string
+	keepGenerated                      bool
+}
+
+func filterOf(r crds.ResourceRule) filter {
+	return filter{excludeUsers: r.ExcludeUsers, excludeFieldManagers: r.ExcludeFieldManagers, keepGenerated: r.KeepGenerated}
+}
+
+// and combines the filters of two rules that select the same resource for a destination: each
+// rule asks for what it selects, so only what both leave out is left out.
+func (f filter) and(g filter) filter {
+	both := func(a, b []string) []string {
+		var out []string
+		for _, s := range a {
+			if slices.Contains(b, s) {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return filter{
+		excludeUsers:         both(f.excludeUsers, g.excludeUsers),
+		excludeFieldManagers: both(f.excludeFieldManagers, g.excludeFieldManagers),
+		keepGenerated:        f.keepGenerated || g.keepGenerated,
+	}
+}
+
+// String identifies the filter in a watcher's signature, so a changed rule restarts its watcher.
+func (f filter) String() string {
+	return fmt.Sprintf("%s|%s|%t", strings.Join(f.excludeUsers, ","), strings.Join(f.excludeFieldManagers, ","), f.keepGenerated)
+}
+
+// excludes tells why a change made by user (the webhook's credit, "" when unknown) and the
+// field managers of the object's newest entries is left out, "" when it is not.
+func (f filter) excludes(user string, managers []string) string {
+	if user != "" && matchesAny(f.excludeUsers, user) {
+		return crds.SkipReasonExcludedUser
+	}
+	if len(managers) == 0 || len(f.excludeFieldManagers) == 0 {
+		return ""
+	}
+	for _, m := range managers {
+		if !matchesAny(f.excludeFieldManagers, m) {
+			return ""
+		}
+	}
+	return crds.SkipReasonExcludedFieldManager
+}
+
+// matchesAny matches value against names, where a trailing * matches any suffix.
+func matchesAny(patterns []string, value string) bool {
+	for _, p := range patterns {
+		if prefix, wild := strings.CutSuffix(p, "*"); wild && strings.HasPrefix(value, prefix) || p == value {
+			return true
+		}
+	}
+	return false
+}
+
+// newestManagers returns the field managers of the newest managedFields entries of the object
+// itself (status updates never change what the mirror writes): the managers of the change the
+// watch just saw. Entries are stamped to the second, so two managers writing in the same second
+// are both returned, and a change is then left out only if both are excluded.
+func newestManagers(obj *unstructured.Unstructured) []string {
+	var newest metav1.Time
+	var out []string
+	for _, e := range obj.GetManagedFields() {
+		if e.Subresource != "" || e.Time == nil {
+			continue
+		}
+		switch {
+		case e.Time.After(newest.Time):
+			newest, out = *e.Time, []string{e.Manager}
+		case e.Time.Equal(&newest) && !slices.Contains(out, e.Manager):
+			out = append(out, e.Manager)
+		}
+	}
+	return out
+}
+
+// annotationAutoUpdate marks the RBAC objects the apiserver creates and repairs at every start.
+const annotationAutoUpdate = "rbac.authorization.kubernetes.io/autoupdate"
+
+// generated tells why the cluster generated obj itself, "" when a person or a tool declared it.
+func generated(sel Selection, obj *unstructured.Unstructured) string {
+	core := sel.GVR.Group == ""
+	switch {
+	case core && sel.GVR.Resource == "configmaps" && obj.GetName() == "kube-root-ca.crt":
+		return crds.SkipReasonKubeRootCA
+	case core && sel.GVR.Resource == "serviceaccounts" && obj.GetName() == "default":
+		return crds.SkipReasonDefaultServiceAccount
+	case metav1.GetControllerOfNoCopy(obj) != nil:
+		return crds.SkipReasonControllerOwned
+	case sel.GVR.Group == "rbac.authorization.k8s.io" && obj.GetAnnotations()[annotationAutoUpdate] == "true":
+		return crds.SkipReasonAutoUpdatedRBAC
+	}
+	return ""
+}
+
+// skipCounts counts what one watcher left out for each of its targets: the generated objects it
+// leaves out now, and the changes it left out since it started.
+type skipCounts struct {
+	mu        sync.Mutex
+	generated []map[string]string // per target: namespace/name → reason
+	changes   []map[string]int64  // per target: reason → changes left out
+}
+
+func newSkipCounts(targets int) *skipCounts {
+	c := &skipCounts{generated: make([]map[string]string, targets), changes: make([]map[string]int64, targets)}
+	for i := range targets {
+		c.generated[i], c.changes[i] = map[string]string{}, map[string]int64{}
+	}
+	return c
+}
+
+// setGenerated records whether the object key is left out of target i as generated (reason "": not).
+func (c *skipCounts) setGenerated(i int, key, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if reason == "" {
+		delete(c.generated[i], key)
+	} else {
+		c.generated[i][key] = reason
+	}
+}
+
+// resetGenerated forgets the generated objects of every target, before a list counts them again.
+func (c *skipCounts) resetGenerated() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.generated {
+		c.generated[i] = map[string]string{}
+	}
+}
+
+func (c *skipCounts) changeSkipped(i int, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.changes[i][reason]++
+}
+
+// addTo adds target i's counts to by (reason → count).
+func (c *skipCounts) addTo(i int, by map[string]int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, reason := range c.generated[i] {
+		by[reason]++
+	}
+	for reason, n := range c.changes[i] {
+		by[reason] += n
+	}
+}
+
+// skippedByDestination sums what the running watchers leave out, by destination and reason, in
+// the order of crds.SkipReasons.
+func (m *Manager) skippedByDestination() map[string][]crds.SkipCount {
+	by := map[string]map[string]int64{}
+	for _, r := range m.watchers {
+		for i, t := range r.w.targets {
+			if by[t.destination] == nil {
+				by[t.destination] = map[string]int64{}
+			}
+			r.w.skipped.addTo(i, by[t.destination])
+		}
+	}
+	out := map[string][]crds.SkipCount{}
+	for dest, counts := range by {
+		for _, reason := range crds.SkipReasons {
+			if n := counts[reason]; n > 0 {
+				out[dest] = append(out[dest], crds.SkipCount{Reason: reason, Count: n})
+			}
+		}
+	}
+	return out
+}
