@@ -226,7 +226,7 @@ func (m *Manager) startWatcher(ctx context.Context, s *watcherSpec) *running {
 	w := &watcher{
 		sel: s.sel, targets: s.targets, metrics: m.opts.Metrics, client: client, authors: m.opts.Authors, sealer: m.opts.Sealer,
 		recorder: m.reporter.recorder, skipped: newSkipCounts(len(s.targets)),
-		log:      m.opts.Log.With("resource", s.sel.GVR.GroupResource().String(), "version", s.sel.GVR.Version, "namespace", s.sel.Namespace),
+		log: m.opts.Log.With("resource", s.sel.GVR.GroupResource().String(), "version", s.sel.GVR.Version, "namespace", s.sel.Namespace),
 	}
 	if s.sel.Namespace != "" {
 		w.client = client.Namespace(s.sel.Namespace)
