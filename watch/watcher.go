@@ -266,7 +266,9 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 	}
 	gen := generated(w.sel, obj)
 	for i, t := range w.targets {
-		if gen != "" && !t.filter.keepGenerated {
+		if gen == "" || t.filter.keepGenerated {
+			w.skipped.setGenerated(i, key(obj), "") // it may have lost its controller owner
+		} else {
 			// Never written, so not live either: a file of it from before is deleted as an orphan.
 			paths[i] = ""
 			w.skipped.setGenerated(i, key(obj), gen)
