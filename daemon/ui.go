@@ -10,7 +10,6 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	"k8s.io/client-go/rest"
@@ -89,10 +88,8 @@ func newOperatorPage(cfg Config, kube *rest.Config, pool *gitops.Pool, optional 
 // probePage checks that the daemon may read what the page shows and, with token sign-in, check
 // tokens: a forbidden TokenReview would turn every person away.
 func probePage(ctx context.Context, cfg Config, dyn dynamic.Interface, auth authenticationv1client.AuthenticationV1Interface) error {
-	for _, gvr := range []schema.GroupVersionResource{crds.GitRepoConfigs, crds.GitDestinations, crds.Proposals, crds.SyncRuns} {
-		if _, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-			return err
-		}
+	if err := mayList(ctx, dyn, crds.GitRepoConfigs, crds.GitDestinations, crds.Proposals, crds.SyncRuns); err != nil {
+		return err
 	}
 	if cfg.UIAuth != uiAuthToken {
 		return nil

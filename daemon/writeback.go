@@ -96,8 +96,14 @@ func (w *writeBack) Run(ctx context.Context) error {
 }
 
 func (w *writeBack) probe(ctx context.Context) error {
-	for _, gvr := range []schema.GroupVersionResource{crds.Proposals, crds.SyncRuns} {
-		if _, err := w.dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+	return mayList(ctx, w.dyn, crds.Proposals, crds.SyncRuns)
+}
+
+// mayList checks that the daemon may list each resource, by listing one object of it: an
+// optional part probes its permissions this way before it starts.
+func mayList(ctx context.Context, dyn dynamic.Interface, gvrs ...schema.GroupVersionResource) error {
+	for _, gvr := range gvrs {
+		if _, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 			return err
 		}
 	}
