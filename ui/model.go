@@ -113,12 +113,12 @@ func (p *Page) namespaces() []string {
 	return out
 }
 
-// list returns the cached objects of gvr in the given namespaces, converted to T.
+// list returns the cached objects of gvr in the given namespaces (nil: in all), converted to T.
 func list[T any](p *Page, gvr schema.GroupVersionResource, namespaces map[string]bool) []*T {
 	var out []*T
 	for _, obj := range p.stores[gvr].GetStore().List() {
 		u, ok := obj.(*unstructured.Unstructured)
-		if !ok || !namespaces[u.GetNamespace()] {
+		if !ok || namespaces != nil && !namespaces[u.GetNamespace()] {
 			continue
 		}
 		t, err := crds.FromUnstructured[T](u)
@@ -138,16 +138,13 @@ func (p *Page) snapshot(namespaces []string) snapshot {
 		in[ns] = true
 	}
 	var s snapshot
-	repoURLs := map[string]string{}
-	for _, r := range list[crds.GitRepoConfig](p, crds.GitRepoConfigs, in) {
-		s.repos = append(s.repos, repoView{Namespace: r.Namespace, Name: r.Name, URL: r.Spec.RepoURL, Ready: readyOf(r.Status.Conditions)})
-	}
 	// A destination may reference a repository in a namespace the viewer cannot see; its URL is
 	// still shown, as the destination's own status names it.
-	for _, obj := range p.stores[crds.GitRepoConfigs].GetStore().List() {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			url, _, _ := unstructured.NestedString(u.Object, "spec", "repoUrl")
-			repoURLs[u.GetNamespace()+"/"+u.GetName()] = url
+	repoURLs := map[string]string{}
+	for _, r := range list[crds.GitRepoConfig](p, crds.GitRepoConfigs, nil) {
+		repoURLs[r.Namespace+"/"+r.Name] = r.Spec.RepoURL
+		if in[r.Namespace] {
+			s.repos = append(s.repos, repoView{Namespace: r.Namespace, Name: r.Name, URL: r.Spec.RepoURL, Ready: readyOf(r.Status.Conditions)})
 		}
 	}
 	runs := p.runsByDestination(in)
