@@ -110,25 +110,12 @@ type Pool struct {
 
 type repoEntry struct {
 	repo    Repository
-	creds   credentials
-	credsRV string // resourceVersion of the Secret the credentials were read from
-	usable  bool
-	problem string // SecretInvalid or SecretUnreadable; "" when the credentials are fine
-	detail  string
-	signing signingState
-}
-
-// signingState is the signing key of a repository, loaded like its credentials.
-type signingState struct {
-	signer  signer // nil: commits are not signed
-	rv      string // resourceVersion of the Secret the key was read from
-	usable  bool   // no signing is asked for, or the key was read
-	problem string // SigningKeyInvalid or SecretUnreadable; "" when the key is fine
-	detail  string
+	creds   fromSecret[credentials] // problem SecretInvalid when unusable
+	signing fromSecret[signer]      // nil value: commits are not signed; problem SigningKeyInvalid
 }
 
 // ready reports whether workers may push: with credentials and, when asked for, a signing key.
-func (e *repoEntry) ready() bool { return e.usable && e.signing.usable }
+func (e *repoEntry) ready() bool { return e.creds.usable && e.signing.usable }
 
 type poolWorker struct {
 	w        *Worker
@@ -228,20 +215,20 @@ func sameSigning(a, b *Signing) bool {
 // state is the repository's state, starting a reachability check when none is known.
 func (p *Pool) state(e *repoEntry) RepoState {
 	switch {
-	case e.problem != "" && !e.usable:
-		return RepoState{Reason: e.problem, Message: e.detail}
+	case e.creds.problem != "" && !e.creds.usable:
+		return RepoState{Reason: e.creds.problem, Message: e.creds.detail}
 	case e.signing.problem != "" && !e.signing.usable:
 		return RepoState{Reason: e.signing.problem, Message: e.signing.detail + "; nothing is pushed until commits can be signed"}
 	}
-	rc := p.reachability(e.repo.URL, e.creds)
+	rc := p.reachability(e.repo.URL, e.creds.value)
 	s := RepoState{Usable: true, Checked: rc.done, Reachable: rc.done && rc.err == nil}
-	if e.signing.signer != nil {
-		key := e.signing.signer.public()
+	if e.signing.value != nil {
+		key := e.signing.value.public()
 		s.SigningKey = &key
 	}
 	switch {
-	case e.problem != "":
-		s.Reason, s.Message = e.problem, e.detail+"; using the credentials read before"
+	case e.creds.problem != "":
+		s.Reason, s.Message = e.creds.problem, e.creds.detail+"; using the credentials read before"
 	case e.signing.problem != "":
 		s.Reason, s.Message = e.signing.problem, e.signing.detail+"; signing with the key read before"
 	case !rc.done:
@@ -262,13 +249,13 @@ func (p *Pool) updateAuth() {
 		if e == nil || !e.ready() {
 			continue
 		}
-		if e.creds.key != pw.credsKey {
-			pw.credsKey = e.creds.key
-			pw.w.SetAuth(e.creds.auth)
+		if e.creds.value.key != pw.credsKey {
+			pw.credsKey = e.creds.value.key
+			pw.w.SetAuth(e.creds.value.auth)
 			p.log.Info("credentials changed; the worker uses the new ones", "repo", redactURL(e.repo.URL), "branch", pw.w.remote.Branch)
 		}
-		if e.signing.signer != pw.signer {
-			pw.signer = e.signing.signer
+		if e.signing.value != pw.signer {
+			pw.signer = e.signing.value
 			pw.w.setSigner(pw.signer)
 			p.log.Info("commit signing changed; the worker signs the commits it has not pushed yet with it", "repo", redactURL(e.repo.URL),
 				"branch", pw.w.remote.Branch, "key", keyOf(pw.signer))
@@ -326,9 +313,9 @@ func (p *Pool) SetWorkers(wants []Branch) {
 func (p *Pool) startWorker(key string, b Branch) {
 	e := p.repos[b.Repo]
 	ctx, cancel := context.WithCancel(p.ctx)
-	pw := &poolWorker{repo: b.Repo, credsKey: e.creds.key, signer: e.signing.signer, cancel: cancel, done: make(chan struct{})}
+	pw := &poolWorker{repo: b.Repo, credsKey: e.creds.value.key, signer: e.signing.value, cancel: cancel, done: make(chan struct{})}
 	pw.w = NewWorker(WorkerConfig{
-		Remote:   Remote{URL: e.repo.URL, Branch: b.Branch, Auth: e.creds.auth},
+		Remote:   Remote{URL: e.repo.URL, Branch: b.Branch, Auth: e.creds.value.auth},
 		WorkDir:  p.cfg.WorkDir,
 		Limits:   p.cfg.Limits,
 		Identity: p.cfg.Identity,
@@ -337,7 +324,7 @@ func (p *Pool) startWorker(key string, b Branch) {
 		Log:      p.log,
 		OnStatus: func() { p.workerChanged(pw) },
 		Fence:    p.cfg.Fence,
-		signer:   e.signing.signer,
+		signer:   e.signing.value,
 	})
 	pw.w.holds = p.holds.forKey(e.repo.URL, b.Branch)
 	previous := p.stopping[key]

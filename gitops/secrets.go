@@ -76,62 +76,64 @@ func (p *Pool) readSecret(ctx context.Context, ref SecretRef) (*corev1.Secret, e
 	return secret, nil
 }
 
-// loadCredentials brings e's credentials up to date with its Secret. A Secret that cannot be
-// read for a passing reason keeps the credentials read before, so workers keep going. Called
-// with p.mu held.
-func (p *Pool) loadCredentials(ctx context.Context, e *repoEntry) {
-	ref := e.repo.SecretRef
+// fromSecret is what a repository reads from one of its Secrets (its credentials, its signing
+// key), as it was last read well.
+type fromSecret[T any] struct {
+	value   T
+	rv      string // resourceVersion of the Secret value was read from
+	usable  bool   // nothing is asked for, or value was read
+	problem string // the content is unusable (the caller's reason) or SecretUnreadable; "" when fine
+	detail  string
+}
+
+// loadFromSecret brings st up to date with the Secret ref (nil: nothing is asked for, the zero
+// value is usable), parsing it only when it changed. Content parse refuses with an errSecret
+// leaves nothing usable, with the reason invalid; a Secret that cannot be read for a passing
+// reason keeps the value read before, so workers keep going. Called with p.mu held.
+func loadFromSecret[T any](ctx context.Context, p *Pool, st *fromSecret[T], ref *SecretRef, invalid string, parse func(*corev1.Secret) (T, error)) {
 	if ref == nil {
-		e.creds, e.usable, e.problem, e.detail = credentials{}, true, "", ""
+		*st = fromSecret[T]{usable: true}
 		return
 	}
 	secret, err := p.readSecret(ctx, *ref)
-	if err == nil && secret.ResourceVersion != "" && secret.ResourceVersion == e.credsRV && e.problem == "" {
+	if err == nil && secret.ResourceVersion != "" && secret.ResourceVersion == st.rv && st.problem == "" {
 		return // unchanged since it was parsed
 	}
-	var creds credentials
+	var v T
 	if err == nil {
-		creds, err = credentialsFrom(secret, p.cfg.WorkDir)
+		v, err = parse(secret)
 	}
 	var bad errSecret
 	switch {
 	case errors.As(err, &bad):
-		e.creds, e.credsRV, e.usable, e.problem, e.detail = credentials{}, "", false, "SecretInvalid", bad.msg
+		*st = fromSecret[T]{problem: invalid, detail: bad.msg}
 	case err != nil:
-		e.problem, e.detail = "SecretUnreadable", err.Error() // usable stays what it was
+		st.problem, st.detail = "SecretUnreadable", err.Error() // usable and the value stay what they were
 	default:
-		e.creds, e.credsRV, e.usable, e.problem, e.detail = creds, secret.ResourceVersion, true, "", ""
+		*st = fromSecret[T]{value: v, rv: secret.ResourceVersion, usable: true}
 	}
 }
 
-// loadSigner brings e's signing key up to date with its Secret, as loadCredentials does for the
-// credentials. Called with p.mu held.
+// loadCredentials brings e's credentials up to date with their Secret.
+func (p *Pool) loadCredentials(ctx context.Context, e *repoEntry) {
+	loadFromSecret(ctx, p, &e.creds, e.repo.SecretRef, "SecretInvalid", func(s *corev1.Secret) (credentials, error) {
+		return credentialsFrom(s, p.cfg.WorkDir)
+	})
+}
+
+// loadSigner brings e's signing key up to date with its Secret.
 func (p *Pool) loadSigner(ctx context.Context, e *repoEntry) {
-	sg := e.repo.Signing
-	if sg == nil {
-		e.signing = signingState{usable: true}
-		return
+	var ref *SecretRef
+	if sg := e.repo.Signing; sg != nil {
+		ref = &sg.Secret
 	}
-	secret, err := p.readSecret(ctx, sg.Secret)
-	if err == nil && secret.ResourceVersion != "" && secret.ResourceVersion == e.signing.rv && e.signing.problem == "" {
-		return // unchanged since it was parsed
-	}
-	var s signer
-	if err == nil {
-		s, err = signerFrom(sg.Format, secret)
-	}
-	var bad errSecret
-	switch {
-	case errors.As(err, &bad):
-		e.signing = signingState{problem: "SigningKeyInvalid", detail: bad.msg}
-	case err != nil:
-		e.signing.problem, e.signing.detail = "SecretUnreadable", err.Error() // the key read before stays
-	default:
-		if e.signing.signer != nil && e.signing.signer.id() == s.id() {
-			s = e.signing.signer // the same key: the workers need not hear of it
+	loadFromSecret(ctx, p, &e.signing, ref, "SigningKeyInvalid", func(secret *corev1.Secret) (signer, error) {
+		s, err := signerFrom(e.repo.Signing.Format, secret)
+		if err == nil && e.signing.value != nil && e.signing.value.id() == s.id() {
+			s = e.signing.value // the same key: the workers need not hear of it
 		}
-		e.signing = signingState{signer: s, rv: secret.ResourceVersion, usable: true}
-	}
+		return s, err
+	})
 }
 
 func secretNotFound(ref SecretRef) error {
