@@ -107,6 +107,16 @@ func TestChangesOfExcludedFieldManagersAreNotCommitted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// managedFields are stamped to the second: an update in the same second as the create counts
+	// as made by both managers, so the test waits for the apiserver's next second.
+	cm, err := e.kube.CoreV1().ConfigMaps(e.ns).Get(e.ctx, "app", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := cm.CreationTimestamp.Time
+	testenv.Eventually(t, 5*time.Second, "a second after the create", func() (bool, string) {
+		return time.Now().Truncate(time.Second).After(created), created.String()
+	})
 	update("app", "kustomize-controller", "color", "green")
 	update("app", "helm-controller", "size", "large")
 	// One watcher sees the ConfigMaps in order: once the marker's change is in Git, the two
