@@ -121,7 +121,7 @@ func (w *wbWorld) receiverFor(typ, name string) {
 // cdevent reads a CDEvents conformance example and makes its repository repoURL.
 func (w *wbWorld) cdevent(file, repoURL string) []byte {
 	w.t.Helper()
-	data, err := os.ReadFile("../../shared/testdata/cdevents/conformance/" + file)
+	data, err := os.ReadFile("../testdata/cdevents/conformance/" + file)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func (w *wbWorld) receiverPath(name string) string {
 // payload reads a recorded webhook body and lets the test point it at its own repository.
 func (w *wbWorld) payload(file string, edit func(map[string]any)) []byte {
 	w.t.Helper()
-	data, err := os.ReadFile("../../shared/testdata/webhooks/" + file)
+	data, err := os.ReadFile("../testdata/webhooks/" + file)
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -18,9 +18,8 @@ import (
 )
 
 // cdeventsTestdata holds the CDEvents spec's conformance examples and
-// schemas (see ../../shared/testdata/README.md); they are read in place,
-// never copied into the repository.
-const cdeventsTestdata = "../../shared/testdata/cdevents"
+// schemas, copied from the CDEvents spec (see ../testdata/README.md).
+const cdeventsTestdata = "../testdata/cdevents"
 
 // cdeventExample is one conformance example: the file's bytes and the
 // context fields a CI system would copy into the CloudEvent.

@@ -12,8 +12,8 @@ import (
 	"testing"
 )
 
-// webhooks holds the recorded payloads (argoproj/argo-cd util/webhook/testdata), outside the project.
-const webhooks = "../../shared/testdata/webhooks"
+// webhooks holds the recorded payloads (argoproj/argo-cd util/webhook/testdata), copied into ../testdata.
+const webhooks = "../testdata/webhooks"
 
 var testToken = []byte("s3cr3t-token-for-tests")
 
