@@ -124,6 +124,23 @@ func coalesce(runs []run, bot Signature) []run {
 	return []run{{author: bot, items: append(syncs, changes...)}}
 }
 
+// creditsAt reports whether coalescing runs would lose a credit: some change is by someone
+// other than the bot, or carries trailers. A seed, all by the bot, merges without losing anything,
+// so a large one is no sign of a remote that is not keeping up.
+func creditsAt(runs []run, bot Signature) bool {
+	for _, r := range runs {
+		for _, it := range r.items {
+			if it.sync != nil || it.release != nil {
+				continue
+			}
+			if a := it.change.Author; !a.IsZero() && a != bot || len(it.change.Trailers) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // validPath accepts clean, relative, slash-separated paths that stay out of .git.
 func validPath(p string) bool {
 	if p == "" || strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {

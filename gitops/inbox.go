@@ -41,7 +41,7 @@ func newInbox() *inbox {
 }
 
 // put adds an intent; ok is false when the worker has stopped, coalesced true when the bound
-// was reached and the waiting intents were merged.
+// was reached and merging the waiting intents lost a credit (see creditsAt).
 func (in *inbox) put(it item, bot Signature) (ok, coalesced bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -51,9 +51,10 @@ func (in *inbox) put(it item, bot Signature) (ok, coalesced bool) {
 	it.at = time.Now()
 	in.items = append(in.items, it)
 	if len(in.items) > in.limit {
-		in.items = coalesce([]run{{items: in.items}}, bot)[0].items
+		waiting := []run{{items: in.items}}
+		coalesced = creditsAt(waiting, bot)
+		in.items = coalesce(waiting, bot)[0].items
 		in.limit = max(maxInboxItems, 2*len(in.items))
-		coalesced = true
 	}
 	in.signal()
 	return true, coalesced

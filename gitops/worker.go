@@ -229,16 +229,19 @@ func (w *Worker) flushBatch() {
 	if !w.batch.empty() {
 		w.pending = append(w.pending, w.batch.take(w.identity.Bot)...)
 		if n, b := pendingSize(w.pending); n > maxPendingItems || b > maxPendingBytes {
+			lost := creditsAt(w.pending, w.identity.Bot)
 			w.pending = coalesce(w.pending, w.identity.Bot)
 			w.built.valid = false
-			w.noteCoalesced("unpushed")
+			if lost {
+				w.noteCoalesced("unpushed")
+			}
 		}
 	}
 	w.pushWanted = true
 }
 
 // noteCoalesced reports that a bound was reached and which changes (waiting in the inbox, or
-// committed and unpushed) were merged per file: their attribution is lost. It is counted, logged
+// committed and unpushed) were merged per file, losing their attribution. It is counted, logged
 // and the owner is told. Safe from any goroutine.
 func (w *Worker) noteCoalesced(which string) {
 	w.m.coalesced()
