@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -61,24 +63,29 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return out, nil
 }
 
-// Install server-side applies every CRD (field manager FieldManager, forcing ownership) and
-// waits until each is Established with its names accepted. Applying the same CRDs again
-// changes nothing, so it is safe on every start. Without a deadline on ctx it gives up after
-// a minute.
-func Install(ctx context.Context, cfg *rest.Config, log *slog.Logger) error {
-	return installOrWait(ctx, cfg, log, true)
+// Install server-side applies the CRDs of the given kinds, or of every kind when none is given
+// (field manager FieldManager, forcing ownership), and waits until each is Established with its
+// names accepted. The CRDs are handled concurrently. Applying the same CRDs again changes
+// nothing, so it is safe on every start. Without a deadline on ctx it gives up after a minute.
+func Install(ctx context.Context, cfg *rest.Config, log *slog.Logger, kinds ...string) error {
+	return installOrWait(ctx, cfg, log, true, kinds)
 }
 
-// WaitEstablished only waits until every CRD of this package is Established, for clusters where
-// another tool installs them (--install-crds=false).
-func WaitEstablished(ctx context.Context, cfg *rest.Config, log *slog.Logger) error {
-	return installOrWait(ctx, cfg, log, false)
+// WaitEstablished only waits until the CRDs of the given kinds (of every kind when none is given)
+// are Established, for clusters where another tool installs them (--install-crds=false).
+func WaitEstablished(ctx context.Context, cfg *rest.Config, log *slog.Logger, kinds ...string) error {
+	return installOrWait(ctx, cfg, log, false, kinds)
 }
 
-func installOrWait(ctx context.Context, cfg *rest.Config, log *slog.Logger, install bool) error {
+func installOrWait(ctx context.Context, cfg *rest.Config, log *slog.Logger, install bool, kinds []string) error {
 	defs, err := CRDs()
 	if err != nil {
 		return err
+	}
+	if len(kinds) > 0 {
+		defs = slices.DeleteFunc(defs, func(crd *apiextensionsv1.CustomResourceDefinition) bool {
+			return !slices.Contains(kinds, crd.Spec.Names.Kind)
+		})
 	}
 	client, err := clientset.NewForConfig(cfg)
 	if err != nil {
@@ -89,24 +96,22 @@ func installOrWait(ctx context.Context, cfg *rest.Config, log *slog.Logger, inst
 		ctx, cancel = context.WithTimeout(ctx, defaultInstallTimeout)
 		defer cancel()
 	}
-	if install {
-		for _, crd := range defs {
-			if err := apply(ctx, client, crd, log); err != nil {
-				return err
+	errs := make([]error, len(defs))
+	var wg sync.WaitGroup
+	for i, crd := range defs {
+		wg.Go(func() {
+			if install {
+				if errs[i] = apply(ctx, client, crd, log); errs[i] != nil {
+					return
+				}
 			}
-		}
+			if errs[i] = waitEstablished(ctx, client, crd.Name); errs[i] == nil {
+				log.Debug("crd established", "crd", crd.Name)
+			}
+		})
 	}
-	return waitAll(ctx, client, defs, log)
-}
-
-func waitAll(ctx context.Context, client clientset.Interface, defs []*apiextensionsv1.CustomResourceDefinition, log *slog.Logger) error {
-	for _, crd := range defs {
-		if err := waitEstablished(ctx, client, crd.Name); err != nil {
-			return err
-		}
-		log.Debug("crd established", "crd", crd.Name)
-	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func apply(ctx context.Context, client clientset.Interface, crd *apiextensionsv1.CustomResourceDefinition, log *slog.Logger) error {

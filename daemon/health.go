@@ -18,15 +18,15 @@ import (
 // Degraded optional parts are listed in the body but leave the answer as it is: the mirror works
 // without them, so the Pod stays in its Services.
 type readiness struct {
-	crdsEstablished atomic.Bool
-	api             rest.Interface
-	optional        *optionalParts
+	crds     *crdInstall // nil until the daemon starts installing them
+	api      rest.Interface
+	optional *optionalParts
 	// role says whether this replica leads or stands by; unset without leader election.
 	role atomic.Pointer[leadership]
 }
 
 func (r *readiness) check(ctx context.Context) error {
-	if !r.crdsEstablished.Load() {
+	if r.crds == nil || !r.crds.done.Load() {
 		return errors.New("CRDs not established yet")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)

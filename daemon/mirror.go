@@ -36,6 +36,7 @@ type mirrorHooks struct {
 	onWatched    func(context.Context, []watch.Selection) // the watched resources changed
 	onHeldChange func(url, branch, path string)           // the mirror wanted to write a file a proposal holds
 	fence        gitops.Fence                             // may this replica push now; nil without leader election
+	writable     <-chan struct{}                          // closed once the mirror may write files
 }
 
 // newMirror builds the mirror from the configuration. The pool gets the Git settings directly;
@@ -69,6 +70,7 @@ func newMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1cl
 		Authors:          hooks.authors,
 		OnWatched:        hooks.onWatched,
 		Sealer:           newSealer(cfg, core),
+		Writable:         hooks.writable,
 	}
 	if mr.manager, err = watch.NewManager(kube, opts); err != nil {
 		return nil, err

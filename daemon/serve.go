@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"k8s.io/client-go/discovery"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/writeback"
@@ -36,7 +34,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	reg := metrics.New()
 	optional := newOptionalParts(reg.Health.Degraded, log)
-	ready := &readiness{api: disco.RESTClient(), optional: optional}
+	inst := newCRDInstall(kube, cfg.InstallCRDs, log)
+	ready := &readiness{api: disco.RESTClient(), optional: optional, crds: inst}
 
 	metricsSrv, err := startHTTPServer("metrics", cfg.MetricsBindAddress, reg.Handler(), log)
 	if err != nil {
@@ -49,11 +48,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	stopServers := func() error { return errors.Join(healthSrv.shutdown(), metricsSrv.shutdown()) }
 
-	ensureCRDs(ctx, kube, cfg.InstallCRDs, log)
-	if ctx.Err() != nil {
-		return stopServers()
-	}
-	ready.crdsEstablished.Store(true)
+	// The CRDs are applied beside everything else: the mirror waits only for its own kinds.
+	ctx, cancel := context.WithCancel(ctx)
+	var installing sync.WaitGroup
+	installing.Go(func() { _ = inst.Run(ctx) })
+	defer func() { cancel(); installing.Wait() }()
 	log.Info("started", "host", kube.Host, "installCRDs", cfg.InstallCRDs, "watchIngestion", cfg.EnableWatchIngestion)
 
 	if cfg.EnableWatchIngestion {
@@ -62,7 +61,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		// and idle, so the failure shows as a restarting Pod. Attribution never ends it.
 		// With leader election it runs only while this replica leads.
 		lead := func(ctx context.Context, fence gitops.Fence) error {
-			return runMirror(ctx, cfg, kube, core, reg, optional, fence, log)
+			return runMirror(ctx, cfg, kube, core, reg, optional, fence, inst, log)
 		}
 		if err := leadOrStandBy(ctx, cfg, kube, core, reg, optional, ready, lead, log); err != nil {
 			log.Error("mirror stopped", "err", err)
@@ -94,9 +93,10 @@ func leadOrStandBy(ctx context.Context, cfg Config, kube *rest.Config, core core
 // optional parts beside it: the admission webhook crediting authors (unless disabled),
 // write-back, the Receivers' webhooks (when --receiver-bind-address is set) and the operator page
 // (when --ui-bind-address is set). Optional parts degrade instead of failing, so only the
-// mirror's own errors end this.
+// mirror's own errors end this. The mirror starts once its own kinds are served and the files of
+// waiting proposals are held; the parts beside it once every CRD is established.
 func runMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, reg *metrics.Registry,
-	optional *optionalParts, fence gitops.Fence, log *slog.Logger) error {
+	optional *optionalParts, fence gitops.Fence, inst *crdInstall, log *slog.Logger) error {
 	var attr *attribution
 	if cfg.EnableWebhook {
 		var err error
@@ -106,10 +106,12 @@ func runMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1cl
 	}
 	credits := writeback.NewCredits()
 	var wb *writeBack
+	held := make(chan struct{})
 	hooks := mirrorHooks{
 		authors:      creditChain{credits: credits, attr: attr},
 		onHeldChange: func(url, branch, path string) { wb.heldChanged(url, branch, path) },
 		fence:        fence,
+		writable:     held,
 	}
 	if attr != nil {
 		hooks.onWatched = attr.onWatched
@@ -137,7 +139,6 @@ func runMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1cl
 		}
 		beside = append(beside, page)
 	}
-	wb.loadHolds(ctx) // before the mirror writes every live object
 	// The mirror stops first (it flushes its workers), then the parts beside it; attribution last:
 	// the mirror reads the correlation store until its last watch event.
 	errs := make([]error, len(beside)+2)
@@ -148,40 +149,35 @@ func runMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1cl
 	}
 	besideCtx, stopBeside := context.WithCancel(ctx)
 	defer stopBeside()
+	wg.Go(func() { // the holds need the Proposal kind; the mirror writes nothing before them
+		if wait(besideCtx, inst.all) {
+			wb.loadHolds(besideCtx)
+		}
+		close(held)
+	})
 	for i, part := range beside {
-		wg.Go(func() { errs[i+1] = part.Run(besideCtx) })
+		wg.Go(func() {
+			if wait(besideCtx, inst.all) {
+				errs[i+1] = part.Run(besideCtx)
+			}
+		})
 	}
-	errs[len(errs)-1] = mirror.Run(ctx)
+	if wait(ctx, inst.mirror) {
+		errs[len(errs)-1] = mirror.Run(ctx)
+	}
 	stopBeside()
 	stopSide()
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// ensureCRDs applies the CRDs (or, when another tool owns them, waits for them), retrying with
-// backoff while the apiserver is unreachable, until they are established or ctx ends. The daemon
-// stays unready meanwhile.
-func ensureCRDs(ctx context.Context, kube *rest.Config, install bool, log *slog.Logger) {
-	backoff := 500 * time.Millisecond
-	for {
-		var err error
-		if install {
-			err = crds.Install(ctx, kube, log)
-		} else {
-			err = crds.WaitEstablished(ctx, kube, log)
-		}
-		if err == nil {
-			return
-		}
-		log.Error("CRDs not established; retrying", "install", install, "err", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 30*time.Second)
-	}
-}
+// The client-side rate limit of the daemon's requests. client-go's default of 5 per second would
+// make the start (CRDs, config caches, discovery, the first pages of every list) wait for itself;
+// the apiserver's priority and fairness protects it from a burst.
+const (
+	clientQPS   = 50
+	clientBurst = 100
+)
 
 // restConfig loads an explicit kubeconfig, else $KUBECONFIG or ~/.kube/config, else the
 // in-cluster configuration.
@@ -193,5 +189,6 @@ func restConfig(path string) (*rest.Config, error) {
 		return nil, &ConfigError{Err: fmt.Errorf("%s: load kubernetes client config: %w", keyKubeconfig, err)}
 	}
 	cfg.UserAgent = "gitops-reverser"
+	cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	return cfg, nil
 }

@@ -53,6 +53,9 @@ type Options struct {
 	OnWatched func(ctx context.Context, sels []Selection)
 	// Sealer encrypts Secrets for destinations with spec.encryption; nil leaves every Secret out.
 	Sealer Sealer
+	// Writable, if set, holds the first reconcile (and so every watcher) until it is closed: the
+	// daemon closes it once the files of waiting proposals are held. Nil writes at once.
+	Writable <-chan struct{}
 }
 
 // Sealer encrypts Secrets before they reach Git (package sops).
@@ -155,14 +158,23 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.informers[gvr] = inf
 		informers.Go(func() { inf.RunWithContext(ctx) })
 	}
+	discovered := make(chan struct{})
+	informers.Go(func() { m.rediscover(); close(discovered) }) // beside the caches' first lists
 	for _, inf := range m.informers {
 		cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+	}
+	<-discovered
+	if m.opts.Writable != nil {
+		select {
+		case <-m.opts.Writable:
+		case <-ctx.Done():
+			return nil
+		}
 	}
 	defer m.stopAll()
 
 	refresh := time.NewTicker(m.opts.DiscoveryRefresh)
 	defer refresh.Stop()
-	m.rediscover()
 	m.poke()
 	retry := time.NewTimer(0)
 	<-retry.C
