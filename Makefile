@@ -34,8 +34,8 @@ TEST_TIMEOUT ?= 30m
 
 all: build
 
-build: ## the daemon binary in bin/
-	go build -o bin/gitops-reverser .
+build: ## the daemon binary in bin/, built as the image builds it (static, stripped)
+	CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o bin/gitops-reverser .
 
 testenv-bins: ## build (once) the pinned etcd, kube-apiserver and kubectl used by tests
 	go run ./testenv/cmd/testenv -build

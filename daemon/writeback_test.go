@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -194,7 +195,16 @@ func (w *wbWorld) decide(user string, p *crds.Proposal, decision crds.Decision) 
 // runs lists the destination's SyncRuns, oldest first.
 func (w *wbWorld) runs() []*crds.SyncRun {
 	out := listAs[crds.SyncRun](w, crds.SyncRuns)
-	slices.SortFunc(out, func(a, b *crds.SyncRun) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	// Creation times have whole seconds; runs of one destination follow each other, so within a
+	// second the etcd revision of their last write orders them.
+	slices.SortFunc(out, func(a, b *crds.SyncRun) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		ra, _ := strconv.ParseInt(a.ResourceVersion, 10, 64)
+		rb, _ := strconv.ParseInt(b.ResourceVersion, 10, 64)
+		return cmp.Compare(ra, rb)
+	})
 	return out
 }
 
