@@ -15,6 +15,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/configbutler/gitops-reverser/httpserver"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/watch"
 	"github.com/configbutler/gitops-reverser/webhook"
@@ -98,7 +99,7 @@ func newAttribution(cfg Config, kube *rest.Config, core corev1client.CoreV1Inter
 
 // Run obtains the certificates and the port, retrying with backoff, then serves the webhook,
 // rotates its certificate and keeps its registration applied, until ctx ends. Every goroutine
-// it starts has returned when it returns.
+// it starts has returned when it returns; its error is the server's.
 func (a *attribution) Run(ctx context.Context) error {
 	a.store.Start()
 	defer a.store.Stop()
@@ -113,19 +114,19 @@ func (a *attribution) Run(ctx context.Context) error {
 	}
 	a.optional.fine(metrics.PartAttribution)
 	var wg sync.WaitGroup
+	var served error
+	wg.Go(func() { served = srv.Run(ctx) })
 	if a.selfMgd != nil {
 		wg.Go(func() { _ = a.selfMgd.Run(ctx) })
 	}
 	wg.Go(func() { _ = a.registrar.Run(ctx) })
 	wg.Wait()
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	return srv.Shutdown(shutdown)
+	return served
 }
 
-// start tries until the server is serving with its certificates, or ctx ends (then nil).
-func (a *attribution) start(ctx context.Context) *webhook.Server {
-	var srv *webhook.Server
+// start tries until the server is listening with its certificates, or ctx ends (then nil).
+func (a *attribution) start(ctx context.Context) *httpserver.Server {
+	var srv *httpserver.Server
 	a.optional.retry(ctx, metrics.PartAttribution, func() (problem, bool) {
 		var p problem
 		srv, p = a.tryStart(ctx)
@@ -135,17 +136,17 @@ func (a *attribution) start(ctx context.Context) *webhook.Server {
 }
 
 // tryStart reads the client CA, gets the serving certificate and listens: one attempt.
-func (a *attribution) tryStart(ctx context.Context) (*webhook.Server, problem) {
-	var clientCA *webhook.ClientCA
+func (a *attribution) tryStart(ctx context.Context) (*httpserver.Server, problem) {
+	var clientCA *httpserver.ClientCA
 	if a.cfg.WebhookClientCAFile != "" {
 		var err error
-		if clientCA, err = webhook.LoadClientCA(a.cfg.WebhookClientCAFile); err != nil {
+		if clientCA, err = httpserver.LoadClientCA(a.cfg.WebhookClientCAFile); err != nil {
 			return nil, clientCAProblem(a.cfg, err)
 		}
 	}
 	if a.certs == nil {
 		if a.selfMgd == nil {
-			fc, err := webhook.NewFileCerts(a.cfg.WebhookCertDir)
+			fc, err := httpserver.NewFileCerts(a.cfg.WebhookCertDir)
 			if err != nil {
 				return nil, certDirProblem(a.cfg, err)
 			}
@@ -159,7 +160,10 @@ func (a *attribution) tryStart(ctx context.Context) (*webhook.Server, problem) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(webhook.AdmissionPath, a.handler)
-	srv, err := webhook.StartServer(webhook.ServerConfig{BindAddress: a.cfg.WebhookBindAddress, Certs: a.certs, ClientCA: clientCA}, mux, a.log)
+	srv, err := httpserver.Listen(httpserver.Config{
+		Name: "webhook", BindAddress: a.cfg.WebhookBindAddress, Handler: mux, Limits: webhook.ServerLimits(),
+		Certs: a.certs, ClientCA: clientCA, Log: a.log,
+	})
 	if err != nil {
 		return nil, listenProblem(a.cfg, err)
 	}

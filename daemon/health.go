@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/configbutler/gitops-reverser/httpserver"
+	"github.com/configbutler/gitops-reverser/metrics"
 )
 
 // readiness answers /readyz: ready once the CRDs are established and while the apiserver answers.
@@ -67,45 +70,38 @@ func healthMux(ready *readiness) *http.ServeMux {
 	return mux
 }
 
-// httpServer is a plain-HTTP server with named limits. It listens before serving, so a bind error
-// surfaces at start instead of in a goroutine.
-type httpServer struct {
-	name string
-	srv  *http.Server
-	done chan error
+// endpoints are the metrics and health servers: plain HTTP, up for the daemon's whole life, and
+// required: a port in use is an error at start, not a degraded part.
+type endpoints struct {
+	servers []*httpserver.Server
 }
 
-func startHTTPServer(name, addr string, handler http.Handler, log *slog.Logger) (*httpServer, error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen for %s on %s: %w", name, addr, err)
+// listenEndpoints listens for metrics and health; on an error nothing is left listening.
+func listenEndpoints(cfg Config, reg *metrics.Registry, ready *readiness, log *slog.Logger) (*endpoints, error) {
+	e := &endpoints{}
+	for _, c := range []httpserver.Config{
+		{Name: "metrics", BindAddress: cfg.MetricsBindAddress, Handler: reg.Handler(), Log: log},
+		{Name: "health", BindAddress: cfg.HealthBindAddress, Handler: healthMux(ready), Log: log},
+	} {
+		srv, err := httpserver.Listen(c)
+		if err != nil {
+			for _, s := range e.servers {
+				err = errors.Join(err, s.Close())
+			}
+			return nil, err
+		}
+		e.servers = append(e.servers, srv)
 	}
-	s := &httpServer{
-		name: name,
-		srv: &http.Server{
-			Handler:           handler,
-			ReadHeaderTimeout: 5 * time.Second,
-			ReadTimeout:       10 * time.Second,
-			WriteTimeout:      30 * time.Second,
-			IdleTimeout:       90 * time.Second,
-			MaxHeaderBytes:    16 << 10,
-		},
-		done: make(chan error, 1),
-	}
-	log.Info("serving", "server", name, "address", l.Addr().String())
-	go func() { s.done <- s.srv.Serve(l) }()
-	return s, nil
+	return e, nil
 }
 
-// shutdown stops accepting requests and waits up to 5 s for those in flight.
-func (s *httpServer) shutdown() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := s.srv.Shutdown(ctx); err != nil {
-		return fmt.Errorf("shut down %s server: %w", s.name, err)
+// Run serves metrics and health until ctx ends and both servers have shut down.
+func (e *endpoints) Run(ctx context.Context) error {
+	errs := make([]error, len(e.servers))
+	var wg sync.WaitGroup
+	for i, srv := range e.servers {
+		wg.Go(func() { errs[i] = srv.Run(ctx) })
 	}
-	if err := <-s.done; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("%s server: %w", s.name, err)
-	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }

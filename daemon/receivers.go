@@ -56,7 +56,7 @@ func (r *receivers) Run(ctx context.Context) error {
 	var srv *httpserver.Server
 	listening := r.optional.retry(ctx, metrics.PartReceivers, func() (problem, bool) {
 		var err error
-		srv, err = httpserver.Start(httpserver.Config{
+		srv, err = httpserver.Listen(httpserver.Config{
 			Name:        "receiver",
 			BindAddress: r.cfg.ReceiverBindAddress, CertDir: r.cfg.ReceiverCertDir,
 			Handler: r.handler, Log: r.log,

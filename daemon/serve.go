@@ -37,16 +37,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	inst := newCRDInstall(kube, cfg.InstallCRDs, log)
 	ready := &readiness{api: disco.RESTClient(), optional: optional, crds: inst}
 
-	metricsSrv, err := startHTTPServer("metrics", cfg.MetricsBindAddress, reg.Handler(), log)
+	eps, err := listenEndpoints(cfg, reg, ready, log)
 	if err != nil {
 		return err
 	}
-	healthSrv, err := startHTTPServer("health", cfg.HealthBindAddress, healthMux(ready), log)
-	if err != nil {
-		return errors.Join(err, metricsSrv.shutdown())
-	}
-
-	stopServers := func() error { return errors.Join(healthSrv.shutdown(), metricsSrv.shutdown()) }
+	// Metrics and health serve until everything else has stopped, so probes answer while the
+	// mirror flushes.
+	epsCtx, stopEps := context.WithCancel(context.WithoutCancel(ctx))
+	epsDone := make(chan error, 1)
+	go func() { epsDone <- eps.Run(epsCtx) }()
+	stopServers := func() error { stopEps(); return <-epsDone }
 
 	// The CRDs are applied beside everything else: the mirror waits only for its own kinds.
 	ctx, cancel := context.WithCancel(ctx)

@@ -109,7 +109,7 @@ func (o *operatorPage) Run(ctx context.Context) error {
 			}, false
 		}
 		var err error
-		srv, err = httpserver.Start(httpserver.Config{
+		srv, err = httpserver.Listen(httpserver.Config{
 			Name: "ui", BindAddress: o.cfg.UIBindAddress, CertDir: o.cfg.UICertDir, Handler: o.page, Log: o.log,
 		})
 		return problem{

@@ -2,146 +2,213 @@ package httpserver
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
+	"errors"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
-func TestStartServerPortInUse(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	s, err := Start(Config{Name: "test", BindAddress: l.Addr().String(), Handler: http.NotFoundHandler()})
-	if err == nil {
-		t.Fatalf("Start on %s, a port in use, served at %s", l.Addr(), s.Addr())
-	}
-}
-
-func TestStartServerRefusesAMissingCertDirOrConfig(t *testing.T) {
-	for name, cfg := range map[string]Config{
-		"CertDirWithoutPair": {BindAddress: "127.0.0.1:0", Handler: http.NotFoundHandler(), CertDir: t.TempDir()},
-		"NoHandler":          {BindAddress: "127.0.0.1:0"},
-		"NoAddress":          {Handler: http.NotFoundHandler()},
-	} {
-		if _, err := Start(cfg); err == nil {
-			t.Errorf("%s: Start did not fail", name)
-		}
-	}
-}
-
-func TestServerStopsWhenContextEnds(t *testing.T) {
-	s, err := Start(Config{Name: "test", BindAddress: "127.0.0.1:0", Handler: http.NotFoundHandler()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	resp, err := http.Get("http://" + s.Addr() + "/")
-	if err != nil {
-		t.Fatalf("GET while serving: %v", err)
-	}
-	_ = resp.Body.Close()
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run after cancel: %v", err)
-	}
-	if _, err := net.Dial("tcp", s.Addr()); err == nil {
-		t.Fatal("still listening after Run returned")
-	}
-}
-
-// writeServingCert writes a self-signed tls.crt/tls.key for 127.0.0.1 into dir and returns a
-// pool that trusts it.
-func writeServingCert(t *testing.T, dir string) *x509.CertPool {
+// mustServe listens with cfg (on a free loopback port unless cfg says where) and runs the server
+// until the test ends, then checks that Run returned cleanly.
+func mustServe(t *testing.T, cfg Config) *Server {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if cfg.BindAddress == "" {
+		cfg.BindAddress = "127.0.0.1:0"
+	}
+	if cfg.Name == "" {
+		cfg.Name = "test"
+	}
+	s, err := Listen(cfg)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("Listen: %v", err)
 	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "receiver-test"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.key"),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(certPEM)
-	return pool
+	runListening(t, s)
+	return s
 }
 
-func TestServerServesTLSFromCertDir(t *testing.T) {
-	dir := t.TempDir()
-	pool := writeServingCert(t, dir)
-	hello := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("hello")) })
-	s, err := Start(Config{Name: "test", BindAddress: "127.0.0.1:0", CertDir: dir, Handler: hello})
-	if err != nil {
-		t.Fatal(err)
-	}
+// runListening runs s until the test ends, then checks that Run returned cleanly.
+func runListening(t *testing.T, s *Server) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Run: %v", err)
 		}
-	}()
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-	defer client.CloseIdleConnections()
-	resp, err := client.Get("https://" + s.Addr() + "/")
-	if err != nil {
-		t.Fatalf("GET over TLS: %v", err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || string(body) != "hello" {
-		t.Fatalf("over TLS: %d %q", resp.StatusCode, body)
-	}
+	})
+}
 
-	// Plain HTTP to the TLS port is answered 400 by net/http, never by the handler.
-	resp, err = http.Get("http://" + s.Addr() + "/")
+// newClient is an HTTP/1.1 client trusting roots (none: plain HTTP); its idle connections close
+// when the test ends, so no goroutine outlives it.
+func newClient(t *testing.T, roots *x509.CertPool, certs ...tls.Certificate) *http.Client {
+	t.Helper()
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: certs, MinVersion: tls.VersionTLS12}}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Timeout: 10 * time.Second, Transport: tr}
+}
+
+func TestListenFailsOnAPortInUse(t *testing.T) {
+	first, err := Listen(Config{Name: "first", BindAddress: "127.0.0.1:0", Handler: http.NotFoundHandler()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = first.Close() }()
+	second, err := Listen(Config{Name: "second", BindAddress: first.Addr(), Handler: http.NotFoundHandler()})
 	if err == nil {
+		_ = second.Close()
+		t.Fatalf("Listen on %s, a port in use, succeeded", first.Addr())
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("err = %v, want EADDRINUSE", err)
+	}
+}
+
+func TestListenRefusesAnIncompleteConfig(t *testing.T) {
+	caFile := t.TempDir() + "/ca.crt"
+	writeFileAtomically(t, caFile, newTestCA(t).pem)
+	clientCA, err := LoadClientCA(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certDir := t.TempDir()
+	writeServingPair(t, certDir, newTestCA(t))
+	fc, err := NewFileCerts(certDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.NotFoundHandler()
+	for name, cfg := range map[string]Config{
+		"CertDirWithoutPair":     {BindAddress: "127.0.0.1:0", Handler: h, CertDir: t.TempDir()},
+		"CertDirAndCerts":        {BindAddress: "127.0.0.1:0", Handler: h, CertDir: certDir, Certs: fc},
+		"ClientCAWithoutTLS":     {BindAddress: "127.0.0.1:0", Handler: h, ClientCA: clientCA},
+		"NoHandler":              {BindAddress: "127.0.0.1:0"},
+		"NoAddress":              {Handler: h},
+		"UnparseableBindAddress": {BindAddress: "not an address", Handler: h},
+	} {
+		if s, err := Listen(cfg); err == nil {
+			_ = s.Close()
+			t.Errorf("%s: Listen did not fail", name)
+		}
+	}
+}
+
+func TestRunReturnsAfterCancelWithNoGoroutineLeft(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	release := make(chan struct{})
+	var started atomic.Bool
+	slow := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		started.Store(true)
+		<-release
+		_, _ = w.Write([]byte("done"))
+	})
+	s, err := Listen(Config{Name: "test", BindAddress: "127.0.0.1:0", Handler: slow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	answered := make(chan string, 1)
+	go func() {
+		resp, err := (&http.Client{Transport: tr}).Get("http://" + s.Addr() + "/")
+		if err != nil {
+			answered <- "error: " + err.Error()
+			return
+		}
 		body, _ := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest || string(body) == "hello" {
-			t.Fatalf("plain HTTP to the TLS listener: %d %q", resp.StatusCode, body)
+		answered <- string(body)
+	}()
+	waitFor(t, "the request to reach the handler", started.Load)
+	cancel()
+	// Shutdown closes the listener first; a Close instead would also have cut the request off.
+	waitFor(t, "the listener to close", func() bool {
+		c, err := net.Dial("tcp", s.Addr())
+		if err == nil {
+			_ = c.Close()
 		}
+		return err != nil
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned (%v) with a request in flight", err)
+	default:
+	}
+	close(release) // the request in flight finishes within the shutdown timeout
+	if got := <-answered; got != "done" {
+		t.Fatalf("the request in flight got %q, want it answered", got)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Run after cancel: %v", err)
+	}
+}
+
+func TestLimitsAreApplied(t *testing.T) {
+	var served atomic.Int32
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		if _, err := io.ReadAll(r.Body); err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		}
+	})
+	s := mustServe(t, Config{Handler: echo, Limits: Limits{MaxBodyBytes: 1 << 10, MaxHeaderBytes: 4 << 10}})
+	client := newClient(t, nil)
+	cases := []struct {
+		name, method, header, body string
+		want                       int
+	}{
+		{"small request is served", http.MethodPost, "x", "{}", http.StatusOK},
+		{"body at the limit is served", http.MethodPost, "x", strings.Repeat("a", 1<<10), http.StatusOK},
+		{"body over MaxBodyBytes gets 413", http.MethodPost, "x", strings.Repeat("a", 1<<10+1), http.StatusRequestEntityTooLarge},
+		{"header over MaxHeaderBytes gets 431", http.MethodGet, strings.Repeat("a", 16<<10), "", http.StatusRequestHeaderFieldsTooLarge},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, "http://"+s.Addr()+"/", strings.NewReader(tc.body))
+			req.Header.Set("X-Test", tc.header)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("status = %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
+	}
+	limits := s.srv
+	if limits.ReadHeaderTimeout != defaultLimits.ReadHeaderTimeout || limits.IdleTimeout != defaultLimits.IdleTimeout {
+		t.Fatalf("unset limits did not take the defaults: %+v", limits)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -13,14 +12,13 @@ import (
 	"fmt"
 	"math/big"
 	"net"
-	"os"
-	"path/filepath"
-	"sync"
 	"time"
 )
 
-// CertSource gives the server its certificate on every TLS handshake and Registration the CA
-// bundle the apiserver must trust. Both must be safe for concurrent use.
+// CertSource gives the server its certificate on every TLS handshake (it is an
+// httpserver.Certificates) and Registration the CA bundle the apiserver must trust. Both must be
+// safe for concurrent use. SelfManaged is one; httpserver.FileCerts, for a directory that
+// cert-manager fills, is the other.
 type CertSource interface {
 	GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	CABundle() []byte
@@ -33,84 +31,6 @@ const (
 	keyCACert  = "ca.crt"
 	keyCAKey   = "ca.key"
 )
-
-// fileCheckInterval bounds how often a handshake looks at the files: a stat per handshake would
-// cost more than the rare rotation is worth.
-const fileCheckInterval = 10 * time.Second
-
-// FileCerts serves tls.crt/tls.key from a directory (e.g. a cert-manager Secret mounted as a
-// volume) and picks up replaced files without a restart. ca.crt, if present, is the CA bundle.
-type FileCerts struct {
-	dir        string
-	checkEvery time.Duration
-
-	mu      sync.Mutex
-	cert    *tls.Certificate
-	ca      []byte
-	stamp   string // modification times and sizes of the files last loaded
-	checked time.Time
-}
-
-// NewFileCerts loads the pair from dir; it fails when the pair is missing or does not match.
-func NewFileCerts(dir string) (*FileCerts, error) {
-	f := &FileCerts{dir: dir, checkEvery: fileCheckInterval}
-	if err := f.load(f.fingerprint()); err != nil {
-		return nil, err
-	}
-	f.checked = time.Now()
-	return f, nil
-}
-
-// GetCertificate returns the current pair, reloading it first when the files changed. A pair
-// that fails to load (e.g. the key is written before the certificate) keeps the previous one in
-// service and is retried at the next check.
-func (f *FileCerts) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.refreshLocked()
-	return f.cert, nil
-}
-
-// CABundle is the content of ca.crt, or nil when the directory has none.
-func (f *FileCerts) CABundle() []byte {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.refreshLocked()
-	return f.ca
-}
-
-func (f *FileCerts) refreshLocked() {
-	if time.Since(f.checked) < f.checkEvery {
-		return
-	}
-	f.checked = time.Now()
-	if stamp := f.fingerprint(); stamp != f.stamp {
-		_ = f.load(stamp)
-	}
-}
-
-func (f *FileCerts) fingerprint() string {
-	var b bytes.Buffer
-	for _, name := range []string{keyTLSCert, keyTLSKey, keyCACert} {
-		if fi, err := os.Stat(filepath.Join(f.dir, name)); err == nil {
-			fmt.Fprintf(&b, "%s:%d:%d;", name, fi.ModTime().UnixNano(), fi.Size())
-		}
-	}
-	return b.String()
-}
-
-func (f *FileCerts) load(stamp string) error {
-	cert, err := tls.LoadX509KeyPair(filepath.Join(f.dir, keyTLSCert), filepath.Join(f.dir, keyTLSKey))
-	if err != nil {
-		return fmt.Errorf("load webhook certificate from %s: %w", f.dir, err)
-	}
-	ca, err := os.ReadFile(filepath.Join(f.dir, keyCACert))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("read webhook CA bundle: %w", err)
-	}
-	f.cert, f.ca, f.stamp = &cert, ca, stamp
-	return nil
-}
 
 // keyPair is a certificate with its private key, parsed and PEM-encoded.
 type keyPair struct {

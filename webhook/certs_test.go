@@ -4,9 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"math/big"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -215,73 +212,4 @@ func newStaticCerts(t *testing.T, hosts ...string) staticCerts {
 		t.Fatal(err)
 	}
 	return staticCerts{cert: &cert, ca: ca.certPEM}
-}
-
-// writePair writes a fresh CA and serving pair for 127.0.0.1 into dir and returns the leaf.
-func writePair(t *testing.T, dir string, files ...string) *x509.Certificate {
-	t.Helper()
-	ca, err := newCA(time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := newServing(ca, []string{"127.0.0.1"}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	content := map[string][]byte{"tls.crt": leaf.certPEM, "tls.key": leaf.keyPEM, "ca.crt": ca.certPEM}
-	if len(files) == 0 {
-		files = []string{"tls.key", "tls.crt", "ca.crt"}
-	}
-	for _, name := range files {
-		// temp + rename, as the kubelet swaps a mounted Secret atomically
-		tmp := filepath.Join(dir, "."+name+".tmp")
-		if err := os.WriteFile(tmp, content[name], 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return leaf.cert
-}
-
-func TestFileCertsReloadOnChange(t *testing.T) {
-	dir := t.TempDir()
-	first := writePair(t, dir)
-	fc, err := NewFileCerts(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serving := func() *big.Int { return leafOf(t, fc).SerialNumber }
-	if serving().Cmp(first.SerialNumber) != 0 {
-		t.Fatal("not serving the certificate in the directory")
-	}
-	verifyFor(t, fc, time.Now(), "127.0.0.1")
-
-	fc.checkEvery = 0 // look at the files on every handshake from here on
-	writePair(t, dir, "tls.crt")
-	if serving().Cmp(first.SerialNumber) != 0 {
-		t.Fatal("a certificate without its key replaced the working pair")
-	}
-	second := writePair(t, dir)
-	deadline := time.Now().Add(5 * time.Second)
-	for serving().Cmp(second.SerialNumber) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the replaced certificate was never served")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	verifyFor(t, fc, time.Now(), "127.0.0.1")
-
-	fc.checkEvery = time.Hour // a handshake within the interval does not touch the files
-	writePair(t, dir)
-	if serving().Cmp(second.SerialNumber) != 0 {
-		t.Fatal("files were read again before the check interval passed")
-	}
-}
-
-func TestFileCertsNeedAPair(t *testing.T) {
-	if _, err := NewFileCerts(t.TempDir()); err == nil {
-		t.Fatal("an empty directory gave a certificate source")
-	}
 }

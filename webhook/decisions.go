@@ -60,7 +60,7 @@ type Decision struct {
 // webhook was unreachable leaves no record. Who therefore matches the decision value, and callers
 // treat a miss as "unknown setter". A record is only as trustworthy as the review it came from:
 // whoever can reach the webhook's port can post a review naming any user, unless the server
-// requires the apiserver's client certificate (ServerConfig.ClientCA) or the network admits only
+// requires the apiserver's client certificate (httpserver.Config.ClientCA) or the network admits only
 // the apiserver. Safe for concurrent use; nil records nothing and knows nothing.
 type Decisions struct {
 	capacity int

@@ -5,13 +5,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/configbutler/gitops-reverser/httpserver"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
@@ -61,7 +60,7 @@ func (rr *reviewRecorder) find(name, op string) (admissionv1.AdmissionRequest, b
 
 // recordedWebhook is a webhook server with self-managed certificates, registered for configmaps.
 type recordedWebhook struct {
-	srv *Server
+	srv *runningServer
 	rec *reviewRecorder
 	ns  string
 }
@@ -75,10 +74,43 @@ func startRecordedWebhook(t *testing.T, name string) recordedWebhook {
 	return recordedWebhook{srv: srv, rec: rec, ns: ns}
 }
 
+// runningServer is an httpserver.Server running with the webhook's limits until stop.
+type runningServer struct {
+	addr string
+	stop func() error // ends Run and returns its result; later calls return nil
+}
+
+// serveWebhook listens on a free loopback port with the webhook's limits and certs, and runs
+// the server until stop or the end of the test.
+func serveWebhook(t *testing.T, certs CertSource, h http.Handler) *runningServer {
+	t.Helper()
+	srv, err := httpserver.Listen(httpserver.Config{Name: "webhook", BindAddress: "127.0.0.1:0", Handler: h,
+		Certs: certs, Limits: ServerLimits(), Log: whLogger()})
+	if err != nil {
+		t.Fatalf("start server: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	var once sync.Once
+	rs := &runningServer{addr: srv.Addr()}
+	rs.stop = func() error {
+		var err error
+		once.Do(func() { cancel(); err = <-done })
+		return err
+	}
+	t.Cleanup(func() {
+		if err := rs.stop(); err != nil {
+			t.Errorf("webhook server: %v", err)
+		}
+	})
+	return rs
+}
+
 // startWebhook serves h at AdmissionPath over TLS, with self-managed certificates in namespace
 // name, and registers it as configuration name for the resources rs(name). It returns the server
 // and the namespace; both, and the registration, go when t ends.
-func startWebhook(t *testing.T, name string, h http.Handler, rs func(ns string) []Resource) (*Server, string) {
+func startWebhook(t *testing.T, name string, h http.Handler, rs func(ns string) []Resource) (*runningServer, string) {
 	t.Helper()
 	ctx := context.Background()
 	ns := whNamespace(t, name)
@@ -92,12 +124,8 @@ func startWebhook(t *testing.T, name string, h http.Handler, rs func(ns string) 
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST "+AdmissionPath, h)
-	srv, err := StartServer(ServerConfig{BindAddress: "127.0.0.1:0", Certs: certs}, mux, whLogger())
-	if err != nil {
-		t.Fatalf("start server: %v", err)
-	}
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-	reg := NewRegistration(RegistrationConfig{Admission: whAdmission(t), Name: name, URL: "https://" + srv.Addr(),
+	srv := serveWebhook(t, certs, mux)
+	reg := NewRegistration(RegistrationConfig{Admission: whAdmission(t), Name: name, URL: "https://" + srv.addr,
 		Path: AdmissionPath, CABundle: certs.CABundle, TimeoutSeconds: 10}) // a busy test machine is slow
 	if err := reg.Update(ctx, rs(ns)); err != nil {
 		t.Fatalf("register webhook: %v", err)
@@ -166,8 +194,8 @@ func TestAPIServerCallsWebhookOverTLS(t *testing.T) {
 func TestFailurePolicyIgnoreWhenServerDown(t *testing.T) {
 	w := startRecordedWebhook(t, "webhook-server-down")
 	w.waitActive(t)
-	if err := w.srv.Shutdown(context.Background()); err != nil {
-		t.Fatalf("shutdown: %v", err)
+	if err := w.srv.stop(); err != nil {
+		t.Fatalf("stop: %v", err)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "while-down-"}}
 	created, err := whCore(t).ConfigMaps(w.ns).Create(context.Background(), cm, metav1.CreateOptions{})
@@ -179,94 +207,44 @@ func TestFailurePolicyIgnoreWhenServerDown(t *testing.T) {
 	}
 }
 
-// limitedServer is a webhook server with a 1 KiB body limit whose handler counts requests.
-type limitedServer struct {
-	srv    *Server
-	certs  staticCerts
-	pool   *x509.CertPool
-	client *http.Client
-	served *atomic.Int32
-}
-
-func startLimitedServer(t *testing.T) limitedServer {
-	t.Helper()
-	ls := limitedServer{certs: newStaticCerts(t, "127.0.0.1"), pool: x509.NewCertPool(), served: &atomic.Int32{}}
+func TestServerLimitsFitAdmissionReviews(t *testing.T) {
+	var served atomic.Int32
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		ls.served.Add(1)
-		if _, err := io.ReadAll(r.Body); err != nil {
+		served.Add(1)
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
 			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
 		}
 	})
-	var err error
-	ls.srv, err = StartServer(ServerConfig{BindAddress: "127.0.0.1:0", Certs: ls.certs, MaxBodyBytes: 1 << 10}, mux, whLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ls.srv.Shutdown(context.Background()) })
-	ls.pool.AppendCertsFromPEM(ls.certs.ca)
+	certs := newStaticCerts(t, "127.0.0.1")
+	srv := serveWebhook(t, certs, mux)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(certs.ca)
 	// HTTP/1.1 on purpose: the 431 for oversize headers is an HTTP/1 answer.
-	ls.client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ls.pool}}}
-	return ls
-}
-
-func (ls limitedServer) status(t *testing.T, method, header, body string) int {
-	t.Helper()
-	req, _ := http.NewRequest(method, "https://"+ls.srv.Addr()+"/", strings.NewReader(body))
-	req.Header.Set("X-Test", header)
-	resp, err := ls.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	return resp.StatusCode
-}
-
-func TestServerLimits(t *testing.T) {
-	ls := startLimitedServer(t)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	t.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Timeout: 30 * time.Second, Transport: tr}
 	cases := []struct {
-		name, method, header, body string
-		want                       int
+		name, header string
+		body         int
+		want         int
 	}{
-		{"small request is served", http.MethodPost, "x", "{}", http.StatusOK},
-		{"oversize header is refused with 431", http.MethodGet, strings.Repeat("a", 64<<10), "", http.StatusRequestHeaderFieldsTooLarge},
-		{"oversize body is cut off", http.MethodPost, "x", strings.Repeat("a", 2<<10), http.StatusRequestEntityTooLarge},
+		{"an update of an object at etcd's limit is read", "x", 3 << 20, http.StatusOK},
+		{"a body over 8 MiB is cut off", "x", 8<<20 + 1, http.StatusRequestEntityTooLarge},
+		{"an oversize header is refused with 431", strings.Repeat("a", 64<<10), 0, http.StatusRequestHeaderFieldsTooLarge},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := ls.status(t, tc.method, tc.header, tc.body); got != tc.want {
-				t.Fatalf("status = %d, want %d", got, tc.want)
+			req, _ := http.NewRequest(http.MethodPost, "https://"+srv.addr+"/", strings.NewReader(strings.Repeat("a", tc.body)))
+			req.Header.Set("X-Test", tc.header)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("status = %d, want %d", resp.StatusCode, tc.want)
 			}
 		})
 	}
-	t.Run("plain HTTP never reaches a handler", func(t *testing.T) {
-		before := ls.served.Load()
-		resp, err := http.Get("http://" + ls.srv.Addr() + "/")
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode != http.StatusBadRequest {
-				t.Fatalf("plain HTTP status = %d, want 400 or an error", resp.StatusCode)
-			}
-		}
-		if ls.served.Load() != before {
-			t.Fatal("a plain HTTP request reached the handler")
-		}
-	})
-	t.Run("TLS 1.1 is refused", func(t *testing.T) {
-		conn, err := tls.Dial("tcp", ls.srv.Addr(), &tls.Config{RootCAs: ls.pool, MaxVersion: tls.VersionTLS11})
-		if err == nil {
-			_ = conn.Close()
-			t.Fatal("TLS 1.1 handshake succeeded")
-		}
-	})
-	t.Run("bind error is returned by StartServer", func(t *testing.T) {
-		other, err := StartServer(ServerConfig{BindAddress: ls.srv.Addr(), Certs: ls.certs}, http.NewServeMux(), whLogger())
-		if err == nil {
-			_ = other.Shutdown(context.Background())
-			t.Fatal("second server on the same address started")
-		}
-		if !errors.Is(err, syscall.EADDRINUSE) {
-			t.Fatalf("err = %v, want EADDRINUSE", err)
-		}
-	})
 }

@@ -1,4 +1,4 @@
-package webhook
+package httpserver
 
 import (
 	"crypto/x509"
@@ -9,11 +9,11 @@ import (
 	"time"
 )
 
-// ClientCA is the set of CAs whose client certificates may call the webhook, read from a PEM
-// file. Where the apiserver presents a client certificate to webhooks (an AdmissionConfiguration
-// with a kubeConfigFile), requiring one signed by this CA keeps everybody else from forging
-// reviews. The file is looked at again at most every fileCheckInterval, so a replaced CA is used
-// without a restart. Safe for concurrent use.
+// ClientCA is the set of CAs whose client certificates may call a server, read from a PEM file.
+// Where the apiserver presents a client certificate to webhooks (an AdmissionConfiguration with a
+// kubeConfigFile), requiring one signed by this CA keeps everybody else from forging reviews. The
+// file is looked at again at most every fileCheckInterval, so a replaced CA is used without a
+// restart. Safe for concurrent use.
 type ClientCA struct {
 	path       string
 	checkEvery time.Duration
@@ -40,8 +40,8 @@ func LoadClientCA(path string) (*ClientCA, error) {
 }
 
 // Pool returns the current CAs, re-reading the file first when it changed. A file that fails to
-// load (e.g. half written) keeps the previous CAs in force: refusing every caller would cost
-// attribution, trusting every caller would cost its integrity.
+// load (e.g. half written) keeps the previous CAs in force: refusing every caller would cost the
+// service, trusting every caller would cost its integrity.
 func (c *ClientCA) Pool() *x509.CertPool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -57,7 +57,7 @@ func (c *ClientCA) Pool() *x509.CertPool {
 func (c *ClientCA) fingerprint() (string, error) {
 	fi, err := os.Stat(c.path)
 	if err != nil {
-		return "", fmt.Errorf("read webhook client CA: %w", err)
+		return "", fmt.Errorf("read client CA: %w", err)
 	}
 	return fmt.Sprintf("%d:%d", fi.ModTime().UnixNano(), fi.Size()), nil
 }
@@ -65,11 +65,11 @@ func (c *ClientCA) fingerprint() (string, error) {
 func (c *ClientCA) load(stamp string) error {
 	raw, err := os.ReadFile(c.path)
 	if err != nil {
-		return fmt.Errorf("read webhook client CA: %w", err)
+		return fmt.Errorf("read client CA: %w", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(raw) {
-		return errors.New("webhook client CA " + c.path + ": no PEM certificate in the file")
+		return errors.New("client CA " + c.path + ": no PEM certificate in the file")
 	}
 	c.pool, c.stamp = pool, stamp
 	return nil
