@@ -101,11 +101,6 @@ func Listen(cfg Config) (*Server, error) {
 	}, nil
 }
 
-// Start is Listen under its former name.
-//
-// Deprecated: use Listen; Start stays only until the receiver package's tests use Listen.
-func Start(cfg Config) (*Server, error) { return Listen(cfg) }
-
 // Addr is the address the server listens on, with the port resolved when BindAddress asked for :0.
 func (s *Server) Addr() string { return s.addr }
 

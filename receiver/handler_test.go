@@ -112,7 +112,7 @@ func (r *rig) lastObserved() observed {
 // serve runs the rig's handler behind the real server on loopback and returns its base URL.
 func (r *rig) serve(tb testing.TB) string {
 	tb.Helper()
-	s, err := httpserver.Start(httpserver.Config{Name: "receiver", BindAddress: "127.0.0.1:0", Handler: r.handler})
+	s, err := httpserver.Listen(httpserver.Config{Name: "receiver", BindAddress: "127.0.0.1:0", Handler: r.handler})
 	if err != nil {
 		tb.Fatalf("start server: %v", err)
 	}
