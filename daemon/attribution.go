@@ -101,8 +101,9 @@ func newAttribution(cfg Config, kube *rest.Config, core corev1client.CoreV1Inter
 // rotates its certificate and keeps its registration applied, until ctx ends. Every goroutine
 // it starts has returned when it returns; its error is the server's.
 func (a *attribution) Run(ctx context.Context) error {
-	a.store.Start()
-	defer a.store.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { _ = a.store.Run(ctx) }) // lookups work after it ends: the mirror may outlive it
 	if !a.cfg.InCluster && a.cfg.WebhookURL == "" {
 		a.optional.degraded(metrics.PartAttribution, unreachableProblem(a.cfg))
 		<-ctx.Done()
@@ -113,7 +114,6 @@ func (a *attribution) Run(ctx context.Context) error {
 		return nil // ctx ended first
 	}
 	a.optional.fine(metrics.PartAttribution)
-	var wg sync.WaitGroup
 	var served error
 	wg.Go(func() { served = srv.Run(ctx) })
 	if a.selfMgd != nil {

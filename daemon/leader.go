@@ -103,6 +103,8 @@ func (l *leadership) term(ctx context.Context, work func(context.Context) error)
 	// The elector outlives ctx: on SIGTERM the work stops first (its last push holds the lease),
 	// and only then is the Lease released.
 	electCtx, stopElect := context.WithCancel(context.WithoutCancel(ctx))
+	var background sync.WaitGroup // the elector and the watch of the Lease: both end with electCtx
+	defer background.Wait()
 	defer stopElect()
 	started := make(chan context.Context, 1)
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
@@ -122,13 +124,13 @@ func (l *leadership) term(ctx context.Context, work func(context.Context) error)
 		return fmt.Errorf("leader election: %w", err)
 	}
 	electorDone := make(chan struct{})
-	go func() {
+	background.Go(func() {
 		defer close(electorDone)
 		elector.Run(electCtx)
-	}()
+	})
 	l.log.Info("standing by for the leader lease")
 	released := make(chan struct{})
-	go l.watchRelease(electCtx, released)
+	background.Go(func() { l.watchRelease(electCtx, released) })
 	var leadCtx context.Context
 	select {
 	case <-ctx.Done():

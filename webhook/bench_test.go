@@ -53,8 +53,7 @@ func BenchmarkAdmissionHandler(b *testing.B) {
 	}
 	m := metrics.New().Attribution
 	store := NewStore(StoreConfig{Metrics: m})
-	store.Start()
-	defer store.Stop()
+	runStore(b, store)
 	var watched Watched
 	watched.Set([]Resource{{GVR: configMaps, Namespaced: true}})
 	h := NewAdmissionHandler(store, &watched, m, nil)

@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/jellydator/ttlcache/v3"
@@ -43,10 +42,6 @@ type Store struct {
 
 	hits, misses, expired prometheus.Counter
 	unsubscribe           func() // ends the eviction subscription, waiting for running callbacks
-
-	life sync.Mutex
-	done chan struct{} // closed when the expiry loop has returned; nil when not started
-	once sync.Once
 }
 
 // key identifies one change. Version is left out: the object's apiVersion is in the hashed bytes.
@@ -131,40 +126,27 @@ func (s *Store) Author(op string, gk schema.GroupKind, namespace, name string, c
 // Len is the number of records waiting for their watch event.
 func (s *Store) Len() int { return s.cache.Len() }
 
-// Start runs the removal of expired records in a goroutine until Stop.
-func (s *Store) Start() {
-	s.life.Lock()
-	defer s.life.Unlock()
-	if s.done != nil {
-		return
-	}
+// Run removes expired records until ctx ends; then it ends the eviction subscription and waits
+// for the callbacks in flight, so the counters are final when it returns. Records and lookups
+// still work afterwards, but evictions are no longer counted. Call it once.
+func (s *Store) Run(ctx context.Context) error {
 	done := make(chan struct{})
-	s.done = done
 	go func() {
 		defer close(done)
 		s.cache.Start()
 	}()
-}
-
-// Stop ends the expiry goroutine and waits for it and for pending eviction callbacks, so the
-// counters are final when it returns. Records and lookups still work, but later capacity and
-// expiry evictions are no longer counted.
-func (s *Store) Stop() {
-	s.life.Lock()
-	if done := s.done; done != nil {
-		for stopped := false; !stopped; {
-			// ttlcache's Stop is a no-op until Start's goroutine has begun; ask again until it ends.
-			s.cache.Stop()
-			select {
-			case <-done:
-				stopped = true
-			case <-time.After(time.Millisecond):
-			}
+	<-ctx.Done()
+	for stopped := false; !stopped; {
+		// ttlcache's Stop is a no-op until Start's goroutine has begun; ask again until it ends.
+		s.cache.Stop()
+		select {
+		case <-done:
+			stopped = true
+		case <-time.After(time.Millisecond):
 		}
-		s.done = nil
 	}
-	s.life.Unlock()
-	s.once.Do(s.unsubscribe)
+	s.unsubscribe()
+	return nil
 }
 
 func (s *Store) key(op string, gk schema.GroupKind, namespace, name string, content []byte) key {

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -34,8 +35,31 @@ func newTestStore(tb testing.TB, cfg StoreConfig) (*Store, *metrics.Attribution,
 	clock := &testClock{now: time.Date(2025, 10, 20, 12, 0, 0, 0, time.UTC)}
 	cfg.Now, cfg.Metrics, cfg.Bot = clock.Now, metrics.New().Attribution, bot
 	s := NewStore(cfg)
-	tb.Cleanup(s.Stop)
+	runStore(tb, s)
 	return s, cfg.Metrics, clock
+}
+
+// stops holds how to stop each running test store, for the tests that need its counters final.
+var stops sync.Map // *Store → func()
+
+// runStore runs s until the test ends or stopStore(s) is called.
+func runStore(tb testing.TB, s *Store) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Run(ctx)
+	}()
+	stop := sync.OnceFunc(func() { cancel(); <-done })
+	stops.Store(s, stop)
+	tb.Cleanup(stop)
+}
+
+// stopStore stops a store started by runStore and returns once its counters are final.
+func stopStore(s *Store) {
+	if stop, ok := stops.Load(s); ok {
+		stop.(func())()
+	}
 }
 
 func TestRecordThenAuthorIsAHitOnce(t *testing.T) {
@@ -140,7 +164,7 @@ func TestCapacityEvictsLeastRecentlyUsed(t *testing.T) {
 			for _, name := range tc.records {
 				s.Record("DELETE", configMap, "team-a", name, nil, alice)
 			}
-			s.Stop() // waits for the eviction callbacks: the counter is final
+			stopStore(s) // waits for the eviction callbacks: the counter is final
 			if got := testutil.ToFloat64(m.Evictions.WithLabelValues("capacity")); got != 1 {
 				t.Errorf("kv_evictions_total{reason=capacity} = %v; want 1", got)
 			}
@@ -175,7 +199,6 @@ func TestRecordWithoutUsernameIsIgnored(t *testing.T) {
 // Run with -race: the admission handler records and the watch looks up from many goroutines.
 func TestStoreIsSafeForConcurrentUse(t *testing.T) {
 	s, m, _ := newTestStore(t, StoreConfig{})
-	s.Start()
 	const workers, each = 4, 200
 	var wg sync.WaitGroup
 	for w := range workers {
