@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build daemon: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := testenv.RunMain(m, &cp)
+	code := testenv.RunMainNoLeaks(m, &cp, testenv.LeakIgnores()...)
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,14 +31,7 @@ var cp *testenv.ControlPlane
 
 // TestMain runs the tests against one control plane, then checks that no goroutine outlived them.
 func TestMain(m *testing.M) {
-	code := testenv.RunMain(m, &cp)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testenv.RunMainNoLeaks(m, &cp))
 }
 
 var installCRDs = sync.OnceValue(func() error {

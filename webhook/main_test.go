@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"testing"
@@ -12,8 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	admissionregistrationv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-
-	"go.uber.org/goleak"
 
 	"github.com/configbutler/gitops-reverser/testenv"
 )
@@ -26,14 +23,7 @@ var cp *testenv.ControlPlane
 // client's idle connection ended with the control plane. Nothing needs ignoring today; should a
 // dependency ever keep a goroutine by design, ignore exactly its top function here and say whose.
 func TestMain(m *testing.M) {
-	code := testenv.RunMain(m, &cp)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testenv.RunMainNoLeaks(m, &cp))
 }
 
 // Helpers of the server, certificate and registration tests; "wh" keeps them apart from the
