@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/configbutler/gitops-reverser/layout"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
@@ -53,7 +54,7 @@ func TestEditsReportsWhatPeopleChanged(t *testing.T) {
 	srv := MustGitServer(t)
 	url := MustRepo(t, srv, "edits")
 	changed, added, deleted, mirrored := cmPath("changed"), cmPath("added"), cmPath("deleted"), cmPath("mirrored")
-	outside := Path("clusters/staging", "", "configmaps", "default", "x")
+	outside := layout.Path("clusters/staging", "", "configmaps", "default", "x")
 	seed, err := srv.PushCommit("edits", "main", testenvSig("carol"), "seed", map[string]string{
 		changed: "v1\n", deleted: "gone soon\n", mirrored: "m1\n", outside: "s1\n", "README.md": "hi\n",
 	}, nil)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/configbutler/gitops-reverser/layout"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
@@ -110,7 +111,7 @@ func render(items []item) []string {
 // histories: applying the one coalesced run gives the tree that replaying every run gives.
 func TestCoalescedRunsReplayToTheSameTree(t *testing.T) {
 	pool := []string{cmPath("a"), cmPath("b"), cmPath("c"), cmPath("d"),
-		Path("clusters/staging", "", "configmaps", "default", "x"), "clusters/prod/notes.txt"}
+		layout.Path("clusters/staging", "", "configmaps", "default", "x"), "clusters/prod/notes.txt"}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	authors := []Signature{testAlice, testBob, {}}
 	for n := range 2000 {

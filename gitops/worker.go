@@ -2,6 +2,8 @@ package gitops
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -335,4 +337,10 @@ func hashString(h plumbing.Hash) string {
 		return ""
 	}
 	return h.String()
+}
+
+// WorkerKey is a stable short hash of a repository and branch, used as the clone's folder name.
+func WorkerKey(repoURL, branch string) string {
+	sum := sha256.Sum256([]byte(repoURL + "\x00" + branch))
+	return hex.EncodeToString(sum[:8])
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/layout"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/sanitize"
 )
@@ -332,7 +333,7 @@ func (w *watcher) groupKind() schema.GroupKind {
 }
 
 func (w *watcher) path(t target, obj *unstructured.Unstructured) string {
-	return gitops.Path(t.baseFolder, w.sel.GVR.Group, w.sel.GVR.Resource, obj.GetNamespace(), obj.GetName())
+	return layout.Path(t.baseFolder, w.sel.GVR.Group, w.sel.GVR.Resource, obj.GetNamespace(), obj.GetName())
 }
 
 func (w *watcher) describe(obj *unstructured.Unstructured) string {
@@ -353,6 +354,6 @@ func scope(baseFolder string, sel Selection) string {
 	if sel.Namespaced && ns == "" {
 		ns = "*"
 	}
-	p := gitops.Path(baseFolder, sel.GVR.Group, sel.GVR.Resource, ns, "x")
+	p := layout.Path(baseFolder, sel.GVR.Group, sel.GVR.Resource, ns, "x")
 	return p[:len(p)-len("x.yaml")]
 }
