@@ -20,6 +20,16 @@ type Signature struct{ Name, Email string }
 // IsZero reports whether the signature names nobody.
 func (s Signature) IsZero() bool { return s.Name == "" && s.Email == "" }
 
+// Credit is who a change is committed as and the trailers its commit carries. It is the one
+// answer to "whose change is this": the admission webhook and write-back give it, the watch
+// passes it on in the Change, and the worker writes it into the commit unchanged.
+type Credit struct {
+	Author Signature // zero = the bot identity
+	// Trailers are appended after the identity's trailers in the message of the commit that
+	// holds the change; changes with different trailers never share a commit.
+	Trailers [][2]string
+}
+
 // MaxFileBytes caps one file the mirror writes. etcd keeps objects under ~1.5 MiB of JSON, whose
 // canonical YAML stays below this; an object whose YAML would still exceed it is reported and
 // not written, so one object can neither bloat the history for good nor the daemon's memory.
@@ -28,12 +38,9 @@ const MaxFileBytes = 2 << 20
 // Change is one file-level intent: write Content at Path, or delete Path when Content is nil.
 type Change struct {
 	Path    string
-	Content []byte    // nil = delete
-	Author  Signature // zero = the bot identity
-	Summary string    // e.g. "update configmaps/default/web", used in commit messages
-	// Trailers are appended after the identity's trailers in the message of the commit that
-	// holds the change; changes with different trailers never share a commit.
-	Trailers [][2]string
+	Content []byte // nil = delete
+	Credit
+	Summary string // e.g. "update configmaps/default/web", used in commit messages
 	// Keep, when set, is asked about the file the tree holds at Path when its bytes differ from
 	// Content: true keeps it, as it already says the same (an encrypted document of the same
 	// plaintext: encryption is randomised, so equal bytes cannot tell).

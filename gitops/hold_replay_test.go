@@ -78,7 +78,7 @@ func TestReplayHonoursHolds(t *testing.T) {
 // before it (it is held and remembered), the latest after it comes after.
 func TestCoalesceKeepsReleaseMarkersInPlace(t *testing.T) {
 	const a, b = "clusters/prod/a.yaml", "clusters/prod/b.yaml"
-	marker := item{change: Change{Path: a, Author: testAlice}, release: &releaseMark{}}
+	marker := item{change: Change{Path: a, Credit: Credit{Author: testAlice}}, release: &releaseMark{}}
 	runs := []run{
 		{author: testAlice, items: []item{writeItem(testAlice, a, "a1"), writeItem(testAlice, a, "a2"), writeItem(testAlice, b, "b1")}},
 		{author: testBot, items: []item{marker}},

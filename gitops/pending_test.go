@@ -21,11 +21,11 @@ var (
 
 // writeItem, deleteItem and syncItem build pending intents; syncItem's scope is clusters/prod/.
 func writeItem(author Signature, path, content string) item {
-	return item{change: Change{Path: path, Content: []byte(content), Author: author, Summary: "update " + path}}
+	return item{change: Change{Path: path, Content: []byte(content), Credit: Credit{Author: author}, Summary: "update " + path}}
 }
 
 func deleteItem(author Signature, path string) item {
-	return item{change: Change{Path: path, Author: author, Summary: "delete " + path}}
+	return item{change: Change{Path: path, Credit: Credit{Author: author}, Summary: "delete " + path}}
 }
 
 func syncItem(live ...string) item {

@@ -80,10 +80,10 @@ func TestCommitPerContiguousAuthorRun(t *testing.T) {
 	alice := Signature{Name: "alice", Email: "alice@example.com"}
 	bob := Signature{Name: "bob", Email: "bob@example.com"}
 	MustEnqueue(t, w,
-		Change{Path: cmPath("a1"), Content: configMap("a1", "1", 100), Author: alice, Summary: "update configmaps/default/a1"},
-		Change{Path: cmPath("a2"), Content: configMap("a2", "1", 100), Author: alice, Summary: "update configmaps/default/a2"},
-		Change{Path: cmPath("b1"), Content: configMap("b1", "1", 100), Author: bob, Summary: "update configmaps/default/b1"},
-		Change{Path: cmPath("a3"), Content: configMap("a3", "1", 100), Author: alice, Summary: "update configmaps/default/a3"},
+		Change{Path: cmPath("a1"), Content: configMap("a1", "1", 100), Credit: Credit{Author: alice}, Summary: "update configmaps/default/a1"},
+		Change{Path: cmPath("a2"), Content: configMap("a2", "1", 100), Credit: Credit{Author: alice}, Summary: "update configmaps/default/a2"},
+		Change{Path: cmPath("b1"), Content: configMap("b1", "1", 100), Credit: Credit{Author: bob}, Summary: "update configmaps/default/b1"},
+		Change{Path: cmPath("a3"), Content: configMap("a3", "1", 100), Credit: Credit{Author: alice}, Summary: "update configmaps/default/a3"},
 	)
 	MustFlush(t, w)
 	log := mustLog(t, srv, "authors")

@@ -26,7 +26,6 @@ import (
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/metrics"
-	"github.com/configbutler/gitops-reverser/watch"
 )
 
 // Git is what write-back needs of the Git workers (gitops.Pool).
@@ -64,7 +63,7 @@ type Config struct {
 	Git  Git
 	// Selections says what a destination ("namespace/name") selects: a Git file of any other
 	// resource, or outside a WatchRule's namespace, is refused.
-	Selections func(destination string) []watch.Selection
+	Selections func(destination string) []Selection
 	Approvers  Approvers
 	Credits    *Credits
 	// Ours tells the daemon's own commits (by their trailers) from people's.
@@ -128,7 +127,7 @@ func New(cfg Config) (*Controller, error) {
 		cfg.Ours = func(string) bool { return false }
 	}
 	if cfg.Selections == nil {
-		cfg.Selections = func(string) []watch.Selection { return nil }
+		cfg.Selections = func(string) []Selection { return nil }
 	}
 	kubeCfg := rest.CopyConfig(cfg.Kube)
 	if kubeCfg.QPS == 0 { // client-go's default of 5 requests/s would make a 25-proposal run take 40 s

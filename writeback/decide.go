@@ -16,7 +16,6 @@ import (
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/sanitize"
-	"github.com/configbutler/gitops-reverser/watch"
 )
 
 // Trailers of the commits that record what write-back did.
@@ -109,7 +108,7 @@ func (c *Controller) approve(ctx context.Context, d *dest, p *crds.Proposal) err
 		}
 		return err
 	}
-	credit := watch.Credit{
+	credit := gitops.Credit{
 		Author:   gitops.Signature{Name: p.Spec.Author.Name, Email: p.Spec.Author.Email},
 		Trailers: [][2]string{{TrailerProposal, p.Namespace + "/" + p.Name}, {TrailerApprovedBy, who.Username}},
 	}
@@ -120,7 +119,7 @@ func (c *Controller) approve(ctx context.Context, d *dest, p *crds.Proposal) err
 // autoApply applies a proposal it has just opened, without review. A refusal by the apiserver is
 // told in the proposal, which then waits for a person; only a failure to talk to it is an error.
 func (c *Controller) autoApply(ctx context.Context, d *dest, p *crds.Proposal) (bool, error) {
-	credit := watch.Credit{
+	credit := gitops.Credit{
 		Author:   gitops.Signature{Name: p.Spec.Author.Name, Email: p.Spec.Author.Email},
 		Trailers: [][2]string{{TrailerProposal, p.Namespace + "/" + p.Name}},
 	}
@@ -129,7 +128,7 @@ func (c *Controller) autoApply(ctx context.Context, d *dest, p *crds.Proposal) (
 
 // applyAndRecord applies p and records the outcome in its status, an Event and the metrics.
 // who is the approver, nil for an automatic apply. applied says whether the cluster changed.
-func (c *Controller) applyAndRecord(ctx context.Context, d *dest, p *crds.Proposal, credit watch.Credit, who *authenticationv1.UserInfo) (bool, error) {
+func (c *Controller) applyAndRecord(ctx context.Context, d *dest, p *crds.Proposal, credit gitops.Credit, who *authenticationv1.UserInfo) (bool, error) {
 	outcome, err := c.apply(ctx, p, credit)
 	if err != nil {
 		return false, err
@@ -274,9 +273,9 @@ func (c *Controller) fromGit(ctx context.Context, d *dest, p *crds.Proposal) err
 // it have nothing newer: the live object, or the deletion of a file no live object maps to.
 func restoreChange(p *crds.Proposal, live *unstructured.Unstructured, why string) (*gitops.Change, error) {
 	ch := &gitops.Change{
-		Path:     p.Spec.Path,
-		Summary:  fmt.Sprintf("restore %s (proposal %s %s)", targetName(p.Spec.Target), p.Name, why),
-		Trailers: [][2]string{{TrailerProposal, p.Namespace + "/" + p.Name}},
+		Path:    p.Spec.Path,
+		Summary: fmt.Sprintf("restore %s (proposal %s %s)", targetName(p.Spec.Target), p.Name, why),
+		Credit:  gitops.Credit{Trailers: [][2]string{{TrailerProposal, p.Namespace + "/" + p.Name}}},
 	}
 	if live != nil {
 		content, err := sanitize.YAML(sanitize.Object(live.Object))
