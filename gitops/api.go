@@ -123,8 +123,8 @@ type WorkerConfig struct {
 	// Fence, when set, is asked just before every push whether this replica may still push; see
 	// PoolConfig.Fence.
 	Fence Fence
-	// signer signs every commit; nil means unsigned. The pool sets it from Repository.Signing.
-	signer signer
+	// Signer signs every commit; nil means unsigned.
+	Signer Signer
 }
 
 // Fence says whether this replica may push now, and until when: a replica that lost its lease

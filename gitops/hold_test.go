@@ -52,7 +52,7 @@ func startHoldPool(t *testing.T, name string) *holdPool {
 			t.Errorf("pool: %v", err)
 		}
 	})
-	hp.SetRepositories(context.Background(), []Repository{{Name: "ns/" + name, URL: hp.url}})
+	hp.SetRepositories([]Repository{{Name: "ns/" + name, URL: hp.url}})
 	return hp
 }
 

@@ -87,7 +87,7 @@ func (w *Worker) SetAuth(auth transport.AuthMethod) {
 
 // setSigner makes the worker sign its commits with s from now on (nil: unsigned). The commits it
 // built but has not pushed are built again, so every commit it pushes carries the new signature.
-func (w *Worker) setSigner(s signer) {
+func (w *Worker) setSigner(s Signer) {
 	w.in.request(control{run: func(context.Context) {
 		w.signer = s
 		w.built.valid = false

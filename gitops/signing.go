@@ -13,54 +13,43 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 	"github.com/hiddeco/sshsig"
 	"golang.org/x/crypto/ssh"
-	corev1 "k8s.io/api/core/v1"
-)
-
-// The keys of a signing Secret.
-const (
-	keySigningKey = "signingKey"
-	keyPassphrase = "passphrase"
 )
 
 // sshNamespace is the SSHSIG namespace git signs and verifies commits in.
 const sshNamespace = "git"
 
-// signer signs commits: sign returns the armored signature of a commit's bytes without its gpgsig
-// header, which is what git verifies.
-type signer interface {
-	sign(commit []byte) ([]byte, error)
-	public() SigningKey
-	// id identifies the key, so a Secret rewritten with the same key changes nothing.
-	id() string
+// Signer signs commits: Sign returns the armored signature of a commit's bytes without its
+// gpgsig header, which is what git verifies; Public is the key to register with the Git host.
+type Signer interface {
+	Sign(commit []byte) ([]byte, error)
+	Public() SigningKey
 }
 
-// signerFrom reads the private key of a signing Secret. A Secret that does not hold a usable key
-// of the format is an errSecret: commits are then not pushed at all, never pushed unsigned.
-func signerFrom(format string, secret *corev1.Secret) (signer, error) {
-	key, pass := secret.Data[keySigningKey], secret.Data[keyPassphrase]
-	where := fmt.Sprintf("Secret %s/%s", secret.Namespace, secret.Name)
-	if len(key) == 0 {
-		return nil, errSecret{fmt.Sprintf("%s has no %s for signing commits", where, keySigningKey)}
-	}
+// Errors of NewSigner.
+var (
+	// ErrUnknownSigningFormat: the format is neither SigningSSH nor SigningOpenPGP.
+	ErrUnknownSigningFormat = errors.New("unknown commit signing format")
+	// ErrKeyEncrypted: the key is encrypted and no passphrase was given.
+	ErrKeyEncrypted = errors.New("the key is encrypted")
+)
+
+// NewSigner parses a private key of the format (SigningSSH: an OpenSSH or PEM private key;
+// SigningOpenPGP: one armored secret key), decrypting it with passphrase when it is encrypted.
+func NewSigner(format string, key, passphrase []byte) (Signer, error) {
 	var (
-		s   signer
+		s   Signer
 		err error
 	)
 	switch format {
 	case SigningSSH:
-		s, err = sshSignerFrom(key, pass)
+		s, err = sshSignerFrom(key, passphrase)
 	case SigningOpenPGP:
-		s, err = openPGPSignerFrom(key, pass)
+		s, err = openPGPSignerFrom(key, passphrase)
 	default:
-		return nil, errSecret{fmt.Sprintf("unknown commit signing format %q (ssh or openpgp)", format)}
+		return nil, fmt.Errorf("%w %q", ErrUnknownSigningFormat, format)
 	}
 	if err != nil {
-		return nil, errSecret{fmt.Sprintf("%s: %s is not a usable %s signing key: %v", where, keySigningKey, format, err)}
-	}
-	// Sign once now: a key that parses but cannot sign (an unsupported algorithm) is found here,
-	// not at the first commit.
-	if _, err := s.sign([]byte("tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n")); err != nil {
-		return nil, errSecret{fmt.Sprintf("%s: %s cannot sign: %v", where, keySigningKey, err)}
+		return nil, err // not s: a nil *sshSigner in a Signer is not a nil Signer
 	}
 	return s, nil
 }
@@ -83,7 +72,7 @@ func sshSignerFrom(pemBytes, passphrase []byte) (*sshSigner, error) {
 	}
 	var missing *ssh.PassphraseMissingError
 	if errors.As(err, &missing) {
-		return nil, fmt.Errorf("the key is encrypted: add its %s to the Secret", keyPassphrase)
+		return nil, ErrKeyEncrypted
 	}
 	if err != nil {
 		return nil, err
@@ -101,7 +90,7 @@ func sshSignerFrom(pemBytes, passphrase []byte) (*sshSigner, error) {
 	}}, nil
 }
 
-func (s *sshSigner) sign(commit []byte) ([]byte, error) {
+func (s *sshSigner) Sign(commit []byte) ([]byte, error) {
 	sig, err := sshsig.Sign(bytes.NewReader(commit), s.key, sshsig.HashSHA512, sshNamespace)
 	if err != nil {
 		return nil, fmt.Errorf("ssh signature: %w", err)
@@ -109,8 +98,7 @@ func (s *sshSigner) sign(commit []byte) ([]byte, error) {
 	return sshsig.Armor(sig), nil
 }
 
-func (s *sshSigner) public() SigningKey { return s.pub }
-func (s *sshSigner) id() string         { return s.pub.Fingerprint }
+func (s *sshSigner) Public() SigningKey { return s.pub }
 
 // openPGPSigner makes armored detached OpenPGP signatures, as gpg --detach-sign --armor does.
 type openPGPSigner struct {
@@ -132,7 +120,7 @@ func openPGPSignerFrom(armored, passphrase []byte) (*openPGPSigner, error) {
 	}
 	if err := e.DecryptPrivateKeys(passphrase); err != nil {
 		if len(passphrase) == 0 {
-			return nil, fmt.Errorf("the key is encrypted: add its %s to the Secret", keyPassphrase)
+			return nil, ErrKeyEncrypted
 		}
 		return nil, fmt.Errorf("decrypt with the passphrase: %w", err)
 	}
@@ -157,7 +145,7 @@ func openPGPSignerFrom(armored, passphrase []byte) (*openPGPSigner, error) {
 	}}, nil
 }
 
-func (s *openPGPSigner) sign(commit []byte) ([]byte, error) {
+func (s *openPGPSigner) Sign(commit []byte) ([]byte, error) {
 	var sig bytes.Buffer
 	if err := openpgp.ArmoredDetachSign(&sig, s.entity, bytes.NewReader(commit), &packet.Config{}); err != nil {
 		return nil, fmt.Errorf("openpgp signature: %w", err)
@@ -165,13 +153,12 @@ func (s *openPGPSigner) sign(commit []byte) ([]byte, error) {
 	return sig.Bytes(), nil
 }
 
-func (s *openPGPSigner) public() SigningKey { return s.pub }
-func (s *openPGPSigner) id() string         { return s.pub.Fingerprint }
+func (s *openPGPSigner) Public() SigningKey { return s.pub }
 
 // signCommit adds the gpgsig header to a commit: the signature of the bytes without it, each of
 // its lines after the first indented by one space, after the committer line.
-func signCommit(commit []byte, s signer) ([]byte, error) {
-	sig, err := s.sign(commit)
+func signCommit(commit []byte, s Signer) ([]byte, error) {
+	sig, err := s.Sign(commit)
 	if err != nil {
 		return nil, err
 	}

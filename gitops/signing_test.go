@@ -7,7 +7,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,8 +15,6 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/crypto/ssh"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/configbutler/gitops-reverser/testenv"
 )
@@ -78,71 +75,39 @@ func newOpenPGPKey(tb testing.TB, passphrase string) (private, public []byte) {
 	return private, public
 }
 
-func signingSecret(data map[string][]byte) *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "signing"}, Data: data}
-}
-
-func mustSigner(tb testing.TB, format string, key []byte, passphrase string) signer {
+func mustSigner(tb testing.TB, format string, key []byte, passphrase string) Signer {
 	tb.Helper()
-	data := map[string][]byte{keySigningKey: key}
-	if passphrase != "" {
-		data[keyPassphrase] = []byte(passphrase)
-	}
-	s, err := signerFrom(format, signingSecret(data))
+	s, err := NewSigner(format, key, []byte(passphrase))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return s
 }
 
-func TestUnusableSigningKeysAreRefusedWithTheReason(t *testing.T) {
-	openPGPPrivate, openPGPPublic := newOpenPGPKey(t, "")
+// TestNewSignerNamesWhatIsWrong: an unknown format and an encrypted key without its passphrase
+// are told apart, so the reader of the key's Secret can say what to fix; with the passphrase
+// the key signs.
+func TestNewSignerNamesWhatIsWrong(t *testing.T) {
 	encryptedPGP, _ := newOpenPGPKey(t, "s3cret")
-	cases := []struct {
-		name, format string
-		data         map[string][]byte
-		want         string
-	}{
-		{"no key", SigningSSH, map[string][]byte{"other": []byte("x")}, "has no signingKey"},
-		{"not a key", SigningSSH, map[string][]byte{keySigningKey: []byte("hello")}, "not a usable ssh signing key"},
-		{"an ssh key for openpgp", SigningOpenPGP, map[string][]byte{keySigningKey: newSSHKey(t, "")}, "not a usable openpgp signing key"},
-		{"an openpgp key for ssh", SigningSSH, map[string][]byte{keySigningKey: openPGPPrivate}, "not a usable ssh signing key"},
-		{"an encrypted ssh key without its passphrase", SigningSSH, map[string][]byte{keySigningKey: newSSHKey(t, "s3cret")}, "add its passphrase"},
-		{"a wrong ssh passphrase", SigningSSH, map[string][]byte{keySigningKey: newSSHKey(t, "s3cret"), keyPassphrase: []byte("nope")}, "not a usable ssh"},
-		{"an encrypted openpgp key without its passphrase", SigningOpenPGP, map[string][]byte{keySigningKey: encryptedPGP}, "add its passphrase"},
-		{"a wrong openpgp passphrase", SigningOpenPGP, map[string][]byte{keySigningKey: encryptedPGP, keyPassphrase: []byte("nope")}, "decrypt"},
-		{"a public openpgp key", SigningOpenPGP, map[string][]byte{keySigningKey: openPGPPublic}, "public key only"},
-		{"an unknown format", "x509", map[string][]byte{keySigningKey: newSSHKey(t, "")}, "unknown commit signing format"},
+	encryptedSSH := newSSHKey(t, "s3cret")
+	if _, err := NewSigner("x509", newSSHKey(t, ""), nil); !errors.Is(err, ErrUnknownSigningFormat) {
+		t.Errorf("format x509: %v, want ErrUnknownSigningFormat", err)
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := signerFrom(c.format, signingSecret(c.data))
-			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "team/signing") && c.format != "x509" {
-				t.Fatalf("err = %v, want one naming the Secret and saying %q", err, c.want)
-			}
-			if !errors.As(err, new(errSecret)) {
-				t.Errorf("err is a %T, want errSecret (the user must fix the Secret)", err)
-			}
-		})
-	}
-	for name, c := range map[string]struct {
-		format, passphrase string
-		key                []byte
-	}{
-		"encrypted ssh":     {SigningSSH, "s3cret", newSSHKey(t, "s3cret")},
-		"encrypted openpgp": {SigningOpenPGP, "s3cret", encryptedPGP},
-	} {
-		if s := mustSigner(t, c.format, c.key, c.passphrase); s.public().Fingerprint == "" {
-			t.Errorf("%s: no fingerprint", name)
+	for format, key := range map[string][]byte{SigningSSH: encryptedSSH, SigningOpenPGP: encryptedPGP} {
+		if _, err := NewSigner(format, key, nil); !errors.Is(err, ErrKeyEncrypted) {
+			t.Errorf("%s key without its passphrase: %v, want ErrKeyEncrypted", format, err)
+		}
+		if s := mustSigner(t, format, key, "s3cret"); s.Public().Fingerprint == "" {
+			t.Errorf("encrypted %s: no fingerprint", format)
 		}
 	}
 }
 
 // signedWorker starts a worker that signs with s and returns it with its bare repository.
-func signedWorker(t *testing.T, srv *testenv.GitServer, repo string, s signer) (*testWorker, string) {
+func signedWorker(t *testing.T, srv *testenv.GitServer, repo string, s Signer) (*testWorker, string) {
 	t.Helper()
 	url := MustRepo(t, srv, repo)
-	w := StartWorker(t, url, "", BatchLimits{Quiet: 10 * time.Millisecond}, func(c *WorkerConfig) { c.signer = s })
+	w := StartWorker(t, url, "", BatchLimits{Quiet: 10 * time.Millisecond}, func(c *WorkerConfig) { c.Signer = s })
 	return w, filepath.Join(srv.Root, repo+".git")
 }
 
@@ -158,7 +123,7 @@ func TestSignedCommitsVerifyWithGit(t *testing.T) {
 	pgpPrivate, pgpPublic := newOpenPGPKey(t, "")
 	for _, c := range []struct {
 		format string
-		signer signer
+		signer Signer
 		public string // derived here, not by the code under test
 		verify func(tb testing.TB, gitDir, rev, publicKey string) (string, error)
 	}{
@@ -196,7 +161,7 @@ func TestSignedCommitsVerifyWithGit(t *testing.T) {
 				t.Errorf("%d commits of the worker verified, want 2", ours)
 			}
 			// The key the status shows users is one that verifies.
-			if out, err := c.verify(t, gitDir, "main", c.signer.public().PublicKey); err != nil {
+			if out, err := c.verify(t, gitDir, "main", c.signer.Public().PublicKey); err != nil {
 				t.Errorf("the published public key does not verify the tip: %v\n%s", err, out)
 			}
 			if got := w.metric(t, "commits_signed_total"); got != 2 {
@@ -213,7 +178,7 @@ func TestAnotherKeyDoesNotVerify(t *testing.T) {
 	MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 100)})
 	MustFlush(t, w)
 	other := mustSigner(t, SigningSSH, newSSHKey(t, ""), "")
-	if out, err := testenv.VerifySSHCommit(t, gitDir, "main", other.public().PublicKey); err == nil {
+	if out, err := testenv.VerifySSHCommit(t, gitDir, "main", other.Public().PublicKey); err == nil {
 		t.Fatalf("a commit verifies with a key that did not sign it:\n%s", out)
 	}
 }

@@ -41,7 +41,7 @@ type Worker struct {
 	onStatus func()    // told when the failing state flips or the queue was coalesced
 	holds    *keyHolds // the pool's holds of this branch; nil for a worker outside a pool
 	fence    Fence     // nil: always push
-	signer   signer    // nil: commits are not signed; replaced by setSigner
+	signer   Signer    // nil: commits are not signed; replaced by setSigner
 
 	// Owned by the Run goroutine.
 	repo        *repo
@@ -93,7 +93,7 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		retry:    defaultRetry,
 		onStatus: onStatus,
 		fence:    cfg.Fence,
-		signer:   cfg.signer,
+		signer:   cfg.Signer,
 		status:   WorkerStatus{URL: redactURL(cfg.Remote.URL), Branch: cfg.Remote.Branch},
 	}
 }
