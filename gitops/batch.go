@@ -124,8 +124,8 @@ func coalesce(runs []run, bot Signature) []run {
 	return []run{{author: bot, items: append(syncs, changes...)}}
 }
 
-// validPath accepts clean, relative, slash-separated paths that stay out of .git.
-func validPath(p string) bool {
+// ValidPath accepts clean, relative, slash-separated paths that stay out of .git.
+func ValidPath(p string) bool {
 	if p == "" || strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
 		return false
 	}

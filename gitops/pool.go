@@ -310,7 +310,7 @@ func (p *Pool) Sink(url, branch string) (Sink, bool) {
 func (p *Pool) Fetch(ctx context.Context, url, branch string) (FetchResult, error) {
 	w := p.worker(url, branch)
 	if w == nil {
-		return FetchResult{}, ErrStopped
+		return FetchResult{}, ErrNoWorker
 	}
 	return w.Fetch(ctx)
 }

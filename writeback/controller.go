@@ -24,14 +24,15 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitedits"
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/metrics"
 )
 
-// Git is what write-back needs of the Git workers (gitops.Pool).
+// Git is what write-back needs of the Git workers (gitops.Pool): their clones, read through
+// gitedits, and the holds.
 type Git interface {
-	Edits(ctx context.Context, url, branch string, q gitops.EditsQuery) (gitops.EditsResult, error)
-	File(ctx context.Context, url, branch, commit, path string) ([]byte, error)
+	gitedits.Git
 	Hold(url, branch, path string)
 	Release(url, branch, path string, restore *gitops.Change)
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitedits"
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/sanitize"
@@ -257,8 +258,8 @@ func (c *Controller) approver(p *crds.Proposal) (authenticationv1.UserInfo, bool
 // fromGit checks that the proposal says exactly what Git holds at its source commit, so nothing
 // but a Git edit reaches the cluster (a hand-made Proposal is refused).
 func (c *Controller) fromGit(ctx context.Context, d *dest, p *crds.Proposal) error {
-	data, err := c.cfg.Git.File(ctx, d.url, d.branch, p.Spec.SourceCommit, p.Spec.Path)
-	deleted := errors.Is(err, gitops.ErrNotFound)
+	data, err := gitedits.Branch{Git: c.cfg.Git, URL: d.url, Name: d.branch}.File(ctx, p.Spec.SourceCommit, p.Spec.Path)
+	deleted := errors.Is(err, gitedits.ErrNotFound)
 	if err != nil && !deleted {
 		return fmt.Errorf("read %s at %s: %w", p.Spec.Path, short(p.Spec.SourceCommit), err)
 	}

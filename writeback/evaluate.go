@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configbutler/gitops-reverser/crds"
-	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/gitedits"
 	"github.com/configbutler/gitops-reverser/sanitize"
 )
 
@@ -23,7 +23,7 @@ const ReasonNotSelected = "NotSelected"
 
 // candidate is a difference between a Git file and the live object: a proposal to be.
 type candidate struct {
-	edit       gitops.Edit
+	edit       gitedits.Edit
 	change     crds.ProposalChange
 	target     crds.ProposalTarget
 	desired    []byte // the file as in Git; nil for destroy
@@ -35,7 +35,7 @@ type candidate struct {
 // evaluate compares one edited file with the live object. It returns nil when they agree, a
 // *Refused error for a file write-back will not act on, or another error when the cluster could
 // not be read.
-func (c *Controller) evaluate(ctx context.Context, d *dest, sels []Selection, e gitops.Edit) (*candidate, error) {
+func (c *Controller) evaluate(ctx context.Context, d *dest, sels []Selection, e gitedits.Edit) (*candidate, error) {
 	if e.Deleted {
 		return c.evaluateDeleted(ctx, d, sels, e)
 	}
@@ -99,7 +99,7 @@ func (c *Controller) evaluate(ctx context.Context, d *dest, sels []Selection, e 
 }
 
 // evaluateDeleted handles a file a person removed: a destroy of the live object, if any.
-func (c *Controller) evaluateDeleted(ctx context.Context, d *dest, sels []Selection, e gitops.Edit) (*candidate, error) {
+func (c *Controller) evaluateDeleted(ctx context.Context, d *dest, sels []Selection, e gitedits.Edit) (*candidate, error) {
 	at, err := PathTarget(d.folder, e.Path)
 	if err != nil {
 		return nil, err
