@@ -35,7 +35,9 @@ func (r Reader) Size(h plumbing.Hash) (int64, error) { return r.s.size(h) }
 
 // Dir returns the entries of the directory at dir ("a/b", "" for the root) below the tree root,
 // nil when there is none.
-func (r Reader) Dir(root plumbing.Hash, dir string) ([]TreeEntry, error) { return r.s.lookupDir(root, dir) }
+func (r Reader) Dir(root plumbing.Hash, dir string) ([]TreeEntry, error) {
+	return r.s.lookupDir(root, dir)
+}
 
 // WalkFiles calls fn with the path of every file below the directory entries, whose path (with
 // a trailing "/", or empty for the root) is prefix. The path buffer is reused: fn must copy it.
