@@ -111,9 +111,9 @@ func (s *Store) Record(op string, gk schema.GroupKind, namespace, name string, c
 	s.cache.Set(s.key(op, gk, namespace, name, content), entry{author: author, groups: user.Groups, at: s.now()}, ttlcache.DefaultTTL)
 }
 
-// Author returns the credit of the change the watch saw, and removes the record: on a hit the admission
-// user and true; on a miss (never recorded, already used, expired, evicted) the bot and false.
-// content is as for Record, computed from the watched object.
+// Author returns the credit of the change the watch saw, and removes the record: on a hit the
+// admission user and true; on a miss (never recorded, already used, expired, evicted) the bot
+// and false. content is as for Record, computed from the watched object.
 func (s *Store) Author(op string, gk schema.GroupKind, namespace, name string, content []byte) (gitops.Credit, bool) {
 	item, ok := s.cache.GetAndDelete(s.key(op, gk, namespace, name, content))
 	if ok && s.now().Sub(item.Value().at) > s.ttl {
