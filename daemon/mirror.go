@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/gitsecrets"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/watch"
 )
@@ -25,6 +26,7 @@ const controllerName = "gitops-reverser"
 // mirror is the cluster → Git flow: the watch manager feeding the pool of Git workers.
 type mirror struct {
 	pool    *gitops.Pool
+	repos   *gitsecrets.Repositories // reads the repositories' Secrets for the pool
 	manager *watch.Manager
 	// ours tells the daemon's own commits from people's, by the trailers it writes.
 	ours func(message string) bool
@@ -48,7 +50,6 @@ func newMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1cl
 	}
 	mr := &mirror{ours: ownCommits(identity)}
 	mr.pool = gitops.NewPool(gitops.PoolConfig{
-		Secrets: core,
 		WorkDir: cfg.WorkDir,
 		Limits: gitops.BatchLimits{
 			MaxFiles: cfg.BatchMaxFiles, MaxBytes: cfg.BatchMaxBytes, MaxWait: cfg.BatchMaxWait, Quiet: cfg.BatchQuiet,
@@ -61,10 +62,15 @@ func newMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1cl
 		OnHeldChange: hooks.onHeldChange,
 		Fence:        hooks.fence,
 	})
+	mr.repos = gitsecrets.New(gitsecrets.Config{
+		Secrets: core, Pool: mr.pool, WorkDir: cfg.WorkDir, Log: log,
+		OnChange: func() { mr.manager.Changed() },
+	})
 	opts := watch.Options{
 		Expand:           watch.ExpandOptions{WatchAll: cfg.WatchAll, Exclude: cfg.DiscoveryExclude},
 		DiscoveryRefresh: cfg.DiscoveryRefresh,
 		Pool:             mr.pool,
+		Repos:            mr.repos,
 		Metrics:          m,
 		Log:              log,
 		Authors:          hooks.authors,
@@ -79,15 +85,16 @@ func newMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1cl
 }
 
 // Run runs the mirror until ctx ends. The watchers stop first; then the workers make a last
-// push of everything the watchers handed them.
+// push of everything the watchers handed them, and the Secret watches stop.
 func (mr *mirror) Run(ctx context.Context) error {
 	poolCtx, stopPool := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopPool()
-	poolDone := make(chan error, 1)
+	poolDone, reposDone := make(chan error, 1), make(chan error, 1)
 	go func() { poolDone <- mr.pool.Run(poolCtx) }()
+	go func() { reposDone <- mr.repos.Run(poolCtx) }()
 	err := mr.manager.Run(ctx)
 	stopPool()
-	return errors.Join(err, <-poolDone)
+	return errors.Join(err, <-poolDone, <-reposDone)
 }
 
 // ownCommits recognises the commits of this daemon in this cluster: their messages carry its

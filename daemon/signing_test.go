@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/configbutler/gitops-reverser/crds"
-	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/layout"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
@@ -89,7 +89,7 @@ func TestCommitSigning(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, time.Minute, "the ConfigMap mirrored once the key is fixed",
-		remoteHas(srv, gitops.Path("live", "", "configmaps", ns, "app")), d.FailFast())
+		remoteHas(srv, layout.Path("live", "", "configmaps", ns, "app")), d.FailFast())
 	testenv.Eventually(t, time.Minute, "the public key in the status", func() (bool, string) {
 		u, err := dyn.Resource(crds.GitRepoConfigs).Namespace(ns).Get(ctx, "repo", metav1.GetOptions{})
 		if err != nil {

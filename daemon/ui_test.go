@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/configbutler/gitops-reverser/crds"
-	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/layout"
 	"github.com/configbutler/gitops-reverser/testenv"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -125,7 +125,7 @@ func TestOperatorPageThatCannotListenDegradesAndTheMirrorRuns(t *testing.T) {
 	}
 	addr := taken.Addr().String()
 	d := startDaemon(t, t.TempDir(), "--ui-bind-address", addr)
-	testenv.Eventually(t, time.Minute, "the mirror writes while the page cannot listen", remoteHas(srv, gitops.Path("live", "", "configmaps", ns, "app-config")), d.FailFast())
+	testenv.Eventually(t, time.Minute, "the mirror writes while the page cannot listen", remoteHas(srv, layout.Path("live", "", "configmaps", ns, "app-config")), d.FailFast())
 	testenv.Eventually(t, time.Minute, "the page degraded", metricAtLeast(t, d, `gitops_reverser_degraded{part="ui"}`, 1), d.FailFast())
 	if err := taken.Close(); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/watch"
 	"github.com/configbutler/gitops-reverser/writeback"
@@ -34,7 +35,7 @@ type writeBack struct {
 func newWriteBack(cfg Config, kube *rest.Config, mr *mirror, attr *attribution, credits *writeback.Credits, m *metrics.WriteBack,
 	optional *optionalParts, log *slog.Logger) (*writeBack, error) {
 	wc := writeback.Config{
-		Kube: kube, Git: mr.pool, Selections: mr.manager.Selections, Credits: credits, Ours: mr.ours,
+		Kube: kube, Git: mr.pool, Selections: selections(mr.manager), Credits: credits, Ours: mr.ours,
 		Interval: cfg.WriteBackInterval, MaxPerTick: cfg.MaxProposalsPerTick, Halt: cfg.HaltWriteBack,
 		Retention: cfg.SyncRunRetention, FailedRetention: cfg.SyncRunRetentionFail,
 		Metrics: m, Log: log.With("part", metrics.PartWriteBack),
@@ -99,6 +100,17 @@ func (w *writeBack) probe(ctx context.Context) error {
 	return mayList(ctx, w.dyn, crds.Proposals, crds.SyncRuns)
 }
 
+// selections tells write-back what the watch selects for a destination.
+func selections(m *watch.Manager) func(destination string) []writeback.Selection {
+	return func(destination string) []writeback.Selection {
+		var out []writeback.Selection
+		for _, s := range m.Selections(destination) {
+			out = append(out, writeback.Selection{GVR: s.GVR, Kind: s.Kind, Namespaced: s.Namespaced, Namespace: s.Namespace})
+		}
+		return out
+	}
+}
+
 // mayList checks that the daemon may list each resource, by listing one object of it: an
 // optional part probes its permissions this way before it starts.
 func mayList(ctx context.Context, dyn dynamic.Interface, gvrs ...schema.GroupVersionResource) error {
@@ -124,13 +136,12 @@ type creditChain struct {
 	attr    *attribution // nil: the webhook is disabled
 }
 
-func (c creditChain) Author(op string, gk schema.GroupKind, namespace, name string, content []byte) (watch.Credit, bool) {
+func (c creditChain) Author(op string, gk schema.GroupKind, namespace, name string, content []byte) (gitops.Credit, bool) {
 	if cr, ok := c.credits.Author(op, gk, namespace, name, content); ok {
 		return cr, true
 	}
 	if c.attr == nil {
-		return watch.Credit{}, false
+		return gitops.Credit{}, false
 	}
-	author, ok := c.attr.store.Author(op, gk, namespace, name, content)
-	return watch.Credit{Author: author}, ok
+	return c.attr.store.Author(op, gk, namespace, name, content)
 }

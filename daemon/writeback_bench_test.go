@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/configbutler/gitops-reverser/crds"
-	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/layout"
 )
 
 // BenchmarkWriteBack prints how long a sync-now takes to show the proposal of one edited file in
@@ -23,7 +23,7 @@ func BenchmarkWriteBack(b *testing.B) {
 			func(w *wbWorld) {
 				bulk := map[string]string{}
 				for i := range 10000 {
-					bulk[gitops.Path("live", "example.com", "widgets", w.ns, fmt.Sprintf("w-%05d", i))] = fmt.Sprintf("kind: Widget\nmetadata:\n  name: w-%05d\n", i)
+					bulk[layout.Path("live", "example.com", "widgets", w.ns, fmt.Sprintf("w-%05d", i))] = fmt.Sprintf("kind: Widget\nmetadata:\n  name: w-%05d\n", i)
 				}
 				w.edit(bulk)
 			})

@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/configbutler/gitops-reverser/crds"
-	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/layout"
 	"github.com/configbutler/gitops-reverser/sanitize"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
@@ -86,7 +86,7 @@ func (w *wbWorld) patch(gvr schema.GroupVersionResource, name string, body map[s
 }
 
 func (w *wbWorld) cmPath(name string) string {
-	return gitops.Path("live", "", "configmaps", w.ns, name)
+	return layout.Path("live", "", "configmaps", w.ns, name)
 }
 
 func (w *wbWorld) destStatus() crds.WriteBackStatus {
@@ -409,7 +409,7 @@ func autoAppliedUpdate(w *wbWorld) {
 	if _, err := w.kube.AppsV1().Deployments(w.ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	path := gitops.Path("live", "apps", "deployments", w.ns, "web")
+	path := layout.Path("live", "apps", "deployments", w.ns, "web")
 	testenv.Eventually(t, time.Minute, "deployment mirrored", remoteHas(w.srv, path), w.d.FailFast())
 	file := w.remote(path)
 	if !strings.Contains(file, "replicas: 1\n") {
@@ -483,9 +483,9 @@ func guardRails(w *wbWorld) {
 	}
 	bomb := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\n  namespace: " + w.ns + "\ndata:\n  a: &a [\"x\",\"x\",\"x\",\"x\"]\n  b: &b [*a,*a,*a,*a]\n  c: [*b,*b,*b,*b]\n"
 	files := map[string]struct{ content, reason string }{
-		gitops.Path("live", "", "secrets", w.ns, "creds"):       {"apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: " + w.ns + "\nstringData:\n  password: hunter2\n", "Secret"},
-		gitops.Path("live", "", "services", w.ns, "svc"):        {"apiVersion: v1\nkind: Service\nmetadata:\n  name: svc\n  namespace: " + w.ns + "\nspec:\n  ports:\n  - port: 80\n", "NotSelected"},
-		gitops.Path("live", "", "configmaps", "elsewhere", "x"): {cm("elsewhere", "x"), "NotSelected"},
+		layout.Path("live", "", "secrets", w.ns, "creds"):       {"apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: " + w.ns + "\nstringData:\n  password: hunter2\n", "Secret"},
+		layout.Path("live", "", "services", w.ns, "svc"):        {"apiVersion: v1\nkind: Service\nmetadata:\n  name: svc\n  namespace: " + w.ns + "\nspec:\n  ports:\n  - port: 80\n", "NotSelected"},
+		layout.Path("live", "", "configmaps", "elsewhere", "x"): {cm("elsewhere", "x"), "NotSelected"},
 		w.cmPath("huge"):     {cm(w.ns, "huge") + "  big: " + strings.Repeat("x", 1<<20) + "\n", "TooLarge"},
 		w.cmPath("two"):      {cm(w.ns, "two") + "---\n" + cm(w.ns, "three"), "MultipleDocuments"},
 		w.cmPath("broken"):   {"apiVersion: v1\nkind: [ConfigMap\n", "Unparseable"},

@@ -1,7 +1,11 @@
 // Package gitops owns the Git side of the mirror: one worker per (repository, branch) keeps a
 // bare clone, turns batches of file-level changes into commits built directly from objects
-// (blob → tree → commit → ref, never a work tree), and pushes them fast-forward only, replaying
-// the pending changes on the new tip when another writer moved the branch.
+// (blob → tree → commit → ref, never a work tree), signs them, and pushes them fast-forward
+// only, replaying the pending changes on the new tip when another writer moved the branch. The
+// Pool owns the workers, checks that remotes answer, and keeps the mirror off the files held for
+// write-back's review. It is Git only: it is handed parsed credentials and Signers (package
+// gitsecrets reads them from Secrets), the path of an object's file is package layout's, and
+// write-back reads history through Reader (package gitedits).
 package gitops
 
 import (
@@ -20,6 +24,16 @@ type Signature struct{ Name, Email string }
 // IsZero reports whether the signature names nobody.
 func (s Signature) IsZero() bool { return s.Name == "" && s.Email == "" }
 
+// Credit is who a change is committed as and the trailers its commit carries. It is the one
+// answer to "whose change is this": the admission webhook and write-back give it, the watch
+// passes it on in the Change, and the worker writes it into the commit unchanged.
+type Credit struct {
+	Author Signature // zero = the bot identity
+	// Trailers are appended after the identity's trailers in the message of the commit that
+	// holds the change; changes with different trailers never share a commit.
+	Trailers [][2]string
+}
+
 // MaxFileBytes caps one file the mirror writes. etcd keeps objects under ~1.5 MiB of JSON, whose
 // canonical YAML stays below this; an object whose YAML would still exceed it is reported and
 // not written, so one object can neither bloat the history for good nor the daemon's memory.
@@ -28,12 +42,9 @@ const MaxFileBytes = 2 << 20
 // Change is one file-level intent: write Content at Path, or delete Path when Content is nil.
 type Change struct {
 	Path    string
-	Content []byte    // nil = delete
-	Author  Signature // zero = the bot identity
-	Summary string    // e.g. "update configmaps/default/web", used in commit messages
-	// Trailers are appended after the identity's trailers in the message of the commit that
-	// holds the change; changes with different trailers never share a commit.
-	Trailers [][2]string
+	Content []byte // nil = delete
+	Credit
+	Summary string // e.g. "update configmaps/default/web", used in commit messages
 	// Keep, when set, is asked about the file the tree holds at Path when its bytes differ from
 	// Content: true keeps it, as it already says the same (an encrypted document of the same
 	// plaintext: encryption is randomised, so equal bytes cannot tell).
@@ -116,8 +127,8 @@ type WorkerConfig struct {
 	// Fence, when set, is asked just before every push whether this replica may still push; see
 	// PoolConfig.Fence.
 	Fence Fence
-	// signer signs every commit; nil means unsigned. The pool sets it from Repository.Signing.
-	signer signer
+	// Signer signs every commit; nil means unsigned.
+	Signer Signer
 }
 
 // Fence says whether this replica may push now, and until when: a replica that lost its lease

@@ -141,8 +141,8 @@ func creditsAt(runs []run, bot Signature) bool {
 	return false
 }
 
-// validPath accepts clean, relative, slash-separated paths that stay out of .git.
-func validPath(p string) bool {
+// ValidPath accepts clean, relative, slash-separated paths that stay out of .git.
+func ValidPath(p string) bool {
 	if p == "" || strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
 		return false
 	}

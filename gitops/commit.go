@@ -204,8 +204,8 @@ func (w *Worker) expandScope(tree plumbing.Hash, scope string) ([]string, error)
 	}
 	var out []string
 	for i := range entries {
-		if entries[i].isDir() {
-			out = append(out, prefix+entries[i].name+"/"+suffix)
+		if entries[i].IsDir() {
+			out = append(out, prefix+entries[i].Name+"/"+suffix)
 		}
 	}
 	return out, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
 
+	"github.com/configbutler/gitops-reverser/layout"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
@@ -129,7 +130,9 @@ func configMap(name, value string, size int) []byte {
 }
 
 // cmPath is the file of ConfigMap name in namespace default.
-func cmPath(name string) string { return Path("clusters/prod", "", "configmaps", "default", name) }
+func cmPath(name string) string {
+	return layout.Path("clusters/prod", "", "configmaps", "default", name)
+}
 
 // mustFiles lists the files on the remote branch main.
 func mustFiles(tb testing.TB, srv *testenv.GitServer, repo string) []string {

@@ -28,7 +28,7 @@ func (p *Pool) Hold(url, branch, path string) {
 func (p *Pool) Release(url, branch, path string, restore *Change) {
 	kh := p.holds.forKey(url, branch)
 	w := p.worker(url, branch)
-	if w == nil || !validPath(path) {
+	if w == nil || !ValidPath(path) {
 		kh.drop(path, nil)
 		return
 	}

@@ -1,19 +1,30 @@
 package gitops
 
 import (
-	"errors"
+	"path"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // mustFileAt reads path at commit from w's clone or overlay; "<none>" when there is no file.
-func mustFileAt(t *testing.T, w *Worker, commit plumbing.Hash, path string) string {
+func mustFileAt(t *testing.T, w *Worker, commit plumbing.Hash, p string) string {
 	t.Helper()
-	data, err := w.readFile(commit.String(), path)
-	if errors.Is(err, ErrNotFound) {
+	root, err := w.store.commitTree(commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, name := path.Split(p)
+	entries, err := w.store.lookupDir(root, strings.TrimSuffix(dir, "/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := FindFile(entries, name)
+	if e == nil {
 		return "<none>"
 	}
+	data, err := w.store.blob(e.Hash)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +89,7 @@ func TestReplayHonoursHolds(t *testing.T) {
 // before it (it is held and remembered), the latest after it comes after.
 func TestCoalesceKeepsReleaseMarkersInPlace(t *testing.T) {
 	const a, b = "clusters/prod/a.yaml", "clusters/prod/b.yaml"
-	marker := item{change: Change{Path: a, Author: testAlice}, release: &releaseMark{}}
+	marker := item{change: Change{Path: a, Credit: Credit{Author: testAlice}}, release: &releaseMark{}}
 	runs := []run{
 		{author: testAlice, items: []item{writeItem(testAlice, a, "a1"), writeItem(testAlice, a, "a2"), writeItem(testAlice, b, "b1")}},
 		{author: testBot, items: []item{marker}},

@@ -52,7 +52,7 @@ func startHoldPool(t *testing.T, name string) *holdPool {
 			t.Errorf("pool: %v", err)
 		}
 	})
-	hp.SetRepositories(context.Background(), []Repository{{Name: "ns/" + name, URL: hp.url}})
+	hp.SetRepositories([]Repository{{Name: "ns/" + name, URL: hp.url}})
 	return hp
 }
 
@@ -205,8 +205,8 @@ func TestReleaseRestoresWhenNothingWasRemembered(t *testing.T) {
 	hp.flush(t)
 	restore := configMap("held", "live", 100)
 	alice := Signature{Name: "alice", Email: "alice@example.com"}
-	hp.Release(hp.url, "main", held, &Change{Path: held, Content: restore, Author: alice,
-		Summary: "restore " + held, Trailers: [][2]string{{"X-ConfigButler-Proposal", "default/p1"}}})
+	hp.Release(hp.url, "main", held, &Change{Path: held, Content: restore, Credit: Credit{Author: alice, Trailers: [][2]string{{"X-ConfigButler-Proposal", "default/p1"}}},
+		Summary: "restore " + held})
 	hp.flush(t)
 	hp.mustContent(t, held, restore)
 	last := mustLog(t, hp.srv, hp.name)[0]

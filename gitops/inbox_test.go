@@ -35,7 +35,7 @@ func TestEnqueueNeverBlocksWhileTheRemoteHangs(t *testing.T) {
 		defer close(returned)
 		for i := range changes {
 			name := fmt.Sprintf("cm-%02d", i%paths)
-			c := Change{Path: cmPath(name), Content: configMap(name, fmt.Sprint(i), 100), Author: testAlice}
+			c := Change{Path: cmPath(name), Content: configMap(name, fmt.Sprint(i), 100), Credit: Credit{Author: testAlice}}
 			if err := w.Enqueue(c); err != nil {
 				t.Error(err)
 				return

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/configbutler/gitops-reverser/layout"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
@@ -20,11 +21,11 @@ var (
 
 // writeItem, deleteItem and syncItem build pending intents; syncItem's scope is clusters/prod/.
 func writeItem(author Signature, path, content string) item {
-	return item{change: Change{Path: path, Content: []byte(content), Author: author, Summary: "update " + path}}
+	return item{change: Change{Path: path, Content: []byte(content), Credit: Credit{Author: author}, Summary: "update " + path}}
 }
 
 func deleteItem(author Signature, path string) item {
-	return item{change: Change{Path: path, Author: author, Summary: "delete " + path}}
+	return item{change: Change{Path: path, Credit: Credit{Author: author}, Summary: "delete " + path}}
 }
 
 func syncItem(live ...string) item {
@@ -110,7 +111,7 @@ func render(items []item) []string {
 // histories: applying the one coalesced run gives the tree that replaying every run gives.
 func TestCoalescedRunsReplayToTheSameTree(t *testing.T) {
 	pool := []string{cmPath("a"), cmPath("b"), cmPath("c"), cmPath("d"),
-		Path("clusters/staging", "", "configmaps", "default", "x"), "clusters/prod/notes.txt"}
+		layout.Path("clusters/staging", "", "configmaps", "default", "x"), "clusters/prod/notes.txt"}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	authors := []Signature{testAlice, testBob, {}}
 	for n := range 2000 {

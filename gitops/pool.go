@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/configbutler/gitops-reverser/metrics"
 )
@@ -15,8 +15,7 @@ import (
 // PoolConfig holds the daemon-wide settings of every Git worker. Metrics, Log, OnChange and
 // OnHeldChange may be nil.
 type PoolConfig struct {
-	Secrets  corev1client.SecretsGetter // reads and watches the repositories' credential Secrets
-	WorkDir  string                     // clones live in WorkDir/WorkerKey(url, branch)
+	WorkDir  string // clones live in WorkDir/WorkerKey(url, branch)
 	Limits   BatchLimits
 	Identity Identity
 	// MaxWorkers and MaxWorkersPerRepo bound how many workers commit and push at once, in all
@@ -25,8 +24,7 @@ type PoolConfig struct {
 	Metrics                       *metrics.Mirror
 	Log                           *slog.Logger
 	// OnChange is told, without blocking, whenever RepoState or Status may say something new: a
-	// credentials Secret changed, a reachability check ended, a worker started or stopped
-	// failing or coalesced its queue.
+	// reachability check ended, a worker started or stopped failing or coalesced its queue.
 	OnChange func()
 	// OnHeldChange is told, without blocking (it is called from the worker's goroutine), that
 	// the mirror change remembered for a held path (see Hold) differs from the one remembered
@@ -37,19 +35,21 @@ type PoolConfig struct {
 	Fence Fence
 }
 
-// Repository is a GitRepoConfig as the pool needs it.
+// Repository is a GitRepoConfig as the pool needs it: its remote, and the credentials and
+// signing key already read from wherever they are kept (package gitsecrets reads them from
+// Secrets).
 type Repository struct {
-	Name      string     // namespace/name of the GitRepoConfig
-	URL       string     // without credentials
-	SecretRef *SecretRef // nil: the remote needs no credentials
-	Signing   *Signing   // nil: commits are not signed
+	Name        string      // namespace/name of the GitRepoConfig
+	URL         string      // without credentials
+	Credentials Credentials // zero: the remote needs none
+	Signer      Signer      // nil: commits are not signed
 }
 
-// Signing says how the commits of a repository are signed: with the private key in a Secret
-// (key signingKey, and passphrase when the key is encrypted).
-type Signing struct {
-	Format string // SigningSSH or SigningOpenPGP
-	Secret SecretRef
+// Credentials are how workers authenticate to a remote. Key identifies their content, so
+// workers are handed rotated credentials, and only then.
+type Credentials struct {
+	Auth transport.AuthMethod // nil = none
+	Key  string
 }
 
 // The formats of commit signatures.
@@ -67,9 +67,6 @@ type SigningKey struct {
 	Fingerprint string
 }
 
-// SecretRef names a Secret.
-type SecretRef struct{ Namespace, Name string }
-
 // Branch asks for a worker on a branch of a repository (by Repository.Name).
 type Branch struct{ Repo, Branch string }
 
@@ -79,16 +76,16 @@ type RepoState struct {
 	Usable bool
 	// Checked: the remote was contacted with these credentials; Reachable says how it went.
 	Checked, Reachable bool
-	// Reason and Message explain the state: SecretInvalid, SecretUnreadable, SigningKeyInvalid,
-	// Unreachable, Reachable, or Checking while the first contact is under way.
+	// Reason and Message explain the state: Unreachable, Reachable, or Checking while the first
+	// contact is under way; the reader of the credentials adds its own (SecretInvalid...).
 	Reason, Message string
 	// SigningKey is the key commits are signed with; nil when they are not signed.
 	SigningKey *SigningKey
 }
 
 // Pool is the one owner of the Git workers: one per (repository URL, branch), created and
-// stopped by SetWorkers, with the credentials of their GitRepoConfig (followed through a watch
-// on the referenced Secrets) and a reachability check per remote. Its methods are safe from any
+// stopped by SetWorkers, with the credentials and signing key of their GitRepoConfig (handed in
+// by SetRepositories) and a reachability check per remote. Its methods are safe from any
 // goroutine; everything it starts is joined by Run.
 type Pool struct {
 	cfg    PoolConfig
@@ -101,27 +98,17 @@ type Pool struct {
 
 	mu       sync.Mutex
 	closed   bool
-	repos    map[string]*repoEntry      // by Repository.Name
-	workers  map[string]*poolWorker     // by WorkerKey(url, branch)
-	stopping map[string]chan struct{}   // workers making their last push, by key
-	secrets  map[SecretRef]*secretWatch // one watch per referenced Secret
-	reach    map[string]*reachCheck     // by URL and credentials
+	repos    map[string]Repository    // by Repository.Name
+	workers  map[string]*poolWorker   // by WorkerKey(url, branch)
+	stopping map[string]chan struct{} // workers making their last push, by key
+	reach    map[string]*reachCheck   // by URL and credentials
 }
-
-type repoEntry struct {
-	repo    Repository
-	creds   fromSecret[credentials] // problem SecretInvalid when unusable
-	signing fromSecret[signer]      // nil value: commits are not signed; problem SigningKeyInvalid
-}
-
-// ready reports whether workers may push: with credentials and, when asked for, a signing key.
-func (e *repoEntry) ready() bool { return e.creds.usable && e.signing.usable }
 
 type poolWorker struct {
 	w        *Worker
 	repo     string // the Repository whose credentials it uses
 	credsKey string
-	signer   signer // the signer it was last given
+	signer   Signer // the signer it was last given
 	cancel   context.CancelFunc
 	done     chan struct{}
 }
@@ -138,13 +125,13 @@ func NewPool(cfg PoolConfig) *Pool {
 	return &Pool{
 		cfg: cfg, slots: NewSlots(cfg.MaxWorkers, cfg.MaxWorkersPerRepo), log: cfg.Log,
 		ctx: ctx, cancel: cancel, holds: newHoldTable(cfg.OnHeldChange),
-		repos: map[string]*repoEntry{}, workers: map[string]*poolWorker{}, stopping: map[string]chan struct{}{},
-		secrets: map[SecretRef]*secretWatch{}, reach: map[string]*reachCheck{},
+		repos: map[string]Repository{}, workers: map[string]*poolWorker{}, stopping: map[string]chan struct{}{},
+		reach: map[string]*reachCheck{},
 	}
 }
 
-// Run waits until ctx ends, then stops every worker (each makes a last, bounded push), every
-// Secret watch and reachability check, and returns once all of them have.
+// Run waits until ctx ends, then stops every worker (each makes a last, bounded push) and
+// reachability check, and returns once all of them have.
 func (p *Pool) Run(ctx context.Context) error {
 	<-ctx.Done()
 	p.mu.Lock()
@@ -158,85 +145,41 @@ func (p *Pool) Run(ctx context.Context) error {
 	return nil
 }
 
-// SetRepositories declares the repositories: their credentials are loaded (and their Secrets
-// watched), their remotes checked in the background, and workers of a repository whose
-// credentials changed use the new ones. It returns the state of each, by name.
-func (p *Pool) SetRepositories(ctx context.Context, repos []Repository) map[string]RepoState {
+// SetRepositories declares the repositories whose workers may run: their remotes are checked in
+// the background, workers of a repository no longer declared stop at the next SetWorkers, and
+// workers of one whose credentials or signing key changed use the new ones. It returns the state
+// of each, by name.
+func (p *Pool) SetRepositories(repos []Repository) map[string]RepoState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return nil
 	}
+	clear(p.repos)
 	out := make(map[string]RepoState, len(repos))
-	wantSecrets := map[SecretRef]bool{}
-	seen := map[string]bool{}
 	for _, r := range repos {
-		seen[r.Name] = true
-		e := p.repos[r.Name]
-		if e == nil || e.repo.URL != r.URL || !sameRef(e.repo.SecretRef, r.SecretRef) || !sameSigning(e.repo.Signing, r.Signing) {
-			e = &repoEntry{repo: r}
-			p.repos[r.Name] = e
-		}
-		if r.SecretRef != nil {
-			wantSecrets[*r.SecretRef] = true
-			p.watchSecret(*r.SecretRef)
-		}
-		if r.Signing != nil {
-			wantSecrets[r.Signing.Secret] = true
-			p.watchSecret(r.Signing.Secret)
-		}
-		p.loadCredentials(ctx, e)
-		p.loadSigner(ctx, e)
-		out[r.Name] = p.state(e)
-	}
-	for name := range p.repos {
-		if !seen[name] {
-			delete(p.repos, name)
-		}
-	}
-	for ref, sw := range p.secrets {
-		if !wantSecrets[ref] {
-			sw.cancel()
-			delete(p.secrets, ref)
-		}
+		p.repos[r.Name] = r
+		out[r.Name] = p.state(r)
 	}
 	p.updateAuth()
 	return out
 }
 
-func sameRef(a, b *SecretRef) bool {
-	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
-}
-
-func sameSigning(a, b *Signing) bool {
-	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
-}
-
 // state is the repository's state, starting a reachability check when none is known.
-func (p *Pool) state(e *repoEntry) RepoState {
-	switch {
-	case e.creds.problem != "" && !e.creds.usable:
-		return RepoState{Reason: e.creds.problem, Message: e.creds.detail}
-	case e.signing.problem != "" && !e.signing.usable:
-		return RepoState{Reason: e.signing.problem, Message: e.signing.detail + "; nothing is pushed until commits can be signed"}
-	}
-	rc := p.reachability(e.repo.URL, e.creds.value)
+func (p *Pool) state(r Repository) RepoState {
+	rc := p.reachability(r.URL, r.Credentials)
 	s := RepoState{Usable: true, Checked: rc.done, Reachable: rc.done && rc.err == nil}
-	if e.signing.value != nil {
-		key := e.signing.value.public()
+	if r.Signer != nil {
+		key := r.Signer.Public()
 		s.SigningKey = &key
 	}
 	switch {
-	case e.creds.problem != "":
-		s.Reason, s.Message = e.creds.problem, e.creds.detail+"; using the credentials read before"
-	case e.signing.problem != "":
-		s.Reason, s.Message = e.signing.problem, e.signing.detail+"; signing with the key read before"
 	case !rc.done:
-		s.Reason, s.Message = "Checking", "contacting "+e.repo.URL
+		s.Reason, s.Message = "Checking", "contacting "+r.URL
 	case rc.err != nil:
-		s.Reason, s.Message = "Unreachable", "cannot list "+e.repo.URL+": "+rc.err.Error()
+		s.Reason, s.Message = "Unreachable", "cannot list "+r.URL+": "+rc.err.Error()
 	default:
-		s.Reason, s.Message = "Reachable", "remote "+e.repo.URL+" answers"
+		s.Reason, s.Message = "Reachable", "remote "+r.URL+" answers"
 	}
 	return s
 }
@@ -245,32 +188,32 @@ func (p *Pool) state(e *repoEntry) RepoState {
 // repository.
 func (p *Pool) updateAuth() {
 	for _, pw := range p.workers {
-		e := p.repos[pw.repo]
-		if e == nil || !e.ready() {
+		r, ok := p.repos[pw.repo]
+		if !ok {
 			continue
 		}
-		if e.creds.value.key != pw.credsKey {
-			pw.credsKey = e.creds.value.key
-			pw.w.SetAuth(e.creds.value.auth)
-			p.log.Info("credentials changed; the worker uses the new ones", "repo", redactURL(e.repo.URL), "branch", pw.w.remote.Branch)
+		if r.Credentials.Key != pw.credsKey {
+			pw.credsKey = r.Credentials.Key
+			pw.w.SetAuth(r.Credentials.Auth)
+			p.log.Info("credentials changed; the worker uses the new ones", "repo", redactURL(r.URL), "branch", pw.w.remote.Branch)
 		}
-		if e.signing.value != pw.signer {
-			pw.signer = e.signing.value
+		if r.Signer != pw.signer {
+			pw.signer = r.Signer
 			pw.w.setSigner(pw.signer)
-			p.log.Info("commit signing changed; the worker signs the commits it has not pushed yet with it", "repo", redactURL(e.repo.URL),
+			p.log.Info("commit signing changed; the worker signs the commits it has not pushed yet with it", "repo", redactURL(r.URL),
 				"branch", pw.w.remote.Branch, "key", keyOf(pw.signer))
 		}
 	}
 }
 
-func keyOf(s signer) string {
+func keyOf(s Signer) string {
 	if s == nil {
 		return "none"
 	}
-	return s.public().Fingerprint
+	return s.Public().Fingerprint
 }
 
-// SetWorkers runs exactly one worker per wanted branch of a usable repository. A worker no
+// SetWorkers runs exactly one worker per wanted branch of a declared repository. A worker no
 // longer wanted stops in the background after a last push of what it holds; the same branch
 // asked for again waits for that before it opens the clone.
 func (p *Pool) SetWorkers(wants []Branch) {
@@ -281,8 +224,8 @@ func (p *Pool) SetWorkers(wants []Branch) {
 	}
 	want := map[string]Branch{}
 	for _, b := range wants {
-		if e := p.repos[b.Repo]; e != nil && e.ready() {
-			want[WorkerKey(e.repo.URL, b.Branch)] = b
+		if r, ok := p.repos[b.Repo]; ok {
+			want[WorkerKey(r.URL, b.Branch)] = b
 		}
 	}
 	for k, pw := range p.workers {
@@ -311,11 +254,11 @@ func (p *Pool) SetWorkers(wants []Branch) {
 }
 
 func (p *Pool) startWorker(key string, b Branch) {
-	e := p.repos[b.Repo]
+	r := p.repos[b.Repo]
 	ctx, cancel := context.WithCancel(p.ctx)
-	pw := &poolWorker{repo: b.Repo, credsKey: e.creds.value.key, signer: e.signing.value, cancel: cancel, done: make(chan struct{})}
+	pw := &poolWorker{repo: b.Repo, credsKey: r.Credentials.Key, signer: r.Signer, cancel: cancel, done: make(chan struct{})}
 	pw.w = NewWorker(WorkerConfig{
-		Remote:   Remote{URL: e.repo.URL, Branch: b.Branch, Auth: e.creds.value.auth},
+		Remote:   Remote{URL: r.URL, Branch: b.Branch, Auth: r.Credentials.Auth},
 		WorkDir:  p.cfg.WorkDir,
 		Limits:   p.cfg.Limits,
 		Identity: p.cfg.Identity,
@@ -324,9 +267,9 @@ func (p *Pool) startWorker(key string, b Branch) {
 		Log:      p.log,
 		OnStatus: func() { p.workerChanged(pw) },
 		Fence:    p.cfg.Fence,
-		signer:   e.signing.value,
+		Signer:   r.Signer,
 	})
-	pw.w.holds = p.holds.forKey(e.repo.URL, b.Branch)
+	pw.w.holds = p.holds.forKey(r.URL, b.Branch)
 	previous := p.stopping[key]
 	delete(p.stopping, key)
 	p.workers[key] = pw
@@ -336,7 +279,7 @@ func (p *Pool) startWorker(key string, b Branch) {
 			<-previous // one clone, one goroutine: the old worker's last push comes first
 		}
 		if err := pw.w.Run(ctx); err != nil {
-			p.log.Error("git worker stopped", "repo", redactURL(e.repo.URL), "branch", b.Branch, "err", err)
+			p.log.Error("git worker stopped", "repo", redactURL(r.URL), "branch", b.Branch, "err", err)
 		}
 	})
 }
@@ -367,7 +310,7 @@ func (p *Pool) Sink(url, branch string) (Sink, bool) {
 func (p *Pool) Fetch(ctx context.Context, url, branch string) (FetchResult, error) {
 	w := p.worker(url, branch)
 	if w == nil {
-		return FetchResult{}, ErrStopped
+		return FetchResult{}, ErrNoWorker
 	}
 	return w.Fetch(ctx)
 }

@@ -43,7 +43,7 @@ func startPool(t *testing.T) *testPool {
 // state declares one repository and returns its state.
 func (tp *testPool) state(t *testing.T, r Repository) RepoState {
 	t.Helper()
-	return tp.SetRepositories(context.Background(), []Repository{r})[r.Name]
+	return tp.SetRepositories([]Repository{r})[r.Name]
 }
 
 func TestPoolChecksRemotesInTheBackground(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 // wait in the inbox, coalesced per path past a bound. The worker keeps c.Content: the caller
 // must not modify it afterwards.
 func (w *Worker) Enqueue(c Change) error {
-	if !validPath(c.Path) {
+	if !ValidPath(c.Path) {
 		return fmt.Errorf("enqueue change: invalid path %q", c.Path)
 	}
 	return w.put(item{change: c})
@@ -23,7 +23,7 @@ func (w *Worker) Enqueue(c Change) error {
 // afterwards.
 func (w *Worker) Sync(s Sync) error {
 	for _, scope := range s.Scopes {
-		if !strings.HasSuffix(scope, "/") || !validPath(strings.TrimSuffix(scope, "/")) {
+		if !strings.HasSuffix(scope, "/") || !ValidPath(strings.TrimSuffix(scope, "/")) {
 			return fmt.Errorf("sync: invalid scope %q", scope)
 		}
 	}
@@ -87,7 +87,7 @@ func (w *Worker) SetAuth(auth transport.AuthMethod) {
 
 // setSigner makes the worker sign its commits with s from now on (nil: unsigned). The commits it
 // built but has not pushed are built again, so every commit it pushes carries the new signature.
-func (w *Worker) setSigner(s signer) {
+func (w *Worker) setSigner(s Signer) {
 	w.in.request(control{run: func(context.Context) {
 		w.signer = s
 		w.built.valid = false

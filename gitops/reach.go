@@ -22,15 +22,15 @@ type reachCheck struct {
 
 // reachability returns what is known of url with creds, starting a check in the background when
 // nothing is: a dead remote never holds up the caller. Called with p.mu held.
-func (p *Pool) reachability(url string, creds credentials) *reachCheck {
-	k := url + "\x00" + creds.key
+func (p *Pool) reachability(url string, creds Credentials) *reachCheck {
+	k := url + "\x00" + creds.Key
 	if rc := p.reach[k]; rc != nil {
 		return rc
 	}
 	rc := &reachCheck{}
 	p.reach[k] = rc
 	p.wg.Go(func() {
-		err := listRemote(p.ctx, url, creds.auth)
+		err := listRemote(p.ctx, url, creds.Auth)
 		if p.ctx.Err() != nil {
 			return
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/configbutler/gitops-reverser/layout"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
@@ -197,7 +198,7 @@ func TestUpdateIntoLargeRepo(t *testing.T) {
 
 // largePath is the file of ConfigMap i in namespace ns of the large repository.
 func largePath(ns, i int) string {
-	return Path("clusters/prod", "", "configmaps", fmt.Sprintf("ns-%03d", ns), fmt.Sprintf("cm-%05d", i))
+	return layout.Path("clusters/prod", "", "configmaps", fmt.Sprintf("ns-%03d", ns), fmt.Sprintf("cm-%05d", i))
 }
 
 // MustLargeRepo creates a repository with namespaces×perNamespace ConfigMaps of ~1 KiB in one

@@ -19,7 +19,7 @@ func TestSeedPastTheInboxBoundIsNoCoalescing(t *testing.T) {
 	if depth := in.depth(); depth > 3*maxInboxItems {
 		t.Fatalf("%d changes wait, want them merged per path", depth)
 	}
-	in.put(item{change: Change{Path: cmPath("cm-00001"), Content: configMap("cm-00001", "1", 10), Author: testAlice}}, testBot)
+	in.put(item{change: Change{Path: cmPath("cm-00001"), Content: configMap("cm-00001", "1", 10), Credit: Credit{Author: testAlice}}}, testBot)
 	reported := false
 	for i := range 6 * maxInboxItems {
 		name := fmt.Sprintf("cm-%05d", i%100)

@@ -68,7 +68,7 @@ func (s *store) dropOverlay() {
 }
 
 // tree returns the parsed entries of tree h.
-func (s *store) tree(h plumbing.Hash) ([]treeEntry, error) {
+func (s *store) tree(h plumbing.Hash) ([]TreeEntry, error) {
 	if o, ok := s.overlay[h]; ok {
 		return parseTree(o.data)
 	}
@@ -156,7 +156,7 @@ type treeCache struct {
 
 type treeCacheItem struct {
 	h       plumbing.Hash
-	entries []treeEntry
+	entries []TreeEntry
 	size    int
 }
 
@@ -164,7 +164,7 @@ func newTreeCache(max int) *treeCache {
 	return &treeCache{max: max, ll: list.New(), items: map[plumbing.Hash]*list.Element{}}
 }
 
-func (c *treeCache) get(h plumbing.Hash) ([]treeEntry, bool) {
+func (c *treeCache) get(h plumbing.Hash) ([]TreeEntry, bool) {
 	e, ok := c.items[h]
 	if !ok {
 		return nil, false
@@ -173,7 +173,7 @@ func (c *treeCache) get(h plumbing.Hash) ([]treeEntry, bool) {
 	return e.Value.(*treeCacheItem).entries, true
 }
 
-func (c *treeCache) put(h plumbing.Hash, entries []treeEntry, size int) {
+func (c *treeCache) put(h plumbing.Hash, entries []TreeEntry, size int) {
 	if _, ok := c.items[h]; ok || size > c.max {
 		return
 	}

@@ -12,9 +12,9 @@ func TestChangeTrailersFollowTheIdentitys(t *testing.T) {
 	p1 := [][2]string{{"X-ConfigButler-Proposal", "default/p1"}}
 	p2 := [][2]string{{"X-ConfigButler-Proposal", "default/p2"}}
 	MustEnqueue(t, w,
-		Change{Path: cmPath("a"), Content: configMap("a", "1", 100), Trailers: p1},
-		Change{Path: cmPath("b"), Content: configMap("b", "1", 100), Trailers: p1},
-		Change{Path: cmPath("c"), Content: configMap("c", "1", 100), Trailers: p2},
+		Change{Path: cmPath("a"), Content: configMap("a", "1", 100), Credit: Credit{Trailers: p1}},
+		Change{Path: cmPath("b"), Content: configMap("b", "1", 100), Credit: Credit{Trailers: p1}},
+		Change{Path: cmPath("c"), Content: configMap("c", "1", 100), Credit: Credit{Trailers: p2}},
 		Change{Path: cmPath("d"), Content: configMap("d", "1", 100)},
 	)
 	MustFlush(t, w)
@@ -44,7 +44,7 @@ func TestChangeTrailersFollowTheIdentitys(t *testing.T) {
 // TestCoalesceDropsTrailers: merged runs are the bot's and carry no change trailers.
 func TestCoalesceDropsTrailers(t *testing.T) {
 	tr := [][2]string{{"K", "v"}}
-	runs := []run{{author: testAlice, trailers: tr, items: []item{{change: Change{Path: "a.yaml", Content: []byte("x"), Author: testAlice, Trailers: tr}}}}}
+	runs := []run{{author: testAlice, trailers: tr, items: []item{{change: Change{Path: "a.yaml", Content: []byte("x"), Credit: Credit{Author: testAlice, Trailers: tr}}}}}}
 	got := coalesce(runs, testBot)
 	if len(got) != 1 || got[0].author != testBot || got[0].trailers != nil || got[0].items[0].change.Trailers != nil {
 		t.Fatalf("coalesce = %+v, want one bot run without trailers", got)

@@ -3,6 +3,7 @@ package gitops
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -15,22 +16,23 @@ const (
 	fileMode = "100644"
 )
 
-// treeEntry is one entry of a tree. name and mode point into the tree's immutable encoding, so
+// TreeEntry is one entry of a tree. Name and Mode point into the tree's immutable encoding, so
 // parsing a tree allocates one slice and no strings.
-type treeEntry struct {
-	name, mode string
-	hash       plumbing.Hash
+type TreeEntry struct {
+	Name, Mode string
+	Hash       plumbing.Hash
 }
 
-func (e *treeEntry) isDir() bool { return e.mode == dirMode }
+// IsDir reports whether the entry is a subtree.
+func (e *TreeEntry) IsDir() bool { return e.Mode == dirMode }
 
 // treeEntrySize approximates the memory of one parsed entry, for the tree cache.
-const treeEntrySize = int(unsafe.Sizeof(treeEntry{}))
+const treeEntrySize = int(unsafe.Sizeof(TreeEntry{}))
 
 var errMalformedTree = errors.New("malformed tree")
 
 // parseTree decodes a tree; the entries alias data, which must never change afterwards.
-func parseTree(data []byte) ([]treeEntry, error) {
+func parseTree(data []byte) ([]TreeEntry, error) {
 	n := 0
 	for i := 0; i < len(data); {
 		z := bytes.IndexByte(data[i:], 0)
@@ -40,15 +42,15 @@ func parseTree(data []byte) ([]treeEntry, error) {
 		i += z + 21
 		n++
 	}
-	entries := make([]treeEntry, 0, n)
+	entries := make([]TreeEntry, 0, n)
 	for i := 0; i < len(data); {
 		sp := bytes.IndexByte(data[i:], ' ')
 		z := bytes.IndexByte(data[i:], 0)
 		if sp < 1 || sp > z {
 			return nil, errMalformedTree
 		}
-		e := treeEntry{mode: bytesString(data[i : i+sp]), name: bytesString(data[i+sp+1 : i+z])}
-		copy(e.hash[:], data[i+z+1:i+z+21])
+		e := TreeEntry{Mode: bytesString(data[i : i+sp]), Name: bytesString(data[i+sp+1 : i+z])}
+		copy(e.Hash[:], data[i+z+1:i+z+21])
 		entries = append(entries, e)
 		i += z + 21
 	}
@@ -56,18 +58,18 @@ func parseTree(data []byte) ([]treeEntry, error) {
 }
 
 // encodeTree encodes entries, which must already be in Git order.
-func encodeTree(entries []treeEntry) []byte {
+func encodeTree(entries []TreeEntry) []byte {
 	size := 0
 	for i := range entries {
-		size += len(entries[i].mode) + len(entries[i].name) + 22
+		size += len(entries[i].Mode) + len(entries[i].Name) + 22
 	}
 	out := make([]byte, 0, size)
 	for i := range entries {
-		out = append(out, entries[i].mode...)
+		out = append(out, entries[i].Mode...)
 		out = append(out, ' ')
-		out = append(out, entries[i].name...)
+		out = append(out, entries[i].Name...)
 		out = append(out, 0)
-		out = append(out, entries[i].hash[:]...)
+		out = append(out, entries[i].Hash[:]...)
 	}
 	return out
 }
@@ -135,14 +137,14 @@ func (s *store) updateTree(root plumbing.Hash, ops []op) (plumbing.Hash, error) 
 // updateDir applies ops whose paths, from byte off on, are relative to the directory tree. It
 // returns the zero hash when the directory ends up empty, so the caller drops it.
 func (s *store) updateDir(tree plumbing.Hash, ops []op, off int) (plumbing.Hash, error) {
-	var entries []treeEntry
+	var entries []TreeEntry
 	if !tree.IsZero() {
 		var err error
 		if entries, err = s.tree(tree); err != nil {
 			return plumbing.ZeroHash, err
 		}
 	}
-	out := make([]treeEntry, 0, len(entries)+len(ops))
+	out := make([]TreeEntry, 0, len(entries)+len(ops))
 	changed, i := false, 0
 	for k := 0; k < len(ops); {
 		rel := ops[k].path[off:]
@@ -150,12 +152,12 @@ func (s *store) updateDir(tree plumbing.Hash, ops []op, off int) (plumbing.Hash,
 		if slash := strings.IndexByte(rel, '/'); slash >= 0 {
 			key, dir = rel[:slash+1], true
 		}
-		for i < len(entries) && compareKey(entries[i].name, entries[i].isDir(), key) < 0 {
+		for i < len(entries) && compareKey(entries[i].Name, entries[i].IsDir(), key) < 0 {
 			out = append(out, entries[i])
 			i++
 		}
-		var cur *treeEntry
-		if i < len(entries) && compareKey(entries[i].name, entries[i].isDir(), key) == 0 {
+		var cur *TreeEntry
+		if i < len(entries) && compareKey(entries[i].Name, entries[i].IsDir(), key) == 0 {
 			cur = &entries[i]
 			i++
 		}
@@ -166,7 +168,7 @@ func (s *store) updateDir(tree plumbing.Hash, ops []op, off int) (plumbing.Hash,
 			}
 			var sub plumbing.Hash
 			if cur != nil {
-				sub = cur.hash
+				sub = cur.Hash
 			}
 			h, err := s.updateDir(sub, ops[k:end], off+len(key))
 			if err != nil {
@@ -174,7 +176,7 @@ func (s *store) updateDir(tree plumbing.Hash, ops []op, off int) (plumbing.Hash,
 			}
 			changed = changed || h != sub
 			if !h.IsZero() {
-				out = append(out, treeEntry{name: key[:len(key)-1], mode: dirMode, hash: h})
+				out = append(out, TreeEntry{Name: key[:len(key)-1], Mode: dirMode, Hash: h})
 			}
 			k = end
 			continue
@@ -195,21 +197,21 @@ func (s *store) updateDir(tree plumbing.Hash, ops []op, off int) (plumbing.Hash,
 
 // applyFileOp applies o to the file entry cur (nil when missing) named name, appending the
 // resulting entry to out and recording the op's effect.
-func (s *store) applyFileOp(out []treeEntry, cur *treeEntry, o *op, name string) []treeEntry {
+func (s *store) applyFileOp(out []TreeEntry, cur *TreeEntry, o *op, name string) []TreeEntry {
 	switch {
 	case o.blob.IsZero():
 		if cur != nil {
 			o.effect = effectDeleted
 		}
 		return out
-	case cur != nil && cur.hash == o.blob:
+	case cur != nil && cur.Hash == o.blob:
 		return append(out, *cur)
-	case cur != nil && o.keep != nil && s.keeps(cur.hash, o.keep):
+	case cur != nil && o.keep != nil && s.keeps(cur.Hash, o.keep):
 		return append(out, *cur)
 	default:
 		s.put(plumbing.BlobObject, o.data)
 		o.effect = effectWritten
-		return append(out, treeEntry{name: name, mode: fileMode, hash: o.blob})
+		return append(out, TreeEntry{Name: name, Mode: fileMode, Hash: o.blob})
 	}
 }
 
@@ -221,52 +223,64 @@ func (s *store) keeps(h plumbing.Hash, keep func([]byte) bool) bool {
 
 // lookupDir returns the entries of the directory at dir ("a/b", "" for the root) below root,
 // or nil when it does not exist.
-func (s *store) lookupDir(root plumbing.Hash, dir string) ([]treeEntry, error) {
+func (s *store) lookupDir(root plumbing.Hash, dir string) ([]TreeEntry, error) {
 	if root.IsZero() {
 		return nil, nil
 	}
 	entries, err := s.tree(root)
 	for dir != "" && err == nil {
 		name, rest, _ := strings.Cut(dir, "/")
-		e := findDir(entries, name)
+		e := FindDir(entries, name)
 		if e == nil {
 			return nil, nil
 		}
-		entries, err = s.tree(e.hash)
+		entries, err = s.tree(e.Hash)
 		dir = rest
 	}
 	return entries, err
 }
 
-// findDir finds the subdirectory name in entries by binary search (entries are in Git order).
-func findDir(entries []treeEntry, name string) *treeEntry {
+// FindDir finds the subdirectory name in entries by binary search (entries are in Git order).
+func FindDir(entries []TreeEntry, name string) *TreeEntry {
 	key := name + "/"
 	lo, hi := 0, len(entries)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if compareKey(entries[mid].name, entries[mid].isDir(), key) < 0 {
+		if compareKey(entries[mid].Name, entries[mid].IsDir(), key) < 0 {
 			lo = mid + 1
 		} else {
 			hi = mid
 		}
 	}
-	if lo < len(entries) && entries[lo].isDir() && entries[lo].name == name {
+	if lo < len(entries) && entries[lo].IsDir() && entries[lo].Name == name {
 		return &entries[lo]
 	}
 	return nil
 }
 
+// FindFile finds the entry name that is not a directory in entries by binary search; nil when
+// there is none.
+func FindFile(entries []TreeEntry, name string) *TreeEntry {
+	i, found := slices.BinarySearchFunc(entries, name, func(e TreeEntry, name string) int {
+		return compareKey(e.Name, e.IsDir(), name)
+	})
+	if !found || entries[i].IsDir() {
+		return nil
+	}
+	return &entries[i]
+}
+
 // walkFiles calls fn with the path of every file below the directory entries, whose path
 // (with a trailing "/", or empty for the root) is prefix. The path buffer is reused: fn must
 // copy it to keep it.
-func (s *store) walkFiles(entries []treeEntry, prefix []byte, fn func(path []byte)) error {
+func (s *store) walkFiles(entries []TreeEntry, prefix []byte, fn func(path []byte)) error {
 	for i := range entries {
-		p := append(prefix, entries[i].name...)
-		if !entries[i].isDir() {
+		p := append(prefix, entries[i].Name...)
+		if !entries[i].IsDir() {
 			fn(p)
 			continue
 		}
-		sub, err := s.tree(entries[i].hash)
+		sub, err := s.tree(entries[i].Hash)
 		if err != nil {
 			return err
 		}

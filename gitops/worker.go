@@ -2,6 +2,8 @@ package gitops
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,7 +41,7 @@ type Worker struct {
 	onStatus func()    // told when the failing state flips or the queue was coalesced
 	holds    *keyHolds // the pool's holds of this branch; nil for a worker outside a pool
 	fence    Fence     // nil: always push
-	signer   signer    // nil: commits are not signed; replaced by setSigner
+	signer   Signer    // nil: commits are not signed; replaced by setSigner
 
 	// Owned by the Run goroutine.
 	repo        *repo
@@ -91,7 +93,7 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		retry:    defaultRetry,
 		onStatus: onStatus,
 		fence:    cfg.Fence,
-		signer:   cfg.signer,
+		signer:   cfg.Signer,
 		status:   WorkerStatus{URL: redactURL(cfg.Remote.URL), Branch: cfg.Remote.Branch},
 	}
 }
@@ -338,4 +340,10 @@ func hashString(h plumbing.Hash) string {
 		return ""
 	}
 	return h.String()
+}
+
+// WorkerKey is a stable short hash of a repository and branch, used as the clone's folder name.
+func WorkerKey(repoURL, branch string) string {
+	sum := sha256.Sum256([]byte(repoURL + "\x00" + branch))
+	return hex.EncodeToString(sum[:8])
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/configbutler/gitops-reverser/layout"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
@@ -23,7 +24,7 @@ func TestPathIsVersionless(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := Path(c.base, c.group, c.resource, c.namespace, c.object); got != c.want {
+			if got := layout.Path(c.base, c.group, c.resource, c.namespace, c.object); got != c.want {
 				t.Errorf("Path = %q, want %q", got, c.want)
 			}
 		})
@@ -79,10 +80,10 @@ func TestCommitPerContiguousAuthorRun(t *testing.T) {
 	alice := Signature{Name: "alice", Email: "alice@example.com"}
 	bob := Signature{Name: "bob", Email: "bob@example.com"}
 	MustEnqueue(t, w,
-		Change{Path: cmPath("a1"), Content: configMap("a1", "1", 100), Author: alice, Summary: "update configmaps/default/a1"},
-		Change{Path: cmPath("a2"), Content: configMap("a2", "1", 100), Author: alice, Summary: "update configmaps/default/a2"},
-		Change{Path: cmPath("b1"), Content: configMap("b1", "1", 100), Author: bob, Summary: "update configmaps/default/b1"},
-		Change{Path: cmPath("a3"), Content: configMap("a3", "1", 100), Author: alice, Summary: "update configmaps/default/a3"},
+		Change{Path: cmPath("a1"), Content: configMap("a1", "1", 100), Credit: Credit{Author: alice}, Summary: "update configmaps/default/a1"},
+		Change{Path: cmPath("a2"), Content: configMap("a2", "1", 100), Credit: Credit{Author: alice}, Summary: "update configmaps/default/a2"},
+		Change{Path: cmPath("b1"), Content: configMap("b1", "1", 100), Credit: Credit{Author: bob}, Summary: "update configmaps/default/b1"},
+		Change{Path: cmPath("a3"), Content: configMap("a3", "1", 100), Credit: Credit{Author: alice}, Summary: "update configmaps/default/a3"},
 	)
 	MustFlush(t, w)
 	log := mustLog(t, srv, "authors")
@@ -159,7 +160,7 @@ func TestSyncDeletesOrphansOnlyInScope(t *testing.T) {
 	srv := MustGitServer(t)
 	url := MustRepo(t, srv, "orphans")
 	keep, orphan := cmPath("keep"), cmPath("orphan")
-	outside := Path("clusters/staging", "", "configmaps", "default", "other")
+	outside := layout.Path("clusters/staging", "", "configmaps", "default", "other")
 	_, err := srv.PushCommit("orphans", "main", testenvSig("carol"), "seed", map[string]string{
 		"README.md":               "hello\n",
 		"clusters/prod/notes.txt": "not yaml\n",
@@ -189,12 +190,12 @@ func TestSyncDeletesOrphansOnlyInScope(t *testing.T) {
 func TestSyncWildcardScopeCoversEveryNamespaceFolder(t *testing.T) {
 	srv := MustGitServer(t)
 	url := MustRepo(t, srv, "wildcard")
-	live := Path("clusters/prod", "", "configmaps", "team-b", "live")
-	otherResource := Path("clusters/prod", "apps", "deployments", "team-a", "web")
-	clusterScoped := Path("clusters/prod", "", "namespaces", "", "team-a")
+	live := layout.Path("clusters/prod", "", "configmaps", "team-b", "live")
+	otherResource := layout.Path("clusters/prod", "apps", "deployments", "team-a", "web")
+	clusterScoped := layout.Path("clusters/prod", "", "namespaces", "", "team-a")
 	_, err := srv.PushCommit("wildcard", "main", testenvSig("carol"), "seed", map[string]string{
-		Path("clusters/prod", "", "configmaps", "team-a", "gone"): "x\n",
-		Path("clusters/prod", "", "configmaps", "team-b", "gone"): "x\n",
+		layout.Path("clusters/prod", "", "configmaps", "team-a", "gone"): "x\n",
+		layout.Path("clusters/prod", "", "configmaps", "team-b", "gone"): "x\n",
 		live:          "live\n",
 		otherResource: "stays\n",
 		clusterScoped: "stays\n",

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/configbutler/gitops-reverser/crds"
-	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/gitsecrets"
 )
 
 // condition is the Ready condition the daemon reports on one of its objects.
@@ -104,22 +104,22 @@ func overlapping(d *destination, earlier []*destination) *destination {
 	return nil
 }
 
-// resolveRepos hands every GitRepoConfig to the pool, which loads its credentials and signing
-// key and checks its remote, and reports the result in its status.
+// resolveRepos hands every GitRepoConfig to Repos, which loads its credentials and signing key,
+// and to the pool, which checks its remote, and reports the result in its status.
 func (m *Manager) resolveRepos(ctx context.Context) map[string]*repo {
 	objs := list[crds.GitRepoConfig](m, crds.GitRepoConfigs)
-	specs := make([]gitops.Repository, 0, len(objs))
+	specs := make([]gitsecrets.Repository, 0, len(objs))
 	for _, obj := range objs {
-		r := gitops.Repository{Name: obj.Namespace + "/" + obj.Name, URL: obj.Spec.RepoURL}
+		r := gitsecrets.Repository{Name: obj.Namespace + "/" + obj.Name, URL: obj.Spec.RepoURL}
 		if ref := obj.Spec.SecretRef; ref != nil {
-			r.SecretRef = &gitops.SecretRef{Namespace: obj.Namespace, Name: ref.Name}
+			r.SecretRef = &gitsecrets.SecretRef{Namespace: obj.Namespace, Name: ref.Name}
 		}
 		if cs := obj.Spec.CommitSigning; cs != nil {
-			r.Signing = &gitops.Signing{Format: cs.Format, Secret: gitops.SecretRef{Namespace: obj.Namespace, Name: cs.SecretRef.Name}}
+			r.Signing = &gitsecrets.Signing{Format: cs.Format, Secret: gitsecrets.SecretRef{Namespace: obj.Namespace, Name: cs.SecretRef.Name}}
 		}
 		specs = append(specs, r)
 	}
-	states := m.opts.Pool.SetRepositories(ctx, specs)
+	states := m.opts.Repos.SetRepositories(ctx, specs)
 	out := map[string]*repo{}
 	for _, obj := range objs {
 		name := obj.Namespace + "/" + obj.Name

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/gitsecrets"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
@@ -72,8 +74,8 @@ type env struct {
 	dyn  dynamic.Interface
 	kube *kubernetes.Clientset
 	reg  *metrics.Registry
-	// wrapPool, when set, wraps the real pool the manager is given by startManager.
-	wrapPool func(Pool) Pool
+	// wrapRepos, when set, wraps the real reader of Secrets the manager is given by startManager.
+	wrapRepos func(Repositories) Repositories
 }
 
 const baseFolder = "clusters/test"
@@ -197,9 +199,9 @@ func (e *env) startManagerWith(discoveryRefresh time.Duration) (stop func()) {
 	e.t.Helper()
 	log := slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var m *Manager
+	workDir := e.t.TempDir()
 	pool := gitops.NewPool(gitops.PoolConfig{
-		Secrets: e.kube.CoreV1(),
-		WorkDir: e.t.TempDir(),
+		WorkDir: workDir,
 		Limits:  gitops.BatchLimits{MaxFiles: 200, MaxBytes: 1 << 20, MaxWait: 2 * time.Second, Quiet: 100 * time.Millisecond},
 		Identity: gitops.Identity{
 			Committer: gitops.Signature{Name: "gitops-reverser", Email: "bot@example.com"},
@@ -211,13 +213,17 @@ func (e *env) startManagerWith(discoveryRefresh time.Duration) (stop func()) {
 		Log:      log,
 		OnChange: func() { m.Changed() },
 	})
-	var managed Pool = pool
-	if e.wrapPool != nil {
-		managed = e.wrapPool(pool)
+	repos := gitsecrets.New(gitsecrets.Config{
+		Secrets: e.kube.CoreV1(), Pool: pool, WorkDir: workDir, Log: log, OnChange: func() { m.Changed() },
+	})
+	var managed Repositories = repos
+	if e.wrapRepos != nil {
+		managed = e.wrapRepos(repos)
 	}
 	m, err := NewManager(cp.AdminConfig(), Options{
 		DiscoveryRefresh: discoveryRefresh,
-		Pool:             managed,
+		Pool:             pool,
+		Repos:            managed,
 		Metrics:          e.reg.Mirror,
 		Log:              log,
 	})
@@ -225,8 +231,9 @@ func (e *env) startManagerWith(discoveryRefresh time.Duration) (stop func()) {
 		e.t.Fatal(err)
 	}
 	poolCtx, stopPool := context.WithCancel(e.ctx)
-	poolDone := make(chan error, 1)
+	poolDone, reposDone := make(chan error, 1), make(chan error, 1)
 	go func() { poolDone <- pool.Run(poolCtx) }()
+	go func() { reposDone <- repos.Run(poolCtx) }()
 	ctx, cancel := context.WithCancel(e.ctx)
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
@@ -238,7 +245,7 @@ func (e *env) startManagerWith(discoveryRefresh time.Duration) (stop func()) {
 				e.t.Errorf("manager: %v", err)
 			}
 			stopPool()
-			if err := <-poolDone; err != nil {
+			if err := errors.Join(<-poolDone, <-reposDone); err != nil {
 				e.t.Errorf("pool: %v", err)
 			}
 		})

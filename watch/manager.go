@@ -25,16 +25,23 @@ import (
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/gitsecrets"
 	"github.com/configbutler/gitops-reverser/metrics"
 )
 
 // Pool is what the manager needs of the owner of the Git workers (gitops.Pool).
 type Pool interface {
-	SetRepositories(ctx context.Context, repos []gitops.Repository) map[string]gitops.RepoState
 	SetWorkers(wants []gitops.Branch)
 	Sink(url, branch string) (gitops.Sink, bool)
 	WorkerStatus(url, branch string) (gitops.WorkerStatus, bool)
 	Recheck()
+}
+
+// Repositories is what the manager needs of the reader of the repositories' Secrets
+// (gitsecrets.Repositories): it loads their credentials and signing keys, hands the
+// repositories to the pool, and says how each stands.
+type Repositories interface {
+	SetRepositories(ctx context.Context, repos []gitsecrets.Repository) map[string]gitops.RepoState
 }
 
 // Options are the daemon-wide settings of the mirror.
@@ -43,7 +50,9 @@ type Options struct {
 	DiscoveryRefresh time.Duration
 	// Pool runs the Git workers; the manager tells it which repositories and branches the
 	// configuration asks for. Its OnChange should call the manager's Changed.
-	Pool    Pool
+	Pool Pool
+	// Repos reads the repositories' Secrets and hands the repositories to Pool.
+	Repos   Repositories
 	Metrics *metrics.Mirror
 	Log     *slog.Logger
 	// Authors credits watch events to the users the admission webhook saw; nil credits the bot.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/gitsecrets"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
@@ -78,20 +79,20 @@ func TestReportSigningKeyPatchesOnlyStatusSigningKey(t *testing.T) {
 	}
 }
 
-// signingPool stands in for the pool's signing, which the real pool does its own tests of: it
-// records the Signing each repository is declared with, hands the real pool the repository
-// without it, and reports a key made of the Secret's name, or SigningKeyInvalid for the Secret
-// "broken".
+// signingPool stands in for the signing of gitsecrets and the pool, which do their own tests of
+// it: it records the Signing each repository is declared with, hands the real reader of Secrets
+// the repository without it, and reports a key made of the Secret's name, or SigningKeyInvalid
+// for the Secret "broken".
 type signingPool struct {
-	Pool
+	Repositories
 	mu   sync.Mutex
-	seen map[string]*gitops.Signing
+	seen map[string]*gitsecrets.Signing
 }
 
-func (p *signingPool) SetRepositories(ctx context.Context, repos []gitops.Repository) map[string]gitops.RepoState {
+func (p *signingPool) SetRepositories(ctx context.Context, repos []gitsecrets.Repository) map[string]gitops.RepoState {
 	p.mu.Lock()
-	signed := map[string]*gitops.Signing{}
-	plain := make([]gitops.Repository, 0, len(repos))
+	signed := map[string]*gitsecrets.Signing{}
+	plain := make([]gitsecrets.Repository, 0, len(repos))
 	for _, r := range repos {
 		p.seen[r.Name] = r.Signing
 		signed[r.Name] = r.Signing
@@ -99,7 +100,7 @@ func (p *signingPool) SetRepositories(ctx context.Context, repos []gitops.Reposi
 		plain = append(plain, r)
 	}
 	p.mu.Unlock()
-	states := p.Pool.SetRepositories(ctx, plain)
+	states := p.Repositories.SetRepositories(ctx, plain)
 	for name, s := range signed {
 		st, ok := states[name]
 		switch {
@@ -114,7 +115,7 @@ func (p *signingPool) SetRepositories(ctx context.Context, repos []gitops.Reposi
 	return states
 }
 
-func (p *signingPool) signing(name string) (*gitops.Signing, bool) {
+func (p *signingPool) signing(name string) (*gitsecrets.Signing, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s, ok := p.seen[name]
@@ -126,8 +127,8 @@ func (p *signingPool) signing(name string) (*gitops.Signing, bool) {
 // repository and its destinations not Ready, and removing commitSigning removes the key.
 func TestCommitSigningReachesThePoolAndStatus(t *testing.T) {
 	e := newEnv(t)
-	pool := &signingPool{seen: map[string]*gitops.Signing{}}
-	e.wrapPool = func(p Pool) Pool { pool.Pool = p; return pool }
+	pool := &signingPool{seen: map[string]*gitsecrets.Signing{}}
+	e.wrapRepos = func(r Repositories) Repositories { pool.Repositories = r; return pool }
 	// repo sets spec.commitSigning with a merge patch: the manager writes the status meanwhile.
 	repo := func(signing *crds.CommitSigning) {
 		t.Helper()
@@ -141,7 +142,7 @@ func TestCommitSigningReachesThePoolAndStatus(t *testing.T) {
 		}
 	}
 	name := e.ns + "/repo"
-	waitSigning := func(want *gitops.Signing) {
+	waitSigning := func(want *gitsecrets.Signing) {
 		t.Helper()
 		testenv.Eventually(t, time.Minute, "Signing handed to the pool", func() (bool, string) {
 			got, ok := pool.signing(name)
@@ -165,7 +166,7 @@ func TestCommitSigningReachesThePoolAndStatus(t *testing.T) {
 			return c.Status == status && c.Reason == reason, fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
 		})
 	}
-	sshSigning := &gitops.Signing{Format: gitops.SigningSSH, Secret: gitops.SecretRef{Namespace: e.ns, Name: "signing"}}
+	sshSigning := &gitsecrets.Signing{Format: gitops.SigningSSH, Secret: gitsecrets.SecretRef{Namespace: e.ns, Name: "signing"}}
 	sshStatus := &crds.SigningKeyStatus{Format: crds.SigningSSH, PublicKey: "key-of-signing", Fingerprint: "SHA256:signing"}
 
 	repo(&crds.CommitSigning{Format: crds.SigningSSH, SecretRef: crds.LocalReference{Name: "signing"}})
@@ -175,7 +176,7 @@ func TestCommitSigningReachesThePoolAndStatus(t *testing.T) {
 	waitReady(crds.GitRepoConfigs, "repo", metav1.ConditionTrue, "Reachable")
 
 	repo(&crds.CommitSigning{Format: crds.SigningOpenPGP, SecretRef: crds.LocalReference{Name: "pgp"}})
-	waitSigning(&gitops.Signing{Format: gitops.SigningOpenPGP, Secret: gitops.SecretRef{Namespace: e.ns, Name: "pgp"}})
+	waitSigning(&gitsecrets.Signing{Format: gitops.SigningOpenPGP, Secret: gitsecrets.SecretRef{Namespace: e.ns, Name: "pgp"}})
 	waitStatus(&crds.SigningKeyStatus{Format: crds.SigningOpenPGP, PublicKey: "key-of-pgp", Fingerprint: "SHA256:pgp"})
 
 	repo(&crds.CommitSigning{Format: crds.SigningSSH, SecretRef: crds.LocalReference{Name: "broken"}})

@@ -20,28 +20,23 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/layout"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/sanitize"
 )
-
-// Credit is who a change is committed as, and the trailers its commit carries.
-type Credit struct {
-	Author   gitops.Signature
-	Trailers [][2]string
-}
 
 // Authors tells who made a change the watch saw; the admission webhook records them, write-back
 // its applies. op is CREATE, UPDATE or DELETE and content the canonical YAML the watch will write
 // (nil for DELETE).
 type Authors interface {
-	Author(op string, gk schema.GroupKind, namespace, name string, content []byte) (Credit, bool)
+	Author(op string, gk schema.GroupKind, namespace, name string, content []byte) (gitops.Credit, bool)
 }
 
 // noAuthors credits every change to the bot: attribution is off.
 type noAuthors struct{}
 
-func (noAuthors) Author(string, schema.GroupKind, string, string, []byte) (Credit, bool) {
-	return Credit{}, false
+func (noAuthors) Author(string, schema.GroupKind, string, string, []byte) (gitops.Credit, bool) {
+	return gitops.Credit{}, false
 }
 
 // target is one destination's interest in the objects a watcher sees.
@@ -222,7 +217,7 @@ func (w *watcher) handle(typ watch.EventType, obj *unstructured.Unstructured) er
 			if t.ops&opDelete == 0 || gen != "" && !t.filter.keepGenerated { // a generated object was never written
 				continue
 			}
-			c := gitops.Change{Path: w.path(t, obj), Author: credit.Author, Trailers: credit.Trailers, Summary: "delete " + w.describe(obj)}
+			c := gitops.Change{Path: w.path(t, obj), Credit: credit, Summary: "delete " + w.describe(obj)}
 			if err := t.sink.Enqueue(c); err != nil {
 				return err
 			}
@@ -254,7 +249,7 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 		}
 		return paths, h, nil // its file, if any, stays as it was
 	}
-	var credit Credit
+	var credit gitops.Credit
 	var user string
 	var managers []string
 	if opName != "" && h != skip {
@@ -285,7 +280,7 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 			w.metrics.ChangesSkipped.WithLabelValues(why).Inc()
 			continue
 		}
-		c := gitops.Change{Path: paths[i], Content: content, Author: credit.Author, Trailers: credit.Trailers, Summary: op.verb + " " + w.describe(obj)}
+		c := gitops.Change{Path: paths[i], Content: content, Credit: credit, Summary: op.verb + " " + w.describe(obj)}
 		if t.recipients != nil {
 			if c.Content, c.Keep, err = w.sealer.Seal(content, t.recipients); err != nil {
 				// The error never holds the plaintext; the file, if any, stays as it was.
@@ -332,7 +327,7 @@ func (w *watcher) groupKind() schema.GroupKind {
 }
 
 func (w *watcher) path(t target, obj *unstructured.Unstructured) string {
-	return gitops.Path(t.baseFolder, w.sel.GVR.Group, w.sel.GVR.Resource, obj.GetNamespace(), obj.GetName())
+	return layout.Path(t.baseFolder, w.sel.GVR.Group, w.sel.GVR.Resource, obj.GetNamespace(), obj.GetName())
 }
 
 func (w *watcher) describe(obj *unstructured.Unstructured) string {
@@ -353,6 +348,6 @@ func scope(baseFolder string, sel Selection) string {
 	if sel.Namespaced && ns == "" {
 		ns = "*"
 	}
-	p := gitops.Path(baseFolder, sel.GVR.Group, sel.GVR.Resource, ns, "x")
+	p := layout.Path(baseFolder, sel.GVR.Group, sel.GVR.Resource, ns, "x")
 	return p[:len(p)-len("x.yaml")]
 }

@@ -218,7 +218,7 @@ func TestAdmissionRecordIsAnAuthorHitForTheWatchedObject(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, ok := st.Author(op, deployment, "team-b", "web", content); !ok || got != aliceSig {
+			if got, ok := st.Author(op, deployment, "team-b", "web", content); !ok || got.Author != aliceSig {
 				t.Errorf("Author = %+v, %v; want %+v, true", got, ok, aliceSig)
 			}
 		})
@@ -229,7 +229,7 @@ func TestAdmissionDeleteIsRecordedByIdentity(t *testing.T) {
 	h, st, _ := newTestHandler(t)
 	rc := reviewCase{op: "DELETE", namespace: "team-a", name: "app", oldObject: cmObject("app", map[string]any{"k": "v"})}
 	post(h, http.MethodPost, "application/json", rc.review(t))
-	if got, ok := st.Author("DELETE", configMap, "team-a", "app", []byte("whatever the watch saw last\n")); !ok || got != aliceSig {
+	if got, ok := st.Author("DELETE", configMap, "team-a", "app", []byte("whatever the watch saw last\n")); !ok || got.Author != aliceSig {
 		t.Errorf("Author = %+v, %v; want %+v, true", got, ok, aliceSig)
 	}
 }

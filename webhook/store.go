@@ -106,10 +106,10 @@ func (s *Store) Record(op string, gk schema.GroupKind, namespace, name string, c
 	s.cache.Set(s.key(op, gk, namespace, name, content), entry{author: author, groups: user.Groups, at: s.now()}, ttlcache.DefaultTTL)
 }
 
-// Author returns who made the change the watch saw, and removes the record: on a hit the admission
-// user and true; on a miss (never recorded, already used, expired, evicted) the bot and false.
-// content is as for Record, computed from the watched object.
-func (s *Store) Author(op string, gk schema.GroupKind, namespace, name string, content []byte) (gitops.Signature, bool) {
+// Author returns the credit of the change the watch saw, and removes the record: on a hit the
+// admission user and true; on a miss (never recorded, already used, expired, evicted) the bot
+// and false. content is as for Record, computed from the watched object.
+func (s *Store) Author(op string, gk schema.GroupKind, namespace, name string, content []byte) (gitops.Credit, bool) {
 	item, ok := s.cache.GetAndDelete(s.key(op, gk, namespace, name, content))
 	if ok && s.now().Sub(item.Value().at) > s.ttl {
 		s.expired.Inc() // aged out by our clock before ttlcache's own removed it
@@ -117,10 +117,10 @@ func (s *Store) Author(op string, gk schema.GroupKind, namespace, name string, c
 	}
 	if !ok {
 		s.misses.Inc()
-		return s.bot, false
+		return gitops.Credit{Author: s.bot}, false
 	}
 	s.hits.Inc()
-	return item.Value().author, true
+	return gitops.Credit{Author: item.Value().author}, true
 }
 
 // Len is the number of records waiting for their watch event.

@@ -66,10 +66,10 @@ func TestRecordThenAuthorIsAHitOnce(t *testing.T) {
 	s, m, _ := newTestStore(t, StoreConfig{})
 	s.Record("UPDATE", configMap, "team-a", "app", []byte("data: 1\n"), alice)
 
-	if got, ok := s.Author("UPDATE", configMap, "team-a", "app", []byte("data: 1\n")); !ok || got != aliceSig {
+	if got, ok := s.Author("UPDATE", configMap, "team-a", "app", []byte("data: 1\n")); !ok || got.Author != aliceSig {
 		t.Fatalf("first Author = %+v, %v; want %+v, true", got, ok, aliceSig)
 	}
-	if got, ok := s.Author("UPDATE", configMap, "team-a", "app", []byte("data: 1\n")); ok || got != bot {
+	if got, ok := s.Author("UPDATE", configMap, "team-a", "app", []byte("data: 1\n")); ok || got.Author != bot {
 		t.Fatalf("second Author = %+v, %v; want the bot, false", got, ok)
 	}
 	if s.Len() != 0 {
@@ -104,7 +104,7 @@ func TestDifferentContentIsAMiss(t *testing.T) {
 			s.Record(r.op, r.gk, r.namespace, r.name, []byte(r.content), alice)
 			l := recorded
 			change(&l)
-			if got, ok := s.Author(l.op, l.gk, l.namespace, l.name, []byte(l.content)); ok || got != bot {
+			if got, ok := s.Author(l.op, l.gk, l.namespace, l.name, []byte(l.content)); ok || got.Author != bot {
 				t.Errorf("Author = %+v, %v; want the bot, false", got, ok)
 			}
 			if misses := testutil.ToFloat64(m.EnrichMisses); misses != 1 {
@@ -118,7 +118,7 @@ func TestDifferentContentIsAMiss(t *testing.T) {
 func TestDeleteKeyIgnoresContent(t *testing.T) {
 	s, _, _ := newTestStore(t, StoreConfig{})
 	s.Record("DELETE", configMap, "team-a", "app", nil, alice)
-	if got, ok := s.Author("DELETE", configMap, "team-a", "app", []byte("data: final\n")); !ok || got != aliceSig {
+	if got, ok := s.Author("DELETE", configMap, "team-a", "app", []byte("data: final\n")); !ok || got.Author != aliceSig {
 		t.Errorf("Author = %+v, %v; want %+v, true", got, ok, aliceSig)
 	}
 }
@@ -183,7 +183,7 @@ func TestLastRecordWins(t *testing.T) {
 	s.Record("UPDATE", configMap, "team-a", "app", []byte("data: 1\n"), alice)
 	s.Record("UPDATE", configMap, "team-a", "app", []byte("data: 1\n"), bob)
 	want := gitops.Signature{Name: "bob@example.com", Email: "bob@example.com"}
-	if got, ok := s.Author("UPDATE", configMap, "team-a", "app", []byte("data: 1\n")); !ok || got != want {
+	if got, ok := s.Author("UPDATE", configMap, "team-a", "app", []byte("data: 1\n")); !ok || got.Author != want {
 		t.Errorf("Author = %+v, %v; want %+v, true", got, ok, want)
 	}
 }

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/sanitize"
-	"github.com/configbutler/gitops-reverser/watch"
 )
 
 // applyAttempts bounds the retries when the object's resourceVersion moves without its content
@@ -40,7 +40,7 @@ type outcome struct {
 // gitops-reverser, forcing ownership of the fields the file sets) for create and update, delete
 // for a destroy, each conditional on the live resourceVersion whose content was checked. The
 // resulting watch event is credited to credit. Only a failure to talk to the apiserver is an error.
-func (c *Controller) apply(ctx context.Context, p *crds.Proposal, credit watch.Credit) (outcome, error) {
+func (c *Controller) apply(ctx context.Context, p *crds.Proposal, credit gitops.Credit) (outcome, error) {
 	gvr, err := gvrOf(p.Spec.Target)
 	if err != nil {
 		return outcome{kind: outcomeRefused, reason: reasonApplyFailed, message: err.Error()}, nil
@@ -75,7 +75,7 @@ func (c *Controller) apply(ctx context.Context, p *crds.Proposal, credit watch.C
 
 // serverSideApply applies the proposal's desired object. A dry run first gives the exact
 // content the watch will see, so the commit recording it is credited before it can happen.
-func (c *Controller) serverSideApply(ctx context.Context, p *crds.Proposal, live *unstructured.Unstructured, credit watch.Credit, gk schema.GroupKind) error {
+func (c *Controller) serverSideApply(ctx context.Context, p *crds.Proposal, live *unstructured.Unstructured, credit gitops.Credit, gk schema.GroupKind) error {
 	doc, err := ParseDocument([]byte(p.Spec.Desired))
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())

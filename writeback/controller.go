@@ -24,15 +24,15 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitedits"
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/metrics"
-	"github.com/configbutler/gitops-reverser/watch"
 )
 
-// Git is what write-back needs of the Git workers (gitops.Pool).
+// Git is what write-back needs of the Git workers (gitops.Pool): their clones, read through
+// gitedits, and the holds.
 type Git interface {
-	Edits(ctx context.Context, url, branch string, q gitops.EditsQuery) (gitops.EditsResult, error)
-	File(ctx context.Context, url, branch, commit, path string) ([]byte, error)
+	gitedits.Git
 	Hold(url, branch, path string)
 	Release(url, branch, path string, restore *gitops.Change)
 }
@@ -64,7 +64,7 @@ type Config struct {
 	Git  Git
 	// Selections says what a destination ("namespace/name") selects: a Git file of any other
 	// resource, or outside a WatchRule's namespace, is refused.
-	Selections func(destination string) []watch.Selection
+	Selections func(destination string) []Selection
 	Approvers  Approvers
 	Credits    *Credits
 	// Ours tells the daemon's own commits (by their trailers) from people's.
@@ -128,7 +128,7 @@ func New(cfg Config) (*Controller, error) {
 		cfg.Ours = func(string) bool { return false }
 	}
 	if cfg.Selections == nil {
-		cfg.Selections = func(string) []watch.Selection { return nil }
+		cfg.Selections = func(string) []Selection { return nil }
 	}
 	kubeCfg := rest.CopyConfig(cfg.Kube)
 	if kubeCfg.QPS == 0 { // client-go's default of 5 requests/s would make a 25-proposal run take 40 s

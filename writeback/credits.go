@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/configbutler/gitops-reverser/watch"
+	"github.com/configbutler/gitops-reverser/gitops"
 )
 
 // creditTTL bounds how long an apply waits for the watch to see its result.
@@ -31,7 +31,7 @@ type creditKey struct {
 type creditEntry struct {
 	deleted bool
 	digest  [sha256.Size]byte
-	credit  watch.Credit
+	credit  gitops.Credit
 	expires time.Time
 }
 
@@ -42,7 +42,7 @@ func NewCredits() *Credits {
 
 // Expect records that the next watch event of the object with this canonical content (nil for a
 // delete) is credited to credit.
-func (c *Credits) Expect(gk schema.GroupKind, namespace, name string, content []byte, credit watch.Credit) {
+func (c *Credits) Expect(gk schema.GroupKind, namespace, name string, content []byte, credit gitops.Credit) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
@@ -57,16 +57,16 @@ func (c *Credits) Expect(gk schema.GroupKind, namespace, name string, content []
 }
 
 // Author implements watch.Authors for the changes write-back made; anything else is not found.
-func (c *Credits) Author(op string, gk schema.GroupKind, namespace, name string, content []byte) (watch.Credit, bool) {
+func (c *Credits) Author(op string, gk schema.GroupKind, namespace, name string, content []byte) (gitops.Credit, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := creditKey{gk, namespace, name}
 	e, ok := c.entries[k]
 	if !ok || c.now().After(e.expires) {
-		return watch.Credit{}, false
+		return gitops.Credit{}, false
 	}
 	if (op == "DELETE") != e.deleted || (!e.deleted && sha256.Sum256(content) != e.digest) {
-		return watch.Credit{}, false
+		return gitops.Credit{}, false
 	}
 	delete(c.entries, k)
 	return e.credit, true

@@ -13,10 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitedits"
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/sanitize"
-	"github.com/configbutler/gitops-reverser/watch"
 )
 
 // Trailers of the commits that record what write-back did.
@@ -109,7 +109,7 @@ func (c *Controller) approve(ctx context.Context, d *dest, p *crds.Proposal) err
 		}
 		return err
 	}
-	credit := watch.Credit{
+	credit := gitops.Credit{
 		Author:   gitops.Signature{Name: p.Spec.Author.Name, Email: p.Spec.Author.Email},
 		Trailers: [][2]string{{TrailerProposal, p.Namespace + "/" + p.Name}, {TrailerApprovedBy, who.Username}},
 	}
@@ -120,7 +120,7 @@ func (c *Controller) approve(ctx context.Context, d *dest, p *crds.Proposal) err
 // autoApply applies a proposal it has just opened, without review. A refusal by the apiserver is
 // told in the proposal, which then waits for a person; only a failure to talk to it is an error.
 func (c *Controller) autoApply(ctx context.Context, d *dest, p *crds.Proposal) (bool, error) {
-	credit := watch.Credit{
+	credit := gitops.Credit{
 		Author:   gitops.Signature{Name: p.Spec.Author.Name, Email: p.Spec.Author.Email},
 		Trailers: [][2]string{{TrailerProposal, p.Namespace + "/" + p.Name}},
 	}
@@ -129,7 +129,7 @@ func (c *Controller) autoApply(ctx context.Context, d *dest, p *crds.Proposal) (
 
 // applyAndRecord applies p and records the outcome in its status, an Event and the metrics.
 // who is the approver, nil for an automatic apply. applied says whether the cluster changed.
-func (c *Controller) applyAndRecord(ctx context.Context, d *dest, p *crds.Proposal, credit watch.Credit, who *authenticationv1.UserInfo) (bool, error) {
+func (c *Controller) applyAndRecord(ctx context.Context, d *dest, p *crds.Proposal, credit gitops.Credit, who *authenticationv1.UserInfo) (bool, error) {
 	outcome, err := c.apply(ctx, p, credit)
 	if err != nil {
 		return false, err
@@ -258,8 +258,8 @@ func (c *Controller) approver(p *crds.Proposal) (authenticationv1.UserInfo, bool
 // fromGit checks that the proposal says exactly what Git holds at its source commit, so nothing
 // but a Git edit reaches the cluster (a hand-made Proposal is refused).
 func (c *Controller) fromGit(ctx context.Context, d *dest, p *crds.Proposal) error {
-	data, err := c.cfg.Git.File(ctx, d.url, d.branch, p.Spec.SourceCommit, p.Spec.Path)
-	deleted := errors.Is(err, gitops.ErrNotFound)
+	data, err := gitedits.Branch{Git: c.cfg.Git, URL: d.url, Name: d.branch}.File(ctx, p.Spec.SourceCommit, p.Spec.Path)
+	deleted := errors.Is(err, gitedits.ErrNotFound)
 	if err != nil && !deleted {
 		return fmt.Errorf("read %s at %s: %w", p.Spec.Path, short(p.Spec.SourceCommit), err)
 	}
@@ -274,9 +274,9 @@ func (c *Controller) fromGit(ctx context.Context, d *dest, p *crds.Proposal) err
 // it have nothing newer: the live object, or the deletion of a file no live object maps to.
 func restoreChange(p *crds.Proposal, live *unstructured.Unstructured, why string) (*gitops.Change, error) {
 	ch := &gitops.Change{
-		Path:     p.Spec.Path,
-		Summary:  fmt.Sprintf("restore %s (proposal %s %s)", targetName(p.Spec.Target), p.Name, why),
-		Trailers: [][2]string{{TrailerProposal, p.Namespace + "/" + p.Name}},
+		Path:    p.Spec.Path,
+		Summary: fmt.Sprintf("restore %s (proposal %s %s)", targetName(p.Spec.Target), p.Name, why),
+		Credit:  gitops.Credit{Trailers: [][2]string{{TrailerProposal, p.Namespace + "/" + p.Name}}},
 	}
 	if live != nil {
 		content, err := sanitize.YAML(sanitize.Object(live.Object))

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/layout"
 )
 
 // MaxDocumentBytes caps a file write-back reads: larger files are refused, never parsed.
@@ -247,21 +247,21 @@ func checkObjectFields(m map[string]any) *Refused {
 
 // PathTarget maps the path of a file in Git to the object it stands for, without reading the
 // file: for a deleted file, whose object is to be deleted. It refuses with ReasonOutsideFolder a
-// path not below baseFolder, with ReasonPathMismatch a path below it that gitops.Path cannot
+// path not below baseFolder, with ReasonPathMismatch a path below it that layout.Path cannot
 // have made (a README, a hand-named file), and with ReasonSecret the file of a core Secret.
 //
 // When the result is Shortened, the fields a shortened component stands for are empty: read
 // the object from the file's last version and verify it with CheckPath.
-func PathTarget(baseFolder, path string) (gitops.ObjectPath, error) {
-	target, err := gitops.ParsePath(baseFolder, path)
+func PathTarget(baseFolder, path string) (layout.ObjectPath, error) {
+	target, err := layout.ParsePath(baseFolder, path)
 	if err != nil {
-		if errors.Is(err, gitops.ErrOutsideBaseFolder) {
-			return gitops.ObjectPath{}, refusedf(ReasonOutsideFolder, "%v", err)
+		if errors.Is(err, layout.ErrOutsideBaseFolder) {
+			return layout.ObjectPath{}, refusedf(ReasonOutsideFolder, "%v", err)
 		}
-		return gitops.ObjectPath{}, refusedf(ReasonPathMismatch, "%v", err)
+		return layout.ObjectPath{}, refusedf(ReasonPathMismatch, "%v", err)
 	}
 	if target.Group == "" && target.Resource == "secrets" {
-		return gitops.ObjectPath{}, refusedf(ReasonSecret, "%q is the file of a Secret: Secrets are never written back from Git", path)
+		return layout.ObjectPath{}, refusedf(ReasonSecret, "%q is the file of a Secret: Secrets are never written back from Git", path)
 	}
 	return target, nil
 }
@@ -270,36 +270,36 @@ func PathTarget(baseFolder, path string) (gitops.ObjectPath, error) {
 // obj's kind (the caller maps kind to resource through discovery). It refuses with the reasons
 // of PathTarget; with ReasonSecret a core Secret (kind Secret or resource secrets in the core
 // group); with ReasonNotAnObject an object without a valid apiVersion; and with
-// ReasonPathMismatch unless gitops.Path of the object's group, resource, namespace and name is
+// ReasonPathMismatch unless layout.Path of the object's group, resource, namespace and name is
 // exactly path. That comparison is the real check: it also verifies a shortened path, whose
 // hash only the full names can reproduce.
 //
 // The result is the path's object: its namespace, group, resource and name (the object's,
 // which the path has been verified to name, also where the path is shortened) and Shortened.
-func CheckPath(baseFolder, path string, obj *unstructured.Unstructured, resource string) (gitops.ObjectPath, error) {
+func CheckPath(baseFolder, path string, obj *unstructured.Unstructured, resource string) (layout.ObjectPath, error) {
 	target, err := PathTarget(baseFolder, path)
 	if err != nil {
-		return gitops.ObjectPath{}, err
+		return layout.ObjectPath{}, err
 	}
 	if obj == nil {
-		return gitops.ObjectPath{}, refusedf(ReasonNotAnObject, "no object")
+		return layout.ObjectPath{}, refusedf(ReasonNotAnObject, "no object")
 	}
 	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
 	if err != nil {
-		return gitops.ObjectPath{}, refusedf(ReasonNotAnObject, "apiVersion: %v", err)
+		return layout.ObjectPath{}, refusedf(ReasonNotAnObject, "apiVersion: %v", err)
 	}
 	if gv.Group == "" && (obj.GetKind() == "Secret" || resource == "secrets") {
-		return gitops.ObjectPath{}, refusedf(ReasonSecret, "%q holds a Secret: Secrets are never written back from Git", path)
+		return layout.ObjectPath{}, refusedf(ReasonSecret, "%q holds a Secret: Secrets are never written back from Git", path)
 	}
-	got := gitops.ObjectPath{
+	got := layout.ObjectPath{
 		Namespace: obj.GetNamespace(),
 		Group:     gv.Group,
 		Resource:  resource,
 		Name:      obj.GetName(),
 		Shortened: target.Shortened,
 	}
-	if want := gitops.Path(baseFolder, got.Group, got.Resource, got.Namespace, got.Name); want != path {
-		return gitops.ObjectPath{}, refusedf(ReasonPathMismatch, "%s%s belongs at %q, not at %q",
+	if want := layout.Path(baseFolder, got.Group, got.Resource, got.Namespace, got.Name); want != path {
+		return layout.ObjectPath{}, refusedf(ReasonPathMismatch, "%s%s belongs at %q, not at %q",
 			pathDifference(target, got), describeObject(got), want, path)
 	}
 	return got, nil
@@ -308,7 +308,7 @@ func CheckPath(baseFolder, path string, obj *unstructured.Unstructured, resource
 // pathDifference names the first field in which the parsed path and the object differ, as
 // "namespace: path says "a", object says "b"; ", or "" when the path is shortened (its fields
 // are partly unknown) or they do not differ field by field.
-func pathDifference(path, obj gitops.ObjectPath) string {
+func pathDifference(path, obj layout.ObjectPath) string {
 	if path.Shortened {
 		return ""
 	}
@@ -327,6 +327,6 @@ func pathDifference(path, obj gitops.ObjectPath) string {
 
 // describeObject names an object for a message: "the object (group "apps", resource
 // "deployments", namespace "a", name "x")".
-func describeObject(o gitops.ObjectPath) string {
+func describeObject(o layout.ObjectPath) string {
 	return fmt.Sprintf("the object (group %q, resource %q, namespace %q, name %q)", o.Group, o.Resource, o.Namespace, o.Name)
 }

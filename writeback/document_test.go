@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/layout"
 	"github.com/configbutler/gitops-reverser/sanitize"
 )
 
@@ -342,7 +342,7 @@ func docObject(apiVersion, kind, namespace, name string) *unstructured.Unstructu
 func TestCheckPath(t *testing.T) {
 	const base = "clusters/prod"
 	long := strings.Repeat("a", 300)
-	longPath := gitops.Path(base, "", "configmaps", "default", long)
+	longPath := layout.Path(base, "", "configmaps", "default", long)
 	cases := []struct {
 		name     string
 		path     string
@@ -391,7 +391,7 @@ func TestCheckPath(t *testing.T) {
 				if !strings.Contains(err.Error(), c.message) {
 					t.Errorf("error %q does not say %q", err, c.message)
 				}
-				if got != (gitops.ObjectPath{}) {
+				if got != (layout.ObjectPath{}) {
 					t.Errorf("path = %+v, want none", got)
 				}
 				return
@@ -399,7 +399,7 @@ func TestCheckPath(t *testing.T) {
 			if err != nil {
 				t.Fatalf("CheckPath: %v", err)
 			}
-			want := gitops.ObjectPath{
+			want := layout.ObjectPath{
 				Namespace: c.obj.GetNamespace(), Group: c.obj.GroupVersionKind().Group, Resource: c.resource, Name: c.obj.GetName(),
 				Shortened: c.path == longPath,
 			}
@@ -412,22 +412,22 @@ func TestCheckPath(t *testing.T) {
 
 func TestPathTarget(t *testing.T) {
 	const base = "clusters/prod"
-	longPath := gitops.Path(base, "", "configmaps", "default", strings.Repeat("a", 300))
+	longPath := layout.Path(base, "", "configmaps", "default", strings.Repeat("a", 300))
 	cases := []struct {
 		name   string
 		path   string
-		want   gitops.ObjectPath
+		want   layout.ObjectPath
 		reason string
 	}{
-		{"deployment", base + "/team-a/deployments.apps/web.yaml", gitops.ObjectPath{Namespace: "team-a", Group: "apps", Resource: "deployments", Name: "web"}, ""},
-		{"cluster-scoped", base + "/_cluster/namespaces/team-a.yaml", gitops.ObjectPath{Resource: "namespaces", Name: "team-a"}, ""},
-		{"shortened name is left empty", longPath, gitops.ObjectPath{Namespace: "default", Resource: "configmaps", Shortened: true}, ""},
-		{"outside the base folder", "other/team-a/deployments.apps/web.yaml", gitops.ObjectPath{}, ReasonOutsideFolder},
-		{"not an object's file", base + "/team-a/deployments.apps/web.yml", gitops.ObjectPath{}, ReasonPathMismatch},
-		{"too few folders", base + "/web.yaml", gitops.ObjectPath{}, ReasonPathMismatch},
-		{"wildcard folder", base + "/*/configmaps/web.yaml", gitops.ObjectPath{}, ReasonPathMismatch},
-		{"a secret", base + "/team-a/secrets/web.yaml", gitops.ObjectPath{}, ReasonSecret},
-		{"a cluster-scoped secret path", base + "/_cluster/secrets/web.yaml", gitops.ObjectPath{}, ReasonSecret},
+		{"deployment", base + "/team-a/deployments.apps/web.yaml", layout.ObjectPath{Namespace: "team-a", Group: "apps", Resource: "deployments", Name: "web"}, ""},
+		{"cluster-scoped", base + "/_cluster/namespaces/team-a.yaml", layout.ObjectPath{Resource: "namespaces", Name: "team-a"}, ""},
+		{"shortened name is left empty", longPath, layout.ObjectPath{Namespace: "default", Resource: "configmaps", Shortened: true}, ""},
+		{"outside the base folder", "other/team-a/deployments.apps/web.yaml", layout.ObjectPath{}, ReasonOutsideFolder},
+		{"not an object's file", base + "/team-a/deployments.apps/web.yml", layout.ObjectPath{}, ReasonPathMismatch},
+		{"too few folders", base + "/web.yaml", layout.ObjectPath{}, ReasonPathMismatch},
+		{"wildcard folder", base + "/*/configmaps/web.yaml", layout.ObjectPath{}, ReasonPathMismatch},
+		{"a secret", base + "/team-a/secrets/web.yaml", layout.ObjectPath{}, ReasonSecret},
+		{"a cluster-scoped secret path", base + "/_cluster/secrets/web.yaml", layout.ObjectPath{}, ReasonSecret},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

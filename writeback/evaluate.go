@@ -13,9 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configbutler/gitops-reverser/crds"
-	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/gitedits"
 	"github.com/configbutler/gitops-reverser/sanitize"
-	"github.com/configbutler/gitops-reverser/watch"
 )
 
 // ReasonNotSelected refuses a file of a resource the destination's rules do not select, or
@@ -24,7 +23,7 @@ const ReasonNotSelected = "NotSelected"
 
 // candidate is a difference between a Git file and the live object: a proposal to be.
 type candidate struct {
-	edit       gitops.Edit
+	edit       gitedits.Edit
 	change     crds.ProposalChange
 	target     crds.ProposalTarget
 	desired    []byte // the file as in Git; nil for destroy
@@ -36,7 +35,7 @@ type candidate struct {
 // evaluate compares one edited file with the live object. It returns nil when they agree, a
 // *Refused error for a file write-back will not act on, or another error when the cluster could
 // not be read.
-func (c *Controller) evaluate(ctx context.Context, d *dest, sels []watch.Selection, e gitops.Edit) (*candidate, error) {
+func (c *Controller) evaluate(ctx context.Context, d *dest, sels []Selection, e gitedits.Edit) (*candidate, error) {
 	if e.Deleted {
 		return c.evaluateDeleted(ctx, d, sels, e)
 	}
@@ -100,7 +99,7 @@ func (c *Controller) evaluate(ctx context.Context, d *dest, sels []watch.Selecti
 }
 
 // evaluateDeleted handles a file a person removed: a destroy of the live object, if any.
-func (c *Controller) evaluateDeleted(ctx context.Context, d *dest, sels []watch.Selection, e gitops.Edit) (*candidate, error) {
+func (c *Controller) evaluateDeleted(ctx context.Context, d *dest, sels []Selection, e gitedits.Edit) (*candidate, error) {
 	at, err := PathTarget(d.folder, e.Path)
 	if err != nil {
 		return nil, err
@@ -139,8 +138,17 @@ func (c *Controller) get(ctx context.Context, gvr schema.GroupVersionResource, n
 	return obj, nil
 }
 
+// Selection is one resource a destination's rules select, as write-back needs it (the watch
+// says which): a Git file of any other resource, or outside the rule's namespace, is refused.
+type Selection struct {
+	GVR        schema.GroupVersionResource
+	Kind       string
+	Namespaced bool
+	Namespace  string // "" = every namespace (a ClusterWatchRule), or a cluster-scoped resource
+}
+
 // selectKind finds the selection of a kind in a namespace ("" for cluster-scoped objects).
-func selectKind(sels []watch.Selection, group, kind, namespace string) *watch.Selection {
+func selectKind(sels []Selection, group, kind, namespace string) *Selection {
 	for i := range sels {
 		s := &sels[i]
 		if s.GVR.Group == group && s.Kind == kind && inScope(s, namespace) {
@@ -151,7 +159,7 @@ func selectKind(sels []watch.Selection, group, kind, namespace string) *watch.Se
 }
 
 // resourceOf is the resource name of a selected kind, in any namespace; "" when not selected.
-func resourceOf(sels []watch.Selection, group, kind string) string {
+func resourceOf(sels []Selection, group, kind string) string {
 	for _, s := range sels {
 		if s.GVR.Group == group && s.Kind == kind {
 			return s.GVR.Resource
@@ -160,7 +168,7 @@ func resourceOf(sels []watch.Selection, group, kind string) string {
 	return ""
 }
 
-func selectResource(sels []watch.Selection, group, resource, namespace string) *watch.Selection {
+func selectResource(sels []Selection, group, resource, namespace string) *Selection {
 	for i := range sels {
 		s := &sels[i]
 		if s.GVR.Group == group && s.GVR.Resource == resource && inScope(s, namespace) {
@@ -172,7 +180,7 @@ func selectResource(sels []watch.Selection, group, resource, namespace string) *
 
 // inScope reports whether an object in namespace is within the selection: a namespaced one in
 // the rule's namespace (or any, for a ClusterWatchRule), a cluster-scoped one only without one.
-func inScope(s *watch.Selection, namespace string) bool {
+func inScope(s *Selection, namespace string) bool {
 	if !s.Namespaced {
 		return namespace == ""
 	}

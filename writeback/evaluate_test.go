@@ -8,14 +8,13 @@ import (
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/sanitize"
-	"github.com/configbutler/gitops-reverser/watch"
 )
 
 // TestSelectionScope: a WatchRule's selection covers its own namespace only, a ClusterWatchRule's
 // every namespace, and a cluster-scoped resource only objects without a namespace.
 func TestSelectionScope(t *testing.T) {
 	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	sels := []watch.Selection{
+	sels := []Selection{
 		{GVR: cms, Kind: "ConfigMap", Namespaced: true, Namespace: "team-a"},
 		{GVR: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, Kind: "Deployment", Namespaced: true},
 		{GVR: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, Kind: "Namespace"},

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitedits"
 	"github.com/configbutler/gitops-reverser/gitops"
 )
 
@@ -29,12 +30,13 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 		return false, nil
 	}
 	since := d.status().LastRevision
-	res, err := c.cfg.Git.Edits(ctx, d.url, d.branch, gitops.EditsQuery{
+	git := gitedits.Branch{Git: c.cfg.Git, URL: d.url, Name: d.branch}
+	res, err := git.Edits(ctx, gitedits.Query{
 		Folder: d.folder, Since: since, Ours: c.cfg.Ours, MaxBytes: MaxDocumentBytes,
 	})
-	lost := errors.Is(err, gitops.ErrUnknownRevision) || errors.Is(err, gitops.ErrHistoryTooLong)
+	lost := errors.Is(err, gitedits.ErrUnknownRevision) || errors.Is(err, gitedits.ErrHistoryTooLong)
 	if lost { // the last reconciled revision is gone: start again from the tip
-		res, err = c.cfg.Git.Edits(ctx, d.url, d.branch, gitops.EditsQuery{Folder: d.folder, Ours: c.cfg.Ours})
+		res, err = git.Edits(ctx, gitedits.Query{Folder: d.folder, Ours: c.cfg.Ours})
 	}
 	switch {
 	case errors.Is(err, gitops.ErrStopped):
@@ -75,7 +77,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 }
 
 // consider turns the edits into proposals, at most MaxPerTick new ones.
-func (c *Controller) consider(ctx context.Context, d *dest, run *runRecord, edits []gitops.Edit) {
+func (c *Controller) consider(ctx context.Context, d *dest, run *runRecord, edits []gitedits.Edit) {
 	sels := c.cfg.Selections(d.key)
 	wb := d.writeBack()
 	for i, e := range edits {

@@ -1,4 +1,4 @@
-package gitops
+package gitedits
 
 import (
 	"bytes"
@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configbutler/gitops-reverser/gitops"
 )
 
 // history walks the commits between two revisions of a clone and diffs their trees.
 type history struct {
-	s      *store
+	r      gitops.Reader
 	ctx    context.Context
 	max    int    // commits read before giving up
 	folder string // only paths below it count ("" = all)
@@ -31,7 +33,7 @@ type commitNode struct {
 	hash      plumbing.Hash
 	tree      plumbing.Hash
 	parents   []plumbing.Hash
-	author    Signature
+	author    gitops.Signature
 	when      time.Time // author time
 	committed int64     // committer time (Unix), the walk's order
 	message   string
@@ -132,14 +134,9 @@ func (h *history) mark(hash plumbing.Hash, excluded bool) error {
 
 // load reads and parses a commit.
 func (h *history) load(hash plumbing.Hash) (*commitNode, error) {
-	var data []byte
-	if o, ok := h.s.overlay[hash]; ok {
-		data = o.data
-	} else {
-		var err error
-		if data, err = h.s.read(plumbing.CommitObject, hash); err != nil {
-			return nil, err
-		}
+	data, err := h.r.Commit(hash)
+	if err != nil {
+		return nil, err
 	}
 	n, err := parseCommit(data)
 	if err != nil {
@@ -165,7 +162,7 @@ func (h *history) changed(n *commitNode) (map[string]struct{}, error) {
 			return nil, err
 		}
 		diff := map[string]struct{}{}
-		if err := h.s.diffTrees(theirs, mine, []byte(folderPrefix(h.folder)), diff); err != nil {
+		if err := diffTrees(h.r, theirs, mine, []byte(folderPrefix(h.folder)), diff); err != nil {
 			return nil, err
 		}
 		if i == 0 {
@@ -180,7 +177,7 @@ func (h *history) changed(n *commitNode) (map[string]struct{}, error) {
 	}
 	if len(n.parents) == 0 {
 		out = map[string]struct{}{}
-		err = h.s.diffTrees(plumbing.ZeroHash, mine, []byte(folderPrefix(h.folder)), out)
+		err = diffTrees(h.r, plumbing.ZeroHash, mine, []byte(folderPrefix(h.folder)), out)
 	}
 	return out, err
 }
@@ -189,16 +186,16 @@ func (h *history) changed(n *commitNode) (map[string]struct{}, error) {
 func (h *history) folderTree(root plumbing.Hash) (plumbing.Hash, error) {
 	dir := h.folder
 	for dir != "" && !root.IsZero() {
-		entries, err := h.s.tree(root)
+		entries, err := h.r.Tree(root)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
 		name, rest, _ := strings.Cut(dir, "/")
-		e := findDir(entries, name)
+		e := gitops.FindDir(entries, name)
 		if e == nil {
 			return plumbing.ZeroHash, nil
 		}
-		root, dir = e.hash, rest
+		root, dir = e.Hash, rest
 	}
 	return root, nil
 }
@@ -213,33 +210,33 @@ func folderPrefix(folder string) string {
 // diffTrees adds to out the path (below prefix) of every file that differs between the trees a
 // and b (zero: empty): added, removed or changed. Subtrees with the same hash are skipped
 // unread.
-func (s *store) diffTrees(a, b plumbing.Hash, prefix []byte, out map[string]struct{}) error {
+func diffTrees(r gitops.Reader, a, b plumbing.Hash, prefix []byte, out map[string]struct{}) error {
 	if a == b {
 		return nil
 	}
-	var ea, eb []treeEntry
+	var ea, eb []gitops.TreeEntry
 	var err error
 	if !a.IsZero() {
-		if ea, err = s.tree(a); err != nil {
+		if ea, err = r.Tree(a); err != nil {
 			return err
 		}
 	}
 	if !b.IsZero() {
-		if eb, err = s.tree(b); err != nil {
+		if eb, err = r.Tree(b); err != nil {
 			return err
 		}
 	}
-	all := func(e *treeEntry) error { // every file of e, which only one side has
-		p := append(prefix, e.name...)
-		if !e.isDir() {
+	all := func(e *gitops.TreeEntry) error { // every file of e, which only one side has
+		p := append(prefix, e.Name...)
+		if !e.IsDir() {
 			out[string(p)] = struct{}{}
 			return nil
 		}
-		sub, err := s.tree(e.hash)
+		sub, err := r.Tree(e.Hash)
 		if err != nil {
 			return err
 		}
-		return s.walkFiles(sub, append(p, '/'), func(p []byte) { out[string(p)] = struct{}{} })
+		return r.WalkFiles(sub, append(p, '/'), func(p []byte) { out[string(p)] = struct{}{} })
 	}
 	i, j := 0, 0
 	for i < len(ea) || j < len(eb) {
@@ -260,10 +257,10 @@ func (s *store) diffTrees(a, b plumbing.Hash, prefix []byte, out map[string]stru
 			err = all(&eb[j])
 			j++
 		default:
-			if ea[i].hash != eb[j].hash || ea[i].mode != eb[j].mode {
-				p := append(prefix, ea[i].name...)
-				if ea[i].isDir() {
-					err = s.diffTrees(ea[i].hash, eb[j].hash, append(p, '/'), out)
+			if ea[i].Hash != eb[j].Hash || ea[i].Mode != eb[j].Mode {
+				p := append(prefix, ea[i].Name...)
+				if ea[i].IsDir() {
+					err = diffTrees(r, ea[i].Hash, eb[j].Hash, append(p, '/'), out)
 				} else {
 					out[string(p)] = struct{}{}
 				}
@@ -280,16 +277,16 @@ func (s *store) diffTrees(a, b plumbing.Hash, prefix []byte, out map[string]stru
 
 // compareEntries orders two entries of trees the way Git sorts them: a directory compares as
 // its name followed by "/".
-func compareEntries(a, b *treeEntry) int {
-	m := min(len(a.name), len(b.name))
-	if c := strings.Compare(a.name[:m], b.name[:m]); c != 0 {
+func compareEntries(a, b *gitops.TreeEntry) int {
+	m := min(len(a.Name), len(b.Name))
+	if c := strings.Compare(a.Name[:m], b.Name[:m]); c != 0 {
 		return c
 	}
-	next := func(e *treeEntry) int { // the byte after the common prefix; -1 at the end of a file
+	next := func(e *gitops.TreeEntry) int { // the byte after the common prefix; -1 at the end of a file
 		switch {
-		case len(e.name) > m:
-			return int(e.name[m])
-		case e.isDir():
+		case len(e.Name) > m:
+			return int(e.Name[m])
+		case e.IsDir():
 			return '/'
 		default:
 			return -1
@@ -335,12 +332,12 @@ func parseCommit(data []byte) (*commitNode, error) {
 }
 
 // parseSignature reads "Name <email> unix-time zone"; what is malformed is left zero.
-func parseSignature(s string) (Signature, time.Time) {
+func parseSignature(s string) (gitops.Signature, time.Time) {
 	open, end := strings.IndexByte(s, '<'), strings.LastIndexByte(s, '>')
 	if open < 0 || end < open {
-		return Signature{Name: strings.TrimSpace(s)}, time.Time{}
+		return gitops.Signature{Name: strings.TrimSpace(s)}, time.Time{}
 	}
-	sig := Signature{Name: strings.TrimSpace(s[:open]), Email: s[open+1 : end]}
+	sig := gitops.Signature{Name: strings.TrimSpace(s[:open]), Email: s[open+1 : end]}
 	fields := strings.Fields(s[end+1:])
 	if len(fields) == 0 {
 		return sig, time.Time{}

@@ -1,4 +1,4 @@
-package gitops
+package gitsecrets
 
 import (
 	"crypto/sha256"
@@ -7,18 +7,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	corev1 "k8s.io/api/core/v1"
-)
 
-// credentials are what a GitRepoConfig's Secret resolves to. Key identifies their content, so a
-// rotated Secret reaches the workers that use it.
-type credentials struct {
-	auth transport.AuthMethod
-	key  string
-}
+	"github.com/configbutler/gitops-reverser/gitops"
+)
 
 // errSecret is a credentials problem the user must fix; its message goes into the status.
 type errSecret struct{ msg string }
@@ -29,7 +23,7 @@ func (e errSecret) Error() string { return e.msg }
 // (HTTPS basic, or a token as the password), bearerToken, or identity + known_hosts for SSH.
 // known_hosts is required for SSH: a host key is never accepted blindly. Unusable content is an
 // errSecret.
-func credentialsFrom(secret *corev1.Secret, workDir string) (credentials, error) {
+func credentialsFrom(secret *corev1.Secret, workDir string) (gitops.Credentials, error) {
 	d := secret.Data
 	h := sha256.New()
 	for _, k := range []string{"username", "password", "bearerToken", "identity", "known_hosts"} {
@@ -41,31 +35,31 @@ func credentialsFrom(secret *corev1.Secret, workDir string) (credentials, error)
 	switch {
 	case len(d["identity"]) > 0:
 		if len(d["known_hosts"]) == 0 {
-			return credentials{}, errSecret{fmt.Sprintf("Secret %s/%s has identity but no known_hosts", secret.Namespace, secret.Name)}
+			return gitops.Credentials{}, errSecret{fmt.Sprintf("Secret %s/%s has identity but no known_hosts", secret.Namespace, secret.Name)}
 		}
 		keys, err := gitssh.NewPublicKeys("git", d["identity"], string(d["password"]))
 		if err != nil {
-			return credentials{}, errSecret{fmt.Sprintf("Secret %s/%s: identity: %v", secret.Namespace, secret.Name, err)}
+			return gitops.Credentials{}, errSecret{fmt.Sprintf("Secret %s/%s: identity: %v", secret.Namespace, secret.Name, err)}
 		}
 		path := filepath.Join(workDir, "known_hosts-"+key)
 		if err := os.MkdirAll(workDir, 0o700); err != nil {
-			return credentials{}, fmt.Errorf("create work dir: %w", err)
+			return gitops.Credentials{}, fmt.Errorf("create work dir: %w", err)
 		}
 		if err := os.WriteFile(path, d["known_hosts"], 0o600); err != nil {
-			return credentials{}, fmt.Errorf("write known_hosts: %w", err)
+			return gitops.Credentials{}, fmt.Errorf("write known_hosts: %w", err)
 		}
 		if keys.HostKeyCallback, err = gitssh.NewKnownHostsCallback(path); err != nil {
-			return credentials{}, errSecret{fmt.Sprintf("Secret %s/%s: known_hosts: %v", secret.Namespace, secret.Name, err)}
+			return gitops.Credentials{}, errSecret{fmt.Sprintf("Secret %s/%s: known_hosts: %v", secret.Namespace, secret.Name, err)}
 		}
-		return credentials{auth: keys, key: key}, nil
+		return gitops.Credentials{Auth: keys, Key: key}, nil
 	case len(d["bearerToken"]) > 0:
-		return credentials{auth: &githttp.TokenAuth{Token: string(d["bearerToken"])}, key: key}, nil
+		return gitops.Credentials{Auth: &githttp.TokenAuth{Token: string(d["bearerToken"])}, Key: key}, nil
 	case len(d["password"]) > 0:
 		user := string(d["username"])
 		if user == "" {
 			user = "git" // a token as password: hosts ignore the user name
 		}
-		return credentials{auth: &githttp.BasicAuth{Username: user, Password: string(d["password"])}, key: key}, nil
+		return gitops.Credentials{Auth: &githttp.BasicAuth{Username: user, Password: string(d["password"])}, Key: key}, nil
 	}
-	return credentials{}, errSecret{fmt.Sprintf("Secret %s/%s has none of username/password, bearerToken, identity", secret.Namespace, secret.Name)}
+	return gitops.Credentials{}, errSecret{fmt.Sprintf("Secret %s/%s has none of username/password, bearerToken, identity", secret.Namespace, secret.Name)}
 }

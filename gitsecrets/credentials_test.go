@@ -1,4 +1,4 @@
-package gitops
+package gitsecrets
 
 import (
 	"crypto/ed25519"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/configbutler/gitops-reverser/gitops"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"golang.org/x/crypto/ssh"
@@ -37,28 +38,28 @@ func TestCredentialsFromFluxStyleSecrets(t *testing.T) {
 	cases := []struct {
 		name    string
 		data    map[string]string
-		check   func(t *testing.T, c credentials)
+		check   func(t *testing.T, c gitops.Credentials)
 		wantErr string
 	}{
-		{name: "username and password", data: map[string]string{"username": "u", "password": "p"}, check: func(t *testing.T, c credentials) {
-			if a, ok := c.auth.(*githttp.BasicAuth); !ok || a.Username != "u" || a.Password != "p" {
-				t.Errorf("auth = %#v", c.auth)
+		{name: "username and password", data: map[string]string{"username": "u", "password": "p"}, check: func(t *testing.T, c gitops.Credentials) {
+			if a, ok := c.Auth.(*githttp.BasicAuth); !ok || a.Username != "u" || a.Password != "p" {
+				t.Errorf("auth = %#v", c.Auth)
 			}
 		}},
-		{name: "token as password", data: map[string]string{"password": "tok"}, check: func(t *testing.T, c credentials) {
-			if a, ok := c.auth.(*githttp.BasicAuth); !ok || a.Password != "tok" || a.Username == "" {
-				t.Errorf("auth = %#v", c.auth)
+		{name: "token as password", data: map[string]string{"password": "tok"}, check: func(t *testing.T, c gitops.Credentials) {
+			if a, ok := c.Auth.(*githttp.BasicAuth); !ok || a.Password != "tok" || a.Username == "" {
+				t.Errorf("auth = %#v", c.Auth)
 			}
 		}},
-		{name: "bearer token", data: map[string]string{"bearerToken": "b"}, check: func(t *testing.T, c credentials) {
-			if a, ok := c.auth.(*githttp.TokenAuth); !ok || a.Token != "b" {
-				t.Errorf("auth = %#v", c.auth)
+		{name: "bearer token", data: map[string]string{"bearerToken": "b"}, check: func(t *testing.T, c gitops.Credentials) {
+			if a, ok := c.Auth.(*githttp.TokenAuth); !ok || a.Token != "b" {
+				t.Errorf("auth = %#v", c.Auth)
 			}
 		}},
 		{name: "ssh identity with known_hosts", data: map[string]string{"identity": testIdentity, "known_hosts": testKnownHosts},
-			check: func(t *testing.T, c credentials) {
-				if a, ok := c.auth.(*gitssh.PublicKeys); !ok || a.HostKeyCallback == nil {
-					t.Errorf("auth = %#v", c.auth)
+			check: func(t *testing.T, c gitops.Credentials) {
+				if a, ok := c.Auth.(*gitssh.PublicKeys); !ok || a.HostKeyCallback == nil {
+					t.Errorf("auth = %#v", c.Auth)
 				}
 			}},
 		{name: "ssh identity without known_hosts is refused", data: map[string]string{"identity": testIdentity}, wantErr: "no known_hosts"},
@@ -89,7 +90,7 @@ func TestCredentialsFromFluxStyleSecrets(t *testing.T) {
 func TestRotatedSecretChangesTheKey(t *testing.T) {
 	a, _ := credentialsFrom(&corev1.Secret{Data: map[string][]byte{"password": []byte("one")}}, t.TempDir())
 	b, _ := credentialsFrom(&corev1.Secret{Data: map[string][]byte{"password": []byte("two")}}, t.TempDir())
-	if a.key == b.key {
+	if a.Key == b.Key {
 		t.Fatal("a rotated password kept the same credentials key: the worker would not restart")
 	}
 }

@@ -1,11 +1,10 @@
-package gitops
+package gitedits
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -13,20 +12,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/configbutler/gitops-reverser/testenv"
+	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/layout"
 )
 
-// ours recognises the test workers' commits by the identity's trailer.
-func ours(message string) bool {
-	return strings.Contains(message, "\nX-ConfigButler-ClusterUID: uid-1\n")
-}
-
 // mustEdits asks the worker for the edits under clusters/prod since since.
-func mustEdits(t *testing.T, w *testWorker, since string, maxBytes int64) EditsResult {
+func mustEdits(t *testing.T, w *testWorker, since string, maxBytes int64) Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	r, err := w.Edits(ctx, EditsQuery{Folder: "clusters/prod", Since: since, Ours: ours, MaxBytes: maxBytes})
+	r, err := w.Edits(ctx, Query{Folder: "clusters/prod", Since: since, Ours: ours, MaxBytes: maxBytes})
 	if err != nil {
 		t.Fatalf("edits since %q: %v", since, err)
 	}
@@ -53,14 +48,14 @@ func TestEditsReportsWhatPeopleChanged(t *testing.T) {
 	srv := MustGitServer(t)
 	url := MustRepo(t, srv, "edits")
 	changed, added, deleted, mirrored := cmPath("changed"), cmPath("added"), cmPath("deleted"), cmPath("mirrored")
-	outside := Path("clusters/staging", "", "configmaps", "default", "x")
+	outside := layout.Path("clusters/staging", "", "configmaps", "default", "x")
 	seed, err := srv.PushCommit("edits", "main", testenvSig("carol"), "seed", map[string]string{
 		changed: "v1\n", deleted: "gone soon\n", mirrored: "m1\n", outside: "s1\n", "README.md": "hi\n",
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := StartWorker(t, url, "", BatchLimits{})
+	w := StartWorker(t, url)
 	if r := mustEdits(t, w, "", 0); r.Tip != seed || len(r.Edits) != 0 {
 		t.Fatalf("edits without a revision = %+v, want the tip %s only", r, seed)
 	}
@@ -71,7 +66,7 @@ func TestEditsReportsWhatPeopleChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	MustEnqueue(t, w, Change{Path: mirrored, Content: []byte("m2\n")}) // replayed on the person's commit
+	MustEnqueue(t, w, gitops.Change{Path: mirrored, Content: []byte("m2\n")}) // replayed on the person's commit
 	MustFlush(t, w)
 
 	r := mustEdits(t, w, seed, 0)
@@ -107,7 +102,7 @@ func TestEditsReportsWhatPeopleChanged(t *testing.T) {
 		if since == "" {
 			continue
 		}
-		_, err := w.Edits(ctx, EditsQuery{Folder: "clusters/prod", Since: since, Ours: ours})
+		_, err := w.Edits(ctx, Query{Folder: "clusters/prod", Since: since, Ours: ours})
 		if !errors.Is(err, ErrUnknownRevision) {
 			t.Errorf("edits since %q: %v, want ErrUnknownRevision", since, err)
 		}
@@ -133,7 +128,7 @@ func TestEditsSinceAForcePushedRevision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := StartWorker(t, url, "", BatchLimits{})
+	w := StartWorker(t, url)
 	gone, err := srv.PushCommit("forced", "main", testenvSig("erin"), "later", map[string]string{cmPath("a"): "2\n"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +138,7 @@ func TestEditsSinceAForcePushedRevision(t *testing.T) {
 	git("reset", "--hard", seed)
 	git("commit", "--allow-empty", "-m", "rewritten")
 	git("push", "--force", "origin", "HEAD:main")
-	if _, err := w.Edits(context.Background(), EditsQuery{Since: gone}); !errors.Is(err, ErrUnknownRevision) {
+	if _, err := w.Edits(context.Background(), Query{Since: gone}); !errors.Is(err, ErrUnknownRevision) {
 		t.Fatalf("edits since a force-pushed-away commit: %v, want ErrUnknownRevision", err)
 	}
 }
@@ -160,13 +155,13 @@ func TestEditsOfAMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := StartWorker(t, url, "", BatchLimits{})
+	w := StartWorker(t, url)
 	git := personClone(t, srv, "merge")
 	writeFile(t, git, mine, "2 by hand\n")
 	git("commit", "-qam", "mine")
 	local := strings.TrimSpace(git("rev-parse", "HEAD"))
 
-	MustEnqueue(t, w, Change{Path: theirs, Content: []byte("2 by the daemon\n")})
+	MustEnqueue(t, w, gitops.Change{Path: theirs, Content: []byte("2 by the daemon\n")})
 	MustFlush(t, w)
 
 	git("fetch", "-q", "origin")
@@ -205,62 +200,19 @@ func TestEditsBoundsTheWalk(t *testing.T) {
 		git("commit", "-qam", fmt.Sprint(i))
 	}
 	git("push", "-q", "origin", "HEAD:main")
-	w := StartWorker(t, url, "", BatchLimits{})
-	_, err = w.Edits(context.Background(), EditsQuery{Since: seed, MaxCommits: 3})
+	w := StartWorker(t, url)
+	_, err = w.Edits(context.Background(), Query{Since: seed, MaxCommits: 3})
 	if !errors.Is(err, ErrHistoryTooLong) {
 		t.Fatalf("edits over 5 commits with MaxCommits 3: %v, want ErrHistoryTooLong", err)
 	}
-	r, err := w.Edits(context.Background(), EditsQuery{Since: seed, MaxCommits: 5})
+	r, err := w.Edits(context.Background(), Query{Since: seed, MaxCommits: 5})
 	if err != nil || len(r.Edits) != 1 || string(r.Edits[0].Content) != "5\n" {
 		t.Fatalf("edits over 5 commits with MaxCommits 5 = %v, %v; want the one file at its last content", describeEdits(r.Edits), err)
 	}
 
-	tp := startPool(t)
-	if _, err := tp.Edits(context.Background(), url, "main", EditsQuery{}); !errors.Is(err, ErrNoWorker) || !errors.Is(err, ErrStopped) {
+	tp := Branch{Git: startPool(t), URL: url, Name: "main"}
+	if _, err := tp.Edits(context.Background(), Query{}); !errors.Is(err, gitops.ErrNoWorker) || !errors.Is(err, gitops.ErrStopped) {
 		t.Fatalf("edits without a worker: %v, want ErrNoWorker (an ErrStopped)", err)
-	}
-}
-
-// personClone clones repo as the person erin and returns a function running git in the clone
-// (failing the test on error) and returning its output.
-func personClone(t *testing.T, srv *testenv.GitServer, repo string) func(args ...string) string {
-	t.Helper()
-	home := t.TempDir()
-	config := filepath.Join(home, "gitconfig")
-	if err := os.WriteFile(config, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(home, "clone")
-	env := append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+config,
-		"GIT_TERMINAL_PROMPT=0", "GIT_AUTHOR_NAME=erin", "GIT_AUTHOR_EMAIL=erin@example.com",
-		"GIT_COMMITTER_NAME=erin", "GIT_COMMITTER_EMAIL=erin@example.com")
-	run := func(wd string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = wd, env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	run(home, "clone", "-q", "--branch", "main", srv.AuthURL(repo), dir)
-	return func(args ...string) string {
-		t.Helper()
-		return run(dir, args...)
-	}
-}
-
-// writeFile writes a file into the clone of git.
-func writeFile(t *testing.T, git func(args ...string) string, path, content string) {
-	t.Helper()
-	dir := strings.TrimSpace(git("rev-parse", "--show-toplevel"))
-	full := filepath.Join(dir, filepath.FromSlash(path))
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -269,9 +221,9 @@ func writeFile(t *testing.T, git func(args ...string) string, path, content stri
 func BenchmarkEdits(b *testing.B) {
 	srv := MustGitServer(b)
 	url := MustLargeRepo(b, srv, "edits", 10, 1000)
-	w := StartWorker(b, url, "", BatchLimits{})
+	w := StartWorker(b, url)
 	ctx := context.Background()
-	r, err := w.Edits(ctx, EditsQuery{})
+	r, err := w.Edits(ctx, Query{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -292,7 +244,7 @@ func BenchmarkEdits(b *testing.B) {
 		}
 		b.StartTimer()
 		start := time.Now()
-		r, err := w.Edits(ctx, EditsQuery{Folder: "clusters/prod", Since: since, Ours: ours})
+		r, err := w.Edits(ctx, Query{Folder: "clusters/prod", Since: since, Ours: ours})
 		total += time.Since(start)
 		if err != nil {
 			b.Fatal(err)

@@ -1,4 +1,4 @@
-package gitops
+package gitsecrets
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/configbutler/gitops-reverser/gitops"
 )
 
 // secretWatch follows one credentials Secret, selected by name, so a fixed or rotated Secret
@@ -21,12 +23,12 @@ type secretWatch struct {
 	cancel   context.CancelFunc
 }
 
-// watchSecret starts following ref unless it is followed already. Called with p.mu held.
-func (p *Pool) watchSecret(ref SecretRef) {
-	if p.secrets[ref] != nil {
+// watchSecret starts following ref unless it is followed already. Called with r.mu held.
+func (r *Repositories) watchSecret(ref SecretRef) {
+	if r.secrets[ref] != nil {
 		return
 	}
-	client := p.cfg.Secrets.Secrets(ref.Namespace)
+	client := r.cfg.Secrets.Secrets(ref.Namespace)
 	byName := fields.OneTermEqualSelector("metadata.name", ref.Name).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -39,24 +41,24 @@ func (p *Pool) watchSecret(ref SecretRef) {
 		},
 	}
 	inf := cache.NewSharedIndexInformer(lw, &corev1.Secret{}, 0, cache.Indexers{})
-	changed := func() { p.cfg.OnChange() }
+	changed := func() { r.cfg.OnChange() }
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { changed() },
 		UpdateFunc: func(any, any) { changed() },
 		DeleteFunc: func(any) { changed() },
 	}); err != nil {
-		p.log.Warn("watch credentials Secret; it is read at each reconcile instead", "secret", ref.Namespace+"/"+ref.Name, "err", err)
+		r.log.Warn("watch credentials Secret; it is read at each reconcile instead", "secret", ref.Namespace+"/"+ref.Name, "err", err)
 		return
 	}
-	ctx, cancel := context.WithCancel(p.ctx)
-	p.secrets[ref] = &secretWatch{informer: inf, cancel: cancel}
-	p.wg.Go(func() { inf.RunWithContext(ctx) })
+	ctx, cancel := context.WithCancel(r.ctx)
+	r.secrets[ref] = &secretWatch{informer: inf, cancel: cancel}
+	r.wg.Go(func() { inf.RunWithContext(ctx) })
 }
 
 // readSecret returns the Secret from its watch once that has synced, else from the API (the
 // daemon may lack list/watch on Secrets: then every reconcile reads it).
-func (p *Pool) readSecret(ctx context.Context, ref SecretRef) (*corev1.Secret, error) {
-	if sw := p.secrets[ref]; sw != nil && sw.informer.HasSynced() {
+func (r *Repositories) readSecret(ctx context.Context, ref SecretRef) (*corev1.Secret, error) {
+	if sw := r.secrets[ref]; sw != nil && sw.informer.HasSynced() {
 		obj, exists, err := sw.informer.GetStore().GetByKey(ref.Namespace + "/" + ref.Name)
 		switch {
 		case err != nil:
@@ -66,7 +68,7 @@ func (p *Pool) readSecret(ctx context.Context, ref SecretRef) (*corev1.Secret, e
 		}
 		return obj.(*corev1.Secret), nil
 	}
-	secret, err := p.cfg.Secrets.Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	secret, err := r.cfg.Secrets.Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, secretNotFound(ref)
 	}
@@ -89,13 +91,13 @@ type fromSecret[T any] struct {
 // loadFromSecret brings st up to date with the Secret ref (nil: nothing is asked for, the zero
 // value is usable), parsing it only when it changed. Content parse refuses with an errSecret
 // leaves nothing usable, with the reason invalid; a Secret that cannot be read for a passing
-// reason keeps the value read before, so workers keep going. Called with p.mu held.
-func loadFromSecret[T any](ctx context.Context, p *Pool, st *fromSecret[T], ref *SecretRef, invalid string, parse func(*corev1.Secret) (T, error)) {
+// reason keeps the value read before, so workers keep going. Called with r.mu held.
+func loadFromSecret[T any](ctx context.Context, r *Repositories, st *fromSecret[T], ref *SecretRef, invalid string, parse func(*corev1.Secret) (T, error)) {
 	if ref == nil {
 		*st = fromSecret[T]{usable: true}
 		return
 	}
-	secret, err := p.readSecret(ctx, *ref)
+	secret, err := r.readSecret(ctx, *ref)
 	if err == nil && secret.ResourceVersion != "" && secret.ResourceVersion == st.rv && st.problem == "" {
 		return // unchanged since it was parsed
 	}
@@ -115,21 +117,21 @@ func loadFromSecret[T any](ctx context.Context, p *Pool, st *fromSecret[T], ref 
 }
 
 // loadCredentials brings e's credentials up to date with their Secret.
-func (p *Pool) loadCredentials(ctx context.Context, e *repoEntry) {
-	loadFromSecret(ctx, p, &e.creds, e.repo.SecretRef, "SecretInvalid", func(s *corev1.Secret) (credentials, error) {
-		return credentialsFrom(s, p.cfg.WorkDir)
+func (r *Repositories) loadCredentials(ctx context.Context, e *repoEntry) {
+	loadFromSecret(ctx, r, &e.creds, e.repo.SecretRef, "SecretInvalid", func(s *corev1.Secret) (gitops.Credentials, error) {
+		return credentialsFrom(s, r.cfg.WorkDir)
 	})
 }
 
 // loadSigner brings e's signing key up to date with its Secret.
-func (p *Pool) loadSigner(ctx context.Context, e *repoEntry) {
+func (r *Repositories) loadSigner(ctx context.Context, e *repoEntry) {
 	var ref *SecretRef
 	if sg := e.repo.Signing; sg != nil {
 		ref = &sg.Secret
 	}
-	loadFromSecret(ctx, p, &e.signing, ref, "SigningKeyInvalid", func(secret *corev1.Secret) (signer, error) {
+	loadFromSecret(ctx, r, &e.signing, ref, "SigningKeyInvalid", func(secret *corev1.Secret) (gitops.Signer, error) {
 		s, err := signerFrom(e.repo.Signing.Format, secret)
-		if err == nil && e.signing.value != nil && e.signing.value.id() == s.id() {
+		if err == nil && e.signing.value != nil && e.signing.value.Public().Fingerprint == s.Public().Fingerprint {
 			s = e.signing.value // the same key: the workers need not hear of it
 		}
 		return s, err

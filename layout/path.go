@@ -1,4 +1,8 @@
-package gitops
+// Package layout is the path scheme of the mirror: which file in Git holds which object
+// (Path), and back (ParsePath). The watch writes objects at these paths, write-back maps the
+// files people edit back to their objects, and the operator page links to them; none of them
+// needs Git to agree on a path, so the rule lives here, apart from the Git side.
+package layout
 
 import (
 	"crypto/sha256"
@@ -177,12 +181,6 @@ func fit(tokens []string, suffix string) string {
 		prefix.WriteString(t)
 	}
 	return prefix.String() + string(ShortenedMarker) + hex.EncodeToString(sum[:])[:hashDigits] + suffix
-}
-
-// WorkerKey is a stable short hash of a repository and branch, used as the clone's folder name.
-func WorkerKey(repoURL, branch string) string {
-	sum := sha256.Sum256([]byte(repoURL + "\x00" + branch))
-	return hex.EncodeToString(sum[:8])
 }
 
 // Errors of ParsePath; each comes wrapped with the path and what is wrong with it.

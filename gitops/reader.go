@@ -1,0 +1,109 @@
+package gitops
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// ErrNoWorker: no worker runs for the branch. It is an ErrStopped too.
+var ErrNoWorker = fmt.Errorf("no git worker for the branch: %w", ErrStopped)
+
+// Reader reads the objects of a worker's clone, and of the commits it built and has not pushed
+// yet: read-only access for what is built on Git history elsewhere (package gitedits). It is
+// valid only inside the function given to Read, which runs on the worker's goroutine: one
+// clone, one goroutine.
+type Reader struct{ s *store }
+
+// Commit returns the encoding of commit h (its headers, a blank line, its message).
+func (r Reader) Commit(h plumbing.Hash) ([]byte, error) {
+	if o, ok := r.s.overlay[h]; ok {
+		return o.data, nil
+	}
+	return r.s.read(plumbing.CommitObject, h)
+}
+
+// Tree returns the entries of tree h, in Git order. They must not be changed.
+func (r Reader) Tree(h plumbing.Hash) ([]TreeEntry, error) { return r.s.tree(h) }
+
+// Blob returns the content of blob h.
+func (r Reader) Blob(h plumbing.Hash) ([]byte, error) { return r.s.blob(h) }
+
+// Size is the size of object h without reading it; an error when the clone has no such object.
+func (r Reader) Size(h plumbing.Hash) (int64, error) { return r.s.size(h) }
+
+// Dir returns the entries of the directory at dir ("a/b", "" for the root) below the tree root,
+// nil when there is none.
+func (r Reader) Dir(root plumbing.Hash, dir string) ([]TreeEntry, error) {
+	return r.s.lookupDir(root, dir)
+}
+
+// WalkFiles calls fn with the path of every file below the directory entries, whose path (with
+// a trailing "/", or empty for the root) is prefix. The path buffer is reused: fn must copy it.
+func (r Reader) WalkFiles(entries []TreeEntry, prefix []byte, fn func(path []byte)) error {
+	return r.s.walkFiles(entries, prefix, fn)
+}
+
+// Read runs fn on the worker's goroutine with a Reader of its clone, without fetching, and
+// returns fn's error; ErrStopped when the worker stopped, ctx's error when ctx ended first (fn
+// may still run: it should watch ctx itself when it reads much).
+func (w *Worker) Read(ctx context.Context, fn func(Reader) error) error {
+	var ferr error
+	if err := w.call(ctx, func(context.Context) { ferr = fn(Reader{w.store}) }); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// Read runs fn with a Reader of the clone of the branch's worker (see Worker.Read).
+func (p *Pool) Read(ctx context.Context, url, branch string, fn func(Reader) error) error {
+	w := p.worker(url, branch)
+	if w == nil {
+		return ErrNoWorker
+	}
+	return w.Read(ctx, fn)
+}
+
+// call runs fn on the worker's goroutine, with the worker's context, and waits for it to
+// return or for ctx to end.
+func (w *Worker) call(ctx context.Context, fn func(wctx context.Context)) error {
+	done := make(chan struct{})
+	if !w.in.request(control{run: func(wctx context.Context) { fn(wctx); close(done) }}) {
+		return ErrStopped
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-w.done:
+		select {
+		case <-done:
+			return nil
+		default:
+			return ErrStopped
+		}
+	}
+}
+
+// blob returns the content of blob h, from the overlay or the clone.
+func (s *store) blob(h plumbing.Hash) ([]byte, error) {
+	if o, ok := s.overlay[h]; ok {
+		return o.data, nil
+	}
+	return s.read(plumbing.BlobObject, h)
+}
+
+// size is the size of object h without reading it. (The storage's HasEncodedObject is not used:
+// with exclusive access it misses objects that are packed.)
+func (s *store) size(h plumbing.Hash) (int64, error) {
+	if o, ok := s.overlay[h]; ok {
+		return int64(len(o.data)), nil
+	}
+	n, err := s.sto.EncodedObjectSize(h)
+	if err != nil {
+		return 0, fmt.Errorf("size of %s: %w", h, err)
+	}
+	return n, nil
+}
