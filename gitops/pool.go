@@ -91,12 +91,13 @@ type Pool struct {
 	cfg    PoolConfig
 	slots  *Slots
 	log    *slog.Logger
-	ctx    context.Context // parent of everything the pool starts; cancelled when Run ends
-	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	holds  *holdTable // the paths the mirror keeps off, by branch (see Hold)
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// ctx is the parent of everything the pool starts: nil until Run, which starts what was asked
+	// for before it; cancelled when Run's context ends.
+	ctx      context.Context
 	closed   bool
 	repos    map[string]Repository    // by Repository.Name
 	workers  map[string]*poolWorker   // by WorkerKey(url, branch)
@@ -111,6 +112,8 @@ type poolWorker struct {
 	signer   Signer // the signer it was last given
 	cancel   context.CancelFunc
 	done     chan struct{}
+	run      func(ctx context.Context) // its goroutine's body, started by launch
+	launched bool
 }
 
 // NewPool creates an empty pool; workers start when SetWorkers asks for them.
@@ -121,10 +124,9 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.OnChange == nil {
 		cfg.OnChange = func() {}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	return &Pool{
 		cfg: cfg, slots: NewSlots(cfg.MaxWorkers, cfg.MaxWorkersPerRepo), log: cfg.Log,
-		ctx: ctx, cancel: cancel, holds: newHoldTable(cfg.OnHeldChange),
+		holds: newHoldTable(cfg.OnHeldChange),
 		repos: map[string]Repository{}, workers: map[string]*poolWorker{}, stopping: map[string]chan struct{}{},
 		reach: map[string]*reachCheck{},
 	}
@@ -133,6 +135,15 @@ func NewPool(cfg PoolConfig) *Pool {
 // Run waits until ctx ends, then stops every worker (each makes a last, bounded push) and
 // reachability check, and returns once all of them have.
 func (p *Pool) Run(ctx context.Context) error {
+	p.mu.Lock()
+	p.ctx = ctx
+	for _, pw := range p.workers { // asked for before Run
+		p.launch(pw)
+	}
+	for _, rc := range p.reach {
+		p.check(rc)
+	}
+	p.mu.Unlock()
 	<-ctx.Done()
 	p.mu.Lock()
 	p.closed = true
@@ -140,7 +151,6 @@ func (p *Pool) Run(ctx context.Context) error {
 		pw.cancel()
 	}
 	p.mu.Unlock()
-	p.cancel()
 	p.wg.Wait()
 	return nil
 }
@@ -232,6 +242,9 @@ func (p *Pool) SetWorkers(wants []Branch) {
 		b, ok := want[k]
 		if !ok {
 			pw.cancel()
+			if !pw.launched { // asked for and dropped before Run: it never opened the clone
+				close(pw.done)
+			}
 			p.stopping[k] = pw.done
 			delete(p.workers, k)
 			continue
@@ -255,8 +268,7 @@ func (p *Pool) SetWorkers(wants []Branch) {
 
 func (p *Pool) startWorker(key string, b Branch) {
 	r := p.repos[b.Repo]
-	ctx, cancel := context.WithCancel(p.ctx)
-	pw := &poolWorker{repo: b.Repo, credsKey: r.Credentials.Key, signer: r.Signer, cancel: cancel, done: make(chan struct{})}
+	pw := &poolWorker{repo: b.Repo, credsKey: r.Credentials.Key, signer: r.Signer, cancel: func() {}, done: make(chan struct{})}
 	pw.w = NewWorker(WorkerConfig{
 		Remote:   Remote{URL: r.URL, Branch: b.Branch, Auth: r.Credentials.Auth},
 		WorkDir:  p.cfg.WorkDir,
@@ -273,7 +285,7 @@ func (p *Pool) startWorker(key string, b Branch) {
 	previous := p.stopping[key]
 	delete(p.stopping, key)
 	p.workers[key] = pw
-	p.wg.Go(func() {
+	pw.run = func(ctx context.Context) {
 		defer close(pw.done)
 		if previous != nil {
 			<-previous // one clone, one goroutine: the old worker's last push comes first
@@ -281,7 +293,17 @@ func (p *Pool) startWorker(key string, b Branch) {
 		if err := pw.w.Run(ctx); err != nil {
 			p.log.Error("git worker stopped", "repo", redactURL(r.URL), "branch", b.Branch, "err", err)
 		}
-	})
+	}
+	if p.ctx != nil {
+		p.launch(pw)
+	}
+}
+
+// launch starts a worker's goroutine. Called with p.mu held, once the pool runs.
+func (p *Pool) launch(pw *poolWorker) {
+	ctx, cancel := context.WithCancel(p.ctx)
+	pw.cancel, pw.launched = cancel, true
+	p.wg.Go(func() { pw.run(ctx) })
 }
 
 // workerChanged learns from a worker that started or stopped failing: a worker whose push or

@@ -162,3 +162,45 @@ func TestPoolPushesStatusChanges(t *testing.T) {
 		t.Errorf("after a push landed the repository is %+v, want reachable without waiting for a recheck", s)
 	}
 }
+
+// TestPoolStartsWhatWasAskedForBeforeRun: a pool is built, told its repository and branches and
+// handed a change before it runs (the watch may get there first); Run starts the worker, which
+// pushes the change. A branch asked for and dropped before Run does not hold up its successor.
+func TestPoolStartsWhatWasAskedForBeforeRun(t *testing.T) {
+	srv := MustGitServer(t)
+	MustRepo(t, srv, "early")
+	url := srv.AuthURL("early")
+	p := NewPool(PoolConfig{
+		WorkDir:  t.TempDir(),
+		Limits:   BatchLimits{Quiet: 10 * time.Millisecond},
+		Identity: Identity{Committer: testBot, Bot: testBot, Trailers: testTrailers},
+		Log:      testLogger(t),
+	})
+	p.SetRepositories([]Repository{{Name: "ns/early", URL: url}})
+	p.SetWorkers([]Branch{{Repo: "ns/early", Branch: "other"}})
+	p.SetWorkers([]Branch{{Repo: "ns/early", Branch: "main"}})
+	p.SetWorkers([]Branch{{Repo: "ns/early", Branch: "main"}, {Repo: "ns/early", Branch: "other"}})
+	sink, ok := p.Sink(url, "main")
+	if !ok {
+		t.Fatal("no sink for the branch asked for before Run")
+	}
+	if err := sink.Enqueue(Change{Path: cmPath("early"), Content: configMap("early", "1", 100)}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("pool: %v", err)
+		}
+	}()
+	testenv.Eventually(t, 30*time.Second, "the change on the remote", func() (bool, string) {
+		files := mustFiles(t, srv, "early")
+		return slices.Contains(files, cmPath("early")), fmt.Sprint(files)
+	})
+	if _, err := p.Fetch(ctx, url, "other"); err != nil {
+		t.Errorf("the branch dropped and asked for again before Run does not run: %v", err)
+	}
+}

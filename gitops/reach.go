@@ -16,8 +16,10 @@ const reachTimeout = 15 * time.Second
 
 // reachCheck is the result of listing a remote's references, done once it is known.
 type reachCheck struct {
-	done bool
-	err  error
+	url   string
+	creds Credentials
+	done  bool
+	err   error
 }
 
 // reachability returns what is known of url with creds, starting a check in the background when
@@ -27,11 +29,20 @@ func (p *Pool) reachability(url string, creds Credentials) *reachCheck {
 	if rc := p.reach[k]; rc != nil {
 		return rc
 	}
-	rc := &reachCheck{}
+	rc := &reachCheck{url: url, creds: creds}
 	p.reach[k] = rc
+	if p.ctx != nil {
+		p.check(rc)
+	}
+	return rc
+}
+
+// check lists the remote of rc in the background. Called with p.mu held, once the pool runs.
+func (p *Pool) check(rc *reachCheck) {
+	ctx := p.ctx
 	p.wg.Go(func() {
-		err := listRemote(p.ctx, url, creds.Auth)
-		if p.ctx.Err() != nil {
+		err := listRemote(ctx, rc.url, rc.creds.Auth)
+		if ctx.Err() != nil {
 			return
 		}
 		p.mu.Lock()
@@ -39,7 +50,6 @@ func (p *Pool) reachability(url string, creds Credentials) *reachCheck {
 		p.mu.Unlock()
 		p.cfg.OnChange()
 	})
-	return rc
 }
 
 // Recheck forgets what is known of the remotes, so the next SetRepositories contacts them again.

@@ -122,7 +122,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return w.shutdown()
+			return w.shutdown(ctx)
 		case <-w.in.wake:
 			items, controls := w.in.take()
 			w.absorb(ctx, items, controls)
@@ -300,8 +300,8 @@ func (w *Worker) setOK(tip string, author Signature) {
 }
 
 // shutdown takes what is already queued and makes a last, bounded attempt to push it.
-func (w *Worker) shutdown() error {
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+func (w *Worker) shutdown(runCtx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(runCtx), shutdownTimeout)
 	defer cancel()
 	items, controls := w.in.close()
 	w.absorb(ctx, items, controls)
