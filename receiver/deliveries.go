@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"sync"
 	"time"
+
+	"github.com/jellydator/ttlcache/v3"
 )
 
 // Defaults for NewDeliveries.
@@ -14,17 +16,20 @@ const (
 	DefaultDeliveryCapacity = 100_000
 )
 
-// Deliveries remembers delivery ids for a TTL to refuse replays. It is bounded: when full, the
-// oldest id is forgotten first. Ids are kept as hashes, so memory does not depend on how long a
-// sender's ids are. It is safe for concurrent use.
+// Deliveries remembers delivery ids for a TTL to refuse replays. It is bounded: when full, the id
+// least recently recorded or replayed is forgotten first. Ids are kept as hashes, so memory does
+// not depend on how long a sender's ids are. It is safe for concurrent use and needs no goroutine:
+// expired ids go when the next call looks.
 type Deliveries struct {
-	ttl      time.Duration
-	capacity int
-	now      func() time.Time
+	ttl time.Duration
+	now func() time.Time
 
-	mu   sync.Mutex
-	seen map[deliveryKey]time.Time // when each id was recorded
-	fifo ring                      // the same ids in the order they were recorded
+	// mu makes look-up and record one step, so two copies of a delivery racing in are not both new.
+	mu sync.Mutex
+	// seen holds when each id was recorded. It is given no TTL of its own: ttlcache ages items by
+	// the wall clock, and expiry here follows now (which tests move by hand). It brings the bound
+	// and the order of eviction.
+	seen *ttlcache.Cache[deliveryKey, time.Time]
 }
 
 type deliveryKey [sha256.Size]byte
@@ -42,7 +47,8 @@ func NewDeliveries(ttl time.Duration, capacity int, now func() time.Time) *Deliv
 	if now == nil {
 		now = time.Now
 	}
-	return &Deliveries{ttl: ttl, capacity: capacity, now: now, seen: make(map[deliveryKey]time.Time)}
+	return &Deliveries{ttl: ttl, now: now,
+		seen: ttlcache.New(ttlcache.WithCapacity[deliveryKey, time.Time](uint64(capacity)))}
 }
 
 // Seen records (receiver, id) and reports whether it was already recorded within the TTL. A
@@ -63,64 +69,26 @@ func (d *Deliveries) Seen(receiver, id string) bool {
 	defer d.mu.Unlock()
 	now := d.now()
 	d.expire(now)
-	if at, ok := d.seen[key]; ok && now.Sub(at) < d.ttl {
+	if it := d.seen.Get(key); it != nil && now.Sub(it.Value()) < d.ttl {
 		return true
 	}
-	if d.fifo.len() == d.capacity {
-		d.forget(d.fifo.pop())
-	}
-	d.seen[key] = now
-	d.fifo.push(recorded{key: key, at: now})
+	d.seen.Set(key, now, ttlcache.DefaultTTL)
 	return false
 }
 
-// expire forgets the ids recorded a TTL or more ago, oldest first.
+// expire forgets the ids recorded a TTL or more ago, from the least recently used end, and stops
+// at the first one still fresh. One that a replay moved up (or recorded while the clock was
+// behind) waits there until it comes to that end, is replaced by Seen, or is evicted.
 func (d *Deliveries) expire(now time.Time) {
-	for d.fifo.len() > 0 && now.Sub(d.fifo.peek().at) >= d.ttl {
-		d.forget(d.fifo.pop())
-	}
-}
-
-// forget drops an id unless it was recorded again since (then a later entry in fifo stands for it).
-func (d *Deliveries) forget(r recorded) {
-	if at, ok := d.seen[r.key]; ok && at.Equal(r.at) {
-		delete(d.seen, r.key)
-	}
-}
-
-// recorded is one id and when it was recorded.
-type recorded struct {
-	key deliveryKey
-	at  time.Time
-}
-
-// ring is a FIFO queue that grows as needed and reuses its space.
-type ring struct {
-	buf   []recorded
-	start int
-	n     int
-}
-
-func (q *ring) len() int { return q.n }
-
-func (q *ring) peek() recorded { return q.buf[q.start] }
-
-func (q *ring) push(r recorded) {
-	if q.n == len(q.buf) {
-		grown := make([]recorded, max(16, 2*len(q.buf)))
-		for i := range q.n {
-			grown[i] = q.buf[(q.start+i)%len(q.buf)]
+	var old []deliveryKey
+	d.seen.RangeBackwards(func(it *ttlcache.Item[deliveryKey, time.Time]) bool {
+		if now.Sub(it.Value()) < d.ttl {
+			return false
 		}
-		q.buf, q.start = grown, 0
+		old = append(old, it.Key())
+		return true
+	})
+	for _, k := range old {
+		d.seen.Delete(k)
 	}
-	q.buf[(q.start+q.n)%len(q.buf)] = r
-	q.n++
-}
-
-func (q *ring) pop() recorded {
-	r := q.buf[q.start]
-	q.buf[q.start] = recorded{}
-	q.start = (q.start + 1) % len(q.buf)
-	q.n--
-	return r
 }

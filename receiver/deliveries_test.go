@@ -68,8 +68,8 @@ func TestEmptyDeliveryIsNeverSeen(t *testing.T) {
 			t.Fatal("an empty delivery id is seen")
 		}
 	}
-	if d.fifo.len() != 0 {
-		t.Errorf("an empty id was recorded (%d entries)", d.fifo.len())
+	if n := d.seen.Len(); n != 0 {
+		t.Errorf("an empty id was recorded (%d entries)", n)
 	}
 }
 
@@ -91,8 +91,8 @@ func TestDeliveriesEvictOldestWhenFull(t *testing.T) {
 	if d.Seen("r", "0") {
 		t.Error("the oldest id is still seen after eviction")
 	}
-	if n := len(d.seen); n > 3 || d.fifo.len() > 3 {
-		t.Errorf("%d ids and %d queued, capacity 3", n, d.fifo.len())
+	if n := d.seen.Len(); n > 3 {
+		t.Errorf("%d ids remembered, capacity 3", n)
 	}
 }
 
@@ -102,12 +102,9 @@ func TestDeliveriesExpireAndStayBounded(t *testing.T) {
 	for i := range 10_000 {
 		d.Seen("r", fmt.Sprint(i))
 		clock.advance(time.Second)
-		if len(d.seen) > 61 {
-			t.Fatalf("after %d ids, %d remembered with a TTL of 60 ids", i, len(d.seen))
+		if n := d.seen.Len(); n > 61 {
+			t.Fatalf("after %d ids, %d remembered with a TTL of 60 ids", i, n)
 		}
-	}
-	if len(d.fifo.buf) > 128 {
-		t.Errorf("the queue grew to %d entries for 60 live ids", len(d.fifo.buf))
 	}
 }
 
@@ -123,11 +120,21 @@ func TestDeliveriesClockGoingBack(t *testing.T) {
 
 func TestNewDeliveriesDefaults(t *testing.T) {
 	d := NewDeliveries(0, 0, nil)
-	if d.ttl != DefaultDeliveryTTL || d.capacity != DefaultDeliveryCapacity || d.now == nil {
-		t.Fatalf("defaults: ttl %v capacity %d", d.ttl, d.capacity)
+	if d.ttl != DefaultDeliveryTTL || d.now == nil {
+		t.Fatalf("defaults: ttl %v", d.ttl)
 	}
 	if d.Seen("r", "x") || !d.Seen("r", "x") {
 		t.Error("with real time, a replay is not seen")
+	}
+	// The default capacity: full, the next id makes room by forgetting the first.
+	for i := range DefaultDeliveryCapacity {
+		d.Seen("r", fmt.Sprint(i))
+	}
+	if n := d.seen.Len(); n != DefaultDeliveryCapacity {
+		t.Fatalf("%d ids remembered; want the default capacity, %d", n, DefaultDeliveryCapacity)
+	}
+	if !d.Seen("r", "1") || d.Seen("r", "x") {
+		t.Errorf("at the default capacity %d, the oldest id was kept or the newest dropped", DefaultDeliveryCapacity)
 	}
 }
 

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"container/list"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jellydator/ttlcache/v3"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,8 +52,9 @@ type Decision struct {
 
 // Decisions remembers, per proposal UID, the last change of spec.decision and who made it, as the
 // admission webhook saw it. A change of other fields leaves the record alone. It holds at most
-// capacity proposals, dropping the one changed longest ago to make room, and forgets a record
-// older than the TTL. It needs no goroutine: expired records go when the next call looks.
+// capacity proposals, dropping the one changed (or looked up by Who) longest ago to make room, and
+// forgets a record older than the TTL. It needs no goroutine: expired records go when the next
+// call looks.
 //
 // A record says who asked for the change, not that it persisted: a validating webhook is called
 // before the write, which can still fail, and with failurePolicy Ignore a change made while the
@@ -63,18 +64,14 @@ type Decision struct {
 // requires the apiserver's client certificate (httpserver.Config.ClientCA) or the network admits only
 // the apiserver. Safe for concurrent use; nil records nothing and knows nothing.
 type Decisions struct {
-	capacity int
-	ttl      time.Duration
-	now      func() time.Time
+	ttl time.Duration
+	now func() time.Time
 
-	mu    sync.Mutex
-	byUID map[types.UID]*list.Element // of *decisionEntry
-	order *list.List                  // least recently changed first
-}
-
-type decisionEntry struct {
-	uid types.UID
-	rec Decision
+	// mu makes Who's look-up and drop of an expired record one step with Record's replacement.
+	mu sync.Mutex
+	// byUID is given no TTL of its own: ttlcache ages items by the wall clock, and a record's age
+	// here is its Decision.At by now (which tests move by hand). It brings the bound and the order.
+	byUID *ttlcache.Cache[types.UID, Decision]
 }
 
 // NewDecisions returns an empty Decisions holding at most capacity proposals (<= 0: the default,
@@ -89,7 +86,8 @@ func NewDecisions(capacity int, ttl time.Duration, now func() time.Time) *Decisi
 	if now == nil {
 		now = time.Now
 	}
-	return &Decisions{capacity: capacity, ttl: ttl, now: now, byUID: map[types.UID]*list.Element{}, order: list.New()}
+	return &Decisions{ttl: ttl, now: now,
+		byUID: ttlcache.New(ttlcache.WithCapacity[types.UID, Decision](uint64(capacity)))}
 }
 
 // Record notes that user set the decision of proposal uid to decision, at the Decisions' clock's
@@ -98,17 +96,11 @@ func (d *Decisions) Record(uid types.UID, decision string, user authenticationv1
 	if d == nil || uid == "" {
 		return
 	}
-	e := &decisionEntry{uid: uid, rec: Decision{Decision: decision, User: cloneUser(user), At: d.now()}}
+	rec := Decision{Decision: decision, User: cloneUser(user), At: d.now()}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.expire(e.rec.At)
-	if old, ok := d.byUID[uid]; ok {
-		d.order.Remove(old)
-	}
-	for d.order.Len() >= d.capacity {
-		d.remove(d.order.Front())
-	}
-	d.byUID[uid] = d.order.PushBack(e)
+	d.expire(rec.At)
+	d.byUID.Set(uid, rec, ttlcache.DefaultTTL)
 }
 
 // Who returns who set proposal uid's decision to decision, if that is the last decision change
@@ -122,21 +114,20 @@ func (d *Decisions) Who(uid types.UID, decision string) (Decision, bool) {
 	defer d.mu.Unlock()
 	now := d.now()
 	d.expire(now)
-	el, ok := d.byUID[uid]
-	if !ok {
+	it := d.byUID.Get(uid)
+	if it == nil {
 		return Decision{}, false
 	}
-	e := el.Value.(*decisionEntry)
-	if d.expired(e, now) {
-		d.remove(el)
+	rec := it.Value()
+	if d.expired(rec, now) {
+		d.byUID.Delete(uid)
 		return Decision{}, false
 	}
-	if e.rec.Decision != decision {
+	if rec.Decision != decision {
 		return Decision{}, false
 	}
-	out := e.rec
-	out.User = cloneUser(out.User)
-	return out, true
+	rec.User = cloneUser(rec.User)
+	return rec, true
 }
 
 // Forget drops what is recorded for proposal uid, e.g. once the proposal has been acted on.
@@ -146,9 +137,7 @@ func (d *Decisions) Forget(uid types.UID) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if el, ok := d.byUID[uid]; ok {
-		d.remove(el)
-	}
+	d.byUID.Delete(uid)
 }
 
 // Len is the number of proposals with a record, expired ones not yet dropped included.
@@ -156,25 +145,27 @@ func (d *Decisions) Len() int {
 	if d == nil {
 		return 0
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.order.Len()
+	return d.byUID.Len()
 }
 
-// expire drops the expired records at the front of the order. One recorded under a clock that
-// went backwards may sit behind a younger one; Who checks each record it returns anyway.
+// expire drops the expired records at the least recently used end, stopping at the first one
+// still fresh. One that Who moved up (or recorded under a clock that went backwards) may sit
+// before a younger one; Who checks each record it returns anyway.
 func (d *Decisions) expire(now time.Time) {
-	for el := d.order.Front(); el != nil && d.expired(el.Value.(*decisionEntry), now); el = d.order.Front() {
-		d.remove(el)
+	var old []types.UID
+	d.byUID.RangeBackwards(func(it *ttlcache.Item[types.UID, Decision]) bool {
+		if !d.expired(it.Value(), now) {
+			return false
+		}
+		old = append(old, it.Key())
+		return true
+	})
+	for _, uid := range old {
+		d.byUID.Delete(uid)
 	}
 }
 
-func (d *Decisions) expired(e *decisionEntry, now time.Time) bool { return now.Sub(e.rec.At) > d.ttl }
-
-func (d *Decisions) remove(el *list.Element) {
-	delete(d.byUID, el.Value.(*decisionEntry).uid)
-	d.order.Remove(el)
-}
+func (d *Decisions) expired(rec Decision, now time.Time) bool { return now.Sub(rec.At) > d.ttl }
 
 // cloneUser copies user's slices and map, so neither the recorder nor a caller of Who can change
 // a record through them.
