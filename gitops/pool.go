@@ -88,11 +88,11 @@ type RepoState struct {
 // by SetRepositories) and a reachability check per remote. Its methods are safe from any
 // goroutine; everything it starts is joined by Run.
 type Pool struct {
-	cfg    PoolConfig
-	slots  *Slots
-	log    *slog.Logger
-	wg     sync.WaitGroup
-	holds  *holdTable // the paths the mirror keeps off, by branch (see Hold)
+	cfg   PoolConfig
+	slots *Slots
+	log   *slog.Logger
+	wg    sync.WaitGroup
+	holds *holdTable // the paths the mirror keeps off, by branch (see Hold)
 
 	mu sync.Mutex
 	// ctx is the parent of everything the pool starts: nil until Run, which starts what was asked
