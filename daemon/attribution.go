@@ -21,12 +21,6 @@ import (
 	"github.com/configbutler/gitops-reverser/webhook"
 )
 
-// Bounds of the record of who decided proposals: enough for every proposal a day sees.
-const (
-	decisionsCapacity = 10000
-	decisionsTTL      = 24 * time.Hour
-)
-
 // Backoff of an optional part's start (attribution: its certificates or its port) while it
 // cannot start.
 const (
@@ -62,7 +56,7 @@ func newAttribution(cfg Config, kube *rest.Config, core corev1client.CoreV1Inter
 		store: webhook.NewStore(webhook.StoreConfig{
 			TTL: cfg.CorrelationTTL, Capacity: cfg.CorrelationCapacity, Metrics: m, Bot: cfg.Bot,
 		}),
-		decisions: webhook.NewDecisions(decisionsCapacity, decisionsTTL, time.Now),
+		decisions: webhook.NewDecisions(webhook.DefaultDecisionsCapacity, webhook.DefaultDecisionsTTL, time.Now),
 		watched:   &webhook.Watched{},
 		optional:  optional,
 		log:       log,

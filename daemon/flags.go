@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/webhook"
+	"github.com/configbutler/gitops-reverser/writeback"
 	"github.com/urfave/cli/v2"
 )
 
@@ -125,13 +127,13 @@ func Flags() []cli.Flag {
 			Usage: "when a rule omits resources, select every list+watch-able resource instead of the desired-state default"},
 		&cli.StringSliceFlag{Name: keyDiscoveryExclude, EnvVars: envs(keyDiscoveryExclude),
 			Usage: "resource to never watch: resource.group, or a bare resource name for every group (repeatable)"},
-		&cli.IntFlag{Name: keyBatchMaxFiles, EnvVars: envs(keyBatchMaxFiles), Value: 200,
+		&cli.IntFlag{Name: keyBatchMaxFiles, EnvVars: envs(keyBatchMaxFiles), Value: gitops.DefaultMaxFiles,
 			Usage: "flush a batch to Git once it holds this many files"},
-		&cli.IntFlag{Name: keyBatchMaxBytesMiB, EnvVars: envs(keyBatchMaxBytesMiB), Value: 1,
+		&cli.IntFlag{Name: keyBatchMaxBytesMiB, EnvVars: envs(keyBatchMaxBytesMiB), Value: gitops.DefaultMaxBytes >> 20,
 			Usage: "flush a batch to Git once it holds this many MiB"},
-		&cli.IntFlag{Name: keyBatchMaxWaitSec, EnvVars: envs(keyBatchMaxWaitSec), Value: 20,
+		&cli.IntFlag{Name: keyBatchMaxWaitSec, EnvVars: envs(keyBatchMaxWaitSec), Value: int(gitops.DefaultMaxWait / time.Second),
 			Usage: "the longest a change waits in a batch before it is committed, in seconds"},
-		&cli.IntFlag{Name: keyBatchQuietMs, EnvVars: envs(keyBatchQuietMs), Value: 1500,
+		&cli.IntFlag{Name: keyBatchQuietMs, EnvVars: envs(keyBatchQuietMs), Value: int(gitops.DefaultQuiet / time.Millisecond),
 			Usage: "commit a batch once no new change has arrived for this many milliseconds"},
 		&cli.IntFlag{Name: keyWorkersMaxGlobal, EnvVars: envs(keyWorkersMaxGlobal), Value: 24,
 			Usage: "most Git workers (one per repository and branch) running at once"},
@@ -153,9 +155,9 @@ func Flags() []cli.Flag {
 			Usage: "name of the Service in front of the webhook, in the daemon's namespace"},
 		&cli.StringFlag{Name: keyWebhookClientCAFile, EnvVars: envs(keyWebhookClientCAFile),
 			Usage: "PEM file of the CA(s) whose client certificates may call the webhook (the apiserver's, from its AdmissionConfiguration); empty means any caller that reaches the port"},
-		&cli.DurationFlag{Name: keyCorrelationTTL, EnvVars: envs(keyCorrelationTTL), Value: time.Minute,
+		&cli.DurationFlag{Name: keyCorrelationTTL, EnvVars: envs(keyCorrelationTTL), Value: webhook.DefaultTTL,
 			Usage: "how long the webhook remembers who made a change, waiting for the watch to see it"},
-		&cli.IntFlag{Name: keyCorrelationCapacity, EnvVars: envs(keyCorrelationCapacity), Value: 10000,
+		&cli.IntFlag{Name: keyCorrelationCapacity, EnvVars: envs(keyCorrelationCapacity), Value: webhook.DefaultCapacity,
 			Usage: "most changes remembered at once; the least recently used are evicted beyond it"},
 		&cli.StringFlag{Name: keyMetricsBindAddress, EnvVars: envs(keyMetricsBindAddress), Value: ":8080",
 			Usage: "address of the Prometheus /metrics endpoint"},
@@ -163,13 +165,13 @@ func Flags() []cli.Flag {
 			Usage: "address of the /healthz and /readyz endpoints"},
 		&cli.BoolFlag{Name: keyHaltWriteBack, EnvVars: envs(keyHaltWriteBack),
 			Usage: "kill switch: apply nothing from Git, automatic or approved; proposals are still opened"},
-		&cli.DurationFlag{Name: keyWriteBackInterval, EnvVars: envs(keyWriteBackInterval), Value: 5 * time.Minute,
+		&cli.DurationFlag{Name: keyWriteBackInterval, EnvVars: envs(keyWriteBackInterval), Value: writeback.DefaultInterval,
 			Usage: "how often each write-back destination is fetched and compared with the cluster (at least 10s)"},
-		&cli.IntFlag{Name: keyMaxProposalsPerTick, EnvVars: envs(keyMaxProposalsPerTick), Value: 25,
+		&cli.IntFlag{Name: keyMaxProposalsPerTick, EnvVars: envs(keyMaxProposalsPerTick), Value: writeback.DefaultMaxPerTick,
 			Usage: "proposals one write-back run opens at most; the rest come on the next runs"},
-		&cli.DurationFlag{Name: keySyncRunRetention, EnvVars: envs(keySyncRunRetention), Value: 90 * 24 * time.Hour,
+		&cli.DurationFlag{Name: keySyncRunRetention, EnvVars: envs(keySyncRunRetention), Value: writeback.DefaultRetention,
 			Usage: "how long successful SyncRuns are kept"},
-		&cli.DurationFlag{Name: keySyncRunRetentionFail, EnvVars: envs(keySyncRunRetentionFail), Value: 365 * 24 * time.Hour,
+		&cli.DurationFlag{Name: keySyncRunRetentionFail, EnvVars: envs(keySyncRunRetentionFail), Value: writeback.DefaultFailedRetention,
 			Usage: "how long failed and partial SyncRuns are kept"},
 		&cli.StringFlag{Name: keyReceiverBindAddress, EnvVars: envs(keyReceiverBindAddress),
 			Usage: "address of the Receivers' webhook server (Git hosts, CDEvents), e.g. :9292; empty means off"},
