@@ -64,13 +64,8 @@ type Controller struct {
 	mu      sync.Mutex
 	queue   workqueue.TypedRateLimitingInterface[string] // nil before Run
 	runCtx  context.Context                              // Run's context, while it runs
-	pending []delayed                                    // keys added before Run
+	pending map[string]time.Duration                     // keys added before Run, and when they are due
 	ended   bool
-}
-
-type delayed struct {
-	key   string
-	after time.Duration
 }
 
 // New builds a controller; Run does the work.
@@ -128,12 +123,18 @@ func (c *Controller) enqueuer(keys Keys) cache.ResourceEventHandler {
 // added after Run ended is dropped.
 func (c *Controller) Add(key string) { c.AddAfter(key, 0) }
 
-// AddAfter queues key once d has passed.
+// AddAfter queues key once d has passed. Before Run, a key is kept once (with its shortest
+// delay), so a controller that never runs holds no more than its distinct keys.
 func (c *Controller) AddAfter(key string, d time.Duration) {
 	c.mu.Lock()
 	q := c.queue
 	if q == nil && !c.ended {
-		c.pending = append(c.pending, delayed{key, d})
+		if cur, ok := c.pending[key]; !ok || d < cur {
+			if c.pending == nil {
+				c.pending = map[string]time.Duration{}
+			}
+			c.pending[key] = d
+		}
 	}
 	c.mu.Unlock()
 	if q == nil {
@@ -207,8 +208,8 @@ func (c *Controller) start(ctx context.Context) (workqueue.TypedRateLimitingInte
 		return nil, errors.New(c.cfg.Name + ": the controller runs once")
 	}
 	c.queue, c.runCtx = q, ctx
-	for _, p := range c.pending {
-		q.AddAfter(p.key, p.after)
+	for key, after := range c.pending {
+		q.AddAfter(key, after)
 	}
 	c.pending = nil
 	return q, nil

@@ -81,14 +81,17 @@ func proposalKey(obj any) string {
 func (c *Controller) handle(ctx context.Context, key string) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, defaultOperationDeadline)
 	defer cancel()
+	if strings.HasPrefix(key, seenKeyPrefix) {
+		// Its run is queued even when the caches cannot start yet: the run retries that itself.
+		c.destinationSeen(strings.TrimPrefix(key, seenKeyPrefix))
+		return 0, c.followCaches(ctx)
+	}
 	if err := c.followCaches(ctx); err != nil {
 		return 0, err
 	}
 	var after time.Duration
 	var err error
 	switch {
-	case strings.HasPrefix(key, seenKeyPrefix):
-		c.destinationSeen(strings.TrimPrefix(key, seenKeyPrefix))
 	case strings.HasPrefix(key, destinationKeyPrefix):
 		after, err = c.runDestination(ctx, strings.TrimPrefix(key, destinationKeyPrefix))
 	case strings.HasPrefix(key, proposalKeyPrefix):
