@@ -81,7 +81,6 @@ func (w *writeBack) loadHolds(ctx context.Context) {
 
 // Run waits until the daemon may read its write-back kinds, then runs the controller.
 func (w *writeBack) Run(ctx context.Context) error {
-	defer w.ctl.Close()
 	probed := w.optional.retry(ctx, metrics.PartWriteBack, func() (problem, bool) {
 		err := w.probe(ctx)
 		return problem{

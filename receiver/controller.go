@@ -5,21 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 
+	"github.com/configbutler/gitops-reverser/controller"
 	"github.com/configbutler/gitops-reverser/crds"
 )
 
@@ -54,9 +52,8 @@ type Controller struct {
 	cfg       ControllerConfig
 	dyn       dynamic.Interface
 	kube      kubernetes.Interface
+	ctl       *controller.Controller
 	recorder  record.EventRecorder
-	queue     workqueue.TypedRateLimitingInterface[string]
-	factory   dynamicinformer.DynamicSharedInformerFactory
 	receivers cache.SharedIndexInformer
 	dests     cache.SharedIndexInformer
 	repos     cache.SharedIndexInformer
@@ -89,90 +86,39 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	}
 	c := &Controller{
 		cfg: cfg, dyn: dyn, kube: kube,
-		factory:  dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
 		observed: map[string]*observation{},
 		written:  map[string]written{},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 30*time.Second),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "receivers"}),
 	}
-	c.receivers = c.factory.ForResource(crds.Receivers).Informer()
-	c.dests = c.factory.ForResource(crds.GitDestinations).Informer()
-	c.repos = c.factory.ForResource(crds.GitRepoConfigs).Informer()
+	c.ctl = controller.New(controller.Config{
+		Name: "receivers", Dynamic: dyn, Events: kube.CoreV1(), Handle: c.handle,
+		BaseDelay: 100 * time.Millisecond, MaxDelay: 30 * time.Second, Log: cfg.Log,
+	})
+	c.recorder = c.ctl.Recorder()
+	// Any change of a Receiver, GitDestination or GitRepoConfig resolves them all again.
+	changed := func(any) string { return syncKey }
+	for _, inf := range []struct {
+		gvr schema.GroupVersionResource
+		to  *cache.SharedIndexInformer
+	}{{crds.Receivers, &c.receivers}, {crds.GitDestinations, &c.dests}, {crds.GitRepoConfigs, &c.repos}} {
+		if *inf.to, err = c.ctl.Informer(inf.gvr, changed); err != nil {
+			return nil, err
+		}
+	}
+	c.ctl.Add(syncKey) // at start
 	return c, nil
 }
 
 // Run resolves Receivers until ctx ends: at start, on every change of a Receiver, GitDestination
 // or GitRepoConfig, and every Resync. It returns once everything it started has stopped.
-func (c *Controller) Run(ctx context.Context) error {
-	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: c.kube.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	c.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "gitops-reverser"})
+func (c *Controller) Run(ctx context.Context) error { return c.ctl.Run(ctx) }
 
-	defer c.queue.ShutDown()
-	changed := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.queue.Add(syncKey) },
-		UpdateFunc: func(_, _ any) { c.queue.Add(syncKey) },
-		DeleteFunc: func(any) { c.queue.Add(syncKey) },
-	}
-	for _, inf := range []cache.SharedIndexInformer{c.receivers, c.dests, c.repos} {
-		if _, err := inf.AddEventHandler(changed); err != nil {
-			return fmt.Errorf("watch: %w", err)
-		}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	c.factory.Start(ctx.Done())
-	defer c.factory.Shutdown()
-	for gvr, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
-		if !ok && ctx.Err() == nil {
-			return fmt.Errorf("sync the cache of %s", gvr.Resource)
-		}
-	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(c.cfg.Resync)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				c.queue.ShutDown()
-				return
-			case <-tick.C:
-				c.queue.Add(syncKey)
-			}
-		}
-	}()
-	c.queue.Add(syncKey)
-	for c.next(ctx) {
-	}
-	return nil
-}
-
-// next handles one queued key; false once the queue is shut down.
-func (c *Controller) next(ctx context.Context) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(key)
-	var err error
+// handle resolves every Receiver again (and schedules the next Resync), or writes the last event
+// observed of one.
+func (c *Controller) handle(ctx context.Context, key string) (time.Duration, error) {
 	if key == syncKey {
-		err = c.sync(ctx)
-	} else {
-		err = c.writeObserved(ctx, key[len(observeKeyPrefix):])
+		return c.cfg.Resync, c.sync(ctx)
 	}
-	if err != nil && ctx.Err() == nil {
-		c.cfg.Log.Warn("receivers: retrying", "key", key, "err", err)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
+	return 0, c.writeObserved(ctx, strings.TrimPrefix(key, observeKeyPrefix))
 }
 
 // sync generates the Receivers GitRepoConfigs ask for, then rebuilds the index and writes every

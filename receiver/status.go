@@ -48,7 +48,7 @@ func (c *Controller) Observe(receiverKey, outcome, message string) {
 	o.pending = true
 	delay := time.Until(o.written.Add(ObserveInterval))
 	c.mu.Unlock()
-	c.queue.AddAfter(observeKeyPrefix+receiverKey, max(delay, 0))
+	c.ctl.AddAfter(observeKeyPrefix+receiverKey, max(delay, 0))
 }
 
 // writeObserved writes the latest observation of a Receiver into its status.

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/configbutler/gitops-reverser/controller"
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/gitsecrets"
@@ -133,7 +134,7 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 	}
 	return &Manager{
 		opts: opts, dyn: dyn, disco: disco,
-		reporter:  &reporter{dyn: dyn, events: core},
+		reporter:  &reporter{dyn: dyn, recorder: controller.NewEvents(core, opts.Log)},
 		trigger:   make(chan struct{}, 1),
 		watchers:  map[string]*running{},
 		warned:    map[string]bool{},
@@ -147,8 +148,14 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 // and the informers have. The pool's workers outlive it: the daemon stops them afterwards, so
 // they push what the watchers handed them.
 func (m *Manager) Run(ctx context.Context) error {
-	stopEvents := m.reporter.start()
-	defer stopEvents()
+	// The Event sender outlives ctx until the watchers have stopped: their last Events are sent.
+	eventsCtx, stopEvents := context.WithCancel(context.WithoutCancel(ctx))
+	var events sync.WaitGroup
+	events.Go(func() { _ = m.reporter.recorder.Run(eventsCtx) })
+	defer func() {
+		stopEvents()
+		events.Wait()
+	}()
 	var informers sync.WaitGroup
 	defer informers.Wait()
 	ctx, cancel := context.WithCancel(ctx)

@@ -13,28 +13,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes/scheme"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 
+	"github.com/configbutler/gitops-reverser/controller"
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
 )
 
 // reporter writes the Ready condition of the daemon's objects and records an Event whenever
-// readiness changes, so `kubectl get` and `kubectl describe` tell the user what is wrong.
+// readiness changes, so `kubectl get` and `kubectl describe` tell the user what is wrong. The
+// manager's Run runs the Event sender (recorder).
 type reporter struct {
 	dyn      dynamic.Interface
-	events   corev1client.EventsGetter
-	recorder record.EventRecorder // set by start
-}
-
-// start begins sending Events to the apiserver; the returned func stops it.
-func (r *reporter) start() (stop func()) {
-	b := record.NewBroadcaster()
-	b.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: r.events.Events("")})
-	r.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "gitops-reverser"})
-	return b.Shutdown
+	recorder *controller.Events
 }
 
 // report patches status when the Ready condition or the observed generation changed. A changed

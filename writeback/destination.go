@@ -42,7 +42,11 @@ func (c *Controller) destination(namespace, name string) (*dest, error) {
 		return nil, fmt.Errorf("read GitDestination %s: %w", key, err)
 	}
 	repoKey := obj.Spec.RepoRef.NamespaceOr(namespace) + "/" + obj.Spec.RepoRef.Name
-	item, ok, err = c.repos.GetStore().GetByKey(repoKey)
+	repos, ok := c.caches.Indexer(crds.GitRepoConfigs)
+	if !ok { // no destination enables write-back
+		return nil, fmt.Errorf("GitDestination %s: %w", key, errNotWriteBack)
+	}
+	item, ok, err = repos.GetByKey(repoKey)
 	if err != nil || !ok {
 		return nil, fmt.Errorf("GitRepoConfig %s of GitDestination %s not found", repoKey, key)
 	}

@@ -184,7 +184,11 @@ func indexByPath(obj any) ([]string, error) {
 
 // proposalsAt lists the cached proposals of a file path, in any destination.
 func (c *Controller) proposalsAt(path string) []*crds.Proposal {
-	items, err := c.props.GetIndexer().ByIndex(pathIndex, path)
+	props, ok := c.caches.Indexer(crds.Proposals)
+	if !ok {
+		return nil // no destination enables write-back
+	}
+	items, err := props.ByIndex(pathIndex, path)
 	if err != nil {
 		return nil
 	}
@@ -200,8 +204,12 @@ func (c *Controller) proposalsAt(path string) []*crds.Proposal {
 // pendingCount counts the cached Pending proposals of a destination ("namespace/name"), or of
 // every destination for "".
 func (c *Controller) pendingCount(destination string) int {
+	props, ok := c.caches.Indexer(crds.Proposals)
+	if !ok {
+		return 0
+	}
 	n := 0
-	for _, item := range c.props.GetStore().List() {
+	for _, item := range props.List() {
 		u := item.(*unstructured.Unstructured)
 		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
 		if phase != string(crds.PhasePending) {

@@ -1,0 +1,278 @@
+package writeback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+// cp is the package's control plane, shared by the controller tests.
+var cp *testenv.ControlPlane
+
+// TestMain runs the tests against one control plane, then checks that every controller, informer
+// and Git worker a test started was joined.
+func TestMain(m *testing.M) {
+	code := testenv.RunMain(m, &cp)
+	if code == 0 {
+		if err := goleak.Find(testenv.LeakIgnores()...); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+const converge = 30 * time.Second
+
+var (
+	installOnce sync.Once
+	installErr  error
+	nsSeq       atomic.Int64
+)
+
+// wbEnv is one test's world: its namespace, a Git server with one repository, its credentials,
+// a GitRepoConfig "repo" and a GitDestination "dest" on branch main.
+type wbEnv struct {
+	t    *testing.T
+	ns   string
+	dyn  dynamic.Interface
+	kube kubernetes.Interface
+	git  *testenv.GitServer
+}
+
+func newWBEnv(t *testing.T, writeBack *crds.WriteBack) *wbEnv {
+	t.Helper()
+	ctx := context.Background()
+	installOnce.Do(func() {
+		installErr = crds.Install(ctx, cp.AdminConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	})
+	if installErr != nil {
+		t.Fatalf("install CRDs: %v", installErr)
+	}
+	e := &wbEnv{t: t, ns: fmt.Sprintf("wb-%d", nsSeq.Add(1)), git: testenv.MustGitServer(t, "wb", "s3cret", "repo"),
+		dyn: dynamic.NewForConfigOrDie(cp.AdminConfig()), kube: kubernetes.NewForConfigOrDie(cp.AdminConfig())}
+	if _, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	if _, err := e.kube.CoreV1().Secrets(e.ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git"},
+		StringData: map[string]string{"username": e.git.Username, "password": e.git.Password}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create Secret: %v", err)
+	}
+	e.create(crds.GitRepoConfigs, &crds.GitRepoConfig{ObjectMeta: metav1.ObjectMeta{Name: "repo"},
+		Spec: crds.GitRepoConfigSpec{RepoURL: e.git.RepoURL("repo"), AllowedBranches: []string{"main"},
+			SecretRef: &crds.LocalReference{Name: "git"}}})
+	e.create(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "dest"},
+		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: "main",
+			BaseFolder: "clusters/test", WriteBack: writeBack}})
+	t.Cleanup(func() {
+		for _, gvr := range []schema.GroupVersionResource{crds.GitDestinations, crds.GitRepoConfigs} {
+			_ = e.dyn.Resource(gvr).Namespace(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		}
+	})
+	return e
+}
+
+func (e *wbEnv) create(gvr schema.GroupVersionResource, obj any) {
+	e.t.Helper()
+	u, err := crds.ToUnstructured(obj)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	unstructured.RemoveNestedField(u.Object, "status")
+	u.SetNamespace(e.ns)
+	if _, err := e.dyn.Resource(gvr).Namespace(e.ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("create %s %s: %v", gvr.Resource, u.GetName(), err)
+	}
+}
+
+// run runs a write-back controller on git until the test ends.
+func (e *wbEnv) run(git Git, log *slog.Logger) *Controller {
+	e.t.Helper()
+	c, err := New(Config{Kube: cp.AdminConfig(), Git: git, Log: log})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	e.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			e.t.Errorf("Run: %v", err)
+		}
+	})
+	return c
+}
+
+// startPool runs a Git pool until the test ends.
+func (e *wbEnv) startPool() *gitops.Pool {
+	pool := gitops.NewPool(gitops.PoolConfig{
+		Secrets: e.kube.CoreV1(), WorkDir: e.t.TempDir(),
+		Limits: gitops.BatchLimits{MaxFiles: 200, MaxBytes: 1 << 20, MaxWait: time.Second, Quiet: 100 * time.Millisecond},
+		Identity: gitops.Identity{
+			Committer: gitops.Signature{Name: "gitops-reverser", Email: "bot@example.com"},
+			Bot:       gitops.Signature{Name: "gitops-reverser", Email: "bot@example.com"},
+		},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- pool.Run(ctx) }()
+	e.t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return pool
+}
+
+// edits is the pool as write-back sees it, counting how its Edits calls went.
+type edits struct {
+	*gitops.Pool
+	noWorker, answered atomic.Int64
+}
+
+func (g *edits) Edits(ctx context.Context, url, branch string, q gitops.EditsQuery) (gitops.EditsResult, error) {
+	res, err := g.Pool.Edits(ctx, url, branch, q)
+	switch {
+	case errors.Is(err, gitops.ErrNoWorker):
+		g.noWorker.Add(1)
+	case err == nil:
+		g.answered.Add(1)
+	}
+	return res, err
+}
+
+// warnings records the log records at Warn level and above.
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (w *warnings) Handle(_ context.Context, r slog.Record) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	msg := r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		msg += " " + a.String()
+		return true
+	})
+	w.msgs = append(w.msgs, msg)
+	return nil
+}
+func (w *warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *warnings) WithGroup(string) slog.Handler      { return w }
+
+// TestStartBeforeTheGitWorkerIsQuiet is a daemon's start: write-back sees its destination before
+// the mirror has started the destination's Git worker. It waits for the worker without a
+// warning, in the log or as an Event, and runs once the worker is there.
+func TestStartBeforeTheGitWorkerIsQuiet(t *testing.T) {
+	e := newWBEnv(t, &crds.WriteBack{Enabled: true})
+	git := &edits{Pool: e.startPool()}
+	logs := &warnings{}
+	e.run(git, slog.New(logs))
+	testenv.Eventually(t, converge, "write-back asked for the missing worker", func() (bool, string) {
+		return git.noWorker.Load() > 0, "no Edits call yet"
+	})
+	git.SetRepositories(context.Background(), []gitops.Repository{{Name: e.ns + "/repo", URL: e.git.RepoURL("repo"),
+		SecretRef: &gitops.SecretRef{Namespace: e.ns, Name: "git"}}})
+	git.SetWorkers([]gitops.Branch{{Repo: e.ns + "/repo", Branch: "main"}})
+	testenv.Eventually(t, converge, "the destination reconciled once its worker runs", func() (bool, string) {
+		u, err := e.dyn.Resource(crds.GitDestinations).Namespace(e.ns).Get(context.Background(), "dest", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		synced, _, _ := unstructured.NestedString(u.Object, "status", "writeBack", "lastSyncTime")
+		return git.answered.Load() > 0 && synced != "", fmt.Sprintf("%d answered, last sync %q", git.answered.Load(), synced)
+	})
+	list, err := e.kube.CoreV1().Events(e.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range list.Items {
+		if ev.Type == corev1.EventTypeWarning {
+			t.Errorf("Warning Event %s on %s %s: %s", ev.Reason, ev.InvolvedObject.Kind, ev.InvolvedObject.Name, ev.Message)
+		}
+	}
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	if len(logs.msgs) > 0 {
+		t.Errorf("a normal start logged warnings:\n%s", strings.Join(logs.msgs, "\n"))
+	}
+}
+
+// TestProposalsAreWatchedOnlyWhileWriteBackIsEnabled: a mirror without write-back pays no watch
+// of Proposals (nor GitRepoConfigs); enabling it on a destination starts them, disabling it on
+// the last one stops them. The apiserver's own count of open watches is the judge.
+func TestProposalsAreWatchedOnlyWhileWriteBackIsEnabled(t *testing.T) {
+	e := newWBEnv(t, nil)
+	c := e.run(&edits{Pool: e.startPool()}, slog.New(slog.DiscardHandler))
+	testenv.Eventually(t, converge, "the controller watches GitDestinations", func() (bool, string) {
+		n := watches(t, e.kube, "gitdestinations")
+		return n > 0, fmt.Sprintf("%d watches", n)
+	})
+	if n := watches(t, e.kube, "proposals"); n != 0 || c.Caching() {
+		t.Errorf("without write-back: %d watches of Proposals, caching %v", n, c.Caching())
+	}
+	e.setWriteBack(true)
+	testenv.Eventually(t, converge, "Proposals watched once write-back is enabled", func() (bool, string) {
+		n := watches(t, e.kube, "proposals")
+		return n > 0 && c.Caching(), fmt.Sprintf("%d watches, caching %v", n, c.Caching())
+	})
+	e.setWriteBack(false)
+	testenv.Eventually(t, converge, "Proposals no longer watched once it is disabled", func() (bool, string) {
+		n := watches(t, e.kube, "proposals")
+		return n == 0 && !c.Caching(), fmt.Sprintf("%d watches, caching %v", n, c.Caching())
+	})
+}
+
+func (e *wbEnv) setWriteBack(enabled bool) {
+	e.t.Helper()
+	body := fmt.Sprintf(`{"spec":{"writeBack":{"enabled":%t}}}`, enabled)
+	if _, err := e.dyn.Resource(crds.GitDestinations).Namespace(e.ns).Patch(context.Background(), "dest",
+		types.MergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// watches is how many watches of a configbutler.ai resource the apiserver is serving, from its
+// apiserver_longrunning_requests gauge.
+func watches(t *testing.T, kube kubernetes.Interface, resource string) int {
+	t.Helper()
+	raw, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("read the apiserver's metrics: %v", err)
+	}
+	n := 0
+	for line := range strings.Lines(string(raw)) {
+		if !strings.HasPrefix(line, "apiserver_longrunning_requests{") || !strings.Contains(line, `verb="WATCH"`) ||
+			!strings.Contains(line, `group="configbutler.ai"`) || !strings.Contains(line, `resource="`+resource+`"`) {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
+			n += int(v)
+		}
+	}
+	return n
+}

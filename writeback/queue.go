@@ -1,0 +1,194 @@
+package writeback
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitops"
+)
+
+// The keys of the controller's queue: a destination to reconcile, a proposal to decide, and a
+// destination that changed (its informer only queues this; the worker looks at what changed).
+const (
+	destinationKeyPrefix = "d/"
+	proposalKeyPrefix    = "p/"
+	seenKeyPrefix        = "s/"
+)
+
+// noWorkerWait is the first wait before a destination whose Git worker the mirror has not
+// started yet is tried again; it doubles, up to the destination's interval.
+const noWorkerWait = time.Second
+
+// errNotWriteBack says a destination is gone or does not enable write-back.
+var errNotWriteBack = errors.New("not a write-back destination")
+
+// SyncNow reconciles the destination as soon as the controller is free: fetch, read the edits
+// people pushed, open proposals. It is the one call every trigger uses.
+func (c *Controller) SyncNow(namespace, name, why string) {
+	c.enqueueDestination(namespace+"/"+name, trigger{kind: why})
+}
+
+// HeldChanged is the pool's OnHeldChange: the mirror wanted to write a file a proposal holds,
+// so the live object may have moved and the proposal be stale.
+func (c *Controller) HeldChanged(url, branch, path string) {
+	for _, p := range c.proposalsAt(path) {
+		if d, err := c.destination(p.Namespace, p.Spec.DestinationRef.Name); err == nil && d.url == url && d.branch == branch {
+			c.ctl.Add(proposalKeyPrefix + p.Namespace + "/" + p.Name)
+		}
+	}
+}
+
+// enqueueDestination queues a run; a sync-now request wins over a start-up run, which wins
+// over an interval run, so the annotation's value is recorded as handled. A webhook trigger
+// waits until receiverSpacing after the destination's last run started: a flood of pushes then
+// costs at most two fetches (the run under way and one that answers all the others).
+func (c *Controller) enqueueDestination(key string, t trigger) {
+	c.mu.Lock()
+	if cur, ok := c.triggers[key]; !ok || cur.kind == crds.TriggerInterval || t.kind == crds.TriggerSyncNow {
+		c.triggers[key] = t
+	}
+	var wait time.Duration
+	if t.kind == crds.TriggerReceiver {
+		wait = time.Until(c.started[key].Add(receiverSpacing))
+	}
+	c.mu.Unlock()
+	c.ctl.AddAfter(destinationKeyPrefix+key, max(wait, 0))
+}
+
+// proposalKey is the key of a proposal that waits and carries a decision, "" for any other.
+func proposalKey(obj any) string {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return "" // deleted: nothing to decide
+	}
+	p, err := crds.FromUnstructured[crds.Proposal](u)
+	if err != nil || !waiting(p) || p.Spec.Decision == crds.DecisionNone {
+		return ""
+	}
+	if p.Status.Phase == crds.PhaseIgnored && p.Spec.Decision == crds.DecisionIgnore {
+		return ""
+	}
+	return proposalKeyPrefix + p.Namespace + "/" + p.Name
+}
+
+// handle is the controller's one handler: it keeps the caches write-back needs running while a
+// destination enables it, then acts on the key.
+func (c *Controller) handle(ctx context.Context, key string) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, defaultOperationDeadline)
+	defer cancel()
+	if strings.HasPrefix(key, seenKeyPrefix) {
+		// Its run is queued even when the caches cannot start yet: the run retries that itself.
+		c.destinationSeen(strings.TrimPrefix(key, seenKeyPrefix))
+		return 0, c.followCaches(ctx)
+	}
+	if err := c.followCaches(ctx); err != nil {
+		return 0, err
+	}
+	var after time.Duration
+	var err error
+	switch {
+	case strings.HasPrefix(key, destinationKeyPrefix):
+		after, err = c.runDestination(ctx, strings.TrimPrefix(key, destinationKeyPrefix))
+	case strings.HasPrefix(key, proposalKeyPrefix):
+		ns, name, _ := strings.Cut(strings.TrimPrefix(key, proposalKeyPrefix), "/")
+		err = c.decide(ctx, ns, name)
+	}
+	c.cfg.Metrics.Pending.Set(float64(c.pendingCount("")))
+	return after, err
+}
+
+// followCaches starts the caches of GitRepoConfigs and Proposals when a GitDestination enables
+// write-back, and stops them when none does.
+func (c *Controller) followCaches(ctx context.Context) error {
+	for _, item := range c.dests.GetStore().List() {
+		d, err := crds.FromUnstructured[crds.GitDestination](item.(*unstructured.Unstructured))
+		if err == nil && d.Spec.WriteBack != nil && d.Spec.WriteBack.Enabled {
+			return c.caches.Start(ctx)
+		}
+	}
+	c.caches.Stop()
+	return nil
+}
+
+// destinationSeen queues a write-back destination ("namespace/name") the first time it is seen,
+// and again when its sync-now annotation carries a value not acted on yet.
+func (c *Controller) destinationSeen(key string) {
+	item, ok, _ := c.dests.GetStore().GetByKey(key)
+	var d *crds.GitDestination
+	if ok {
+		d, _ = crds.FromUnstructured[crds.GitDestination](item.(*unstructured.Unstructured))
+	}
+	if d == nil || d.Spec.WriteBack == nil || !d.Spec.WriteBack.Enabled {
+		c.mu.Lock()
+		delete(c.known, key) // enabled again later, it runs at once
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Lock()
+	first := !c.known[key]
+	c.known[key] = true
+	v := d.Annotations[crds.AnnotationSyncNow]
+	syncNow := v != "" && c.requested[key] != v && (d.Status.WriteBack == nil || d.Status.WriteBack.LastHandledSyncNow != v)
+	if syncNow {
+		c.requested[key] = v
+	}
+	c.mu.Unlock()
+	switch {
+	case syncNow:
+		c.enqueueDestination(key, trigger{kind: crds.TriggerSyncNow, value: v})
+	case first:
+		c.enqueueDestination(key, trigger{kind: crds.TriggerStartup})
+	}
+}
+
+// runDestination reconciles one destination for the trigger it was queued with, and says when to
+// run it again: its interval run (0: not scheduled), or shortly when the mirror has not started its
+// Git worker yet. A retry after an error, or for the Git worker, answers the same trigger.
+func (c *Controller) runDestination(ctx context.Context, name string) (time.Duration, error) {
+	c.mu.Lock()
+	t, ok := c.triggers[name]
+	delete(c.triggers, name)
+	// Without a trigger this is an interval timer; one set by an earlier run is not due yet.
+	early := !ok && time.Now().Add(time.Second).Before(c.started[name].Add(c.cfg.Interval))
+	if !early {
+		c.started[name] = time.Now()
+	}
+	c.mu.Unlock()
+	if early {
+		return 0, nil
+	}
+	if !ok {
+		t = trigger{kind: crds.TriggerInterval}
+	}
+	enabled, err := c.reconcile(ctx, name, t)
+	noWorker := errors.Is(err, gitops.ErrStopped)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		if _, newer := c.triggers[name]; !newer {
+			c.triggers[name] = t
+		}
+	}
+	if noWorker {
+		// Not a failure: the mirror starts the worker moments after a destination appears (or at
+		// start), so this is tried again quietly, soon.
+		wait := min(noWorkerWait<<min(c.waits[name], 10), c.cfg.Interval)
+		c.waits[name]++
+		c.cfg.Log.Debug("no Git worker for the destination yet; trying again", "destination", name, "in", wait)
+		return wait, nil
+	}
+	delete(c.waits, name)
+	switch {
+	case err != nil:
+		// Should the retries be given up, the interval run still comes.
+		return c.cfg.Interval, err
+	case !enabled:
+		return 0, nil
+	}
+	return c.cfg.Interval, nil
+}
