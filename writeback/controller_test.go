@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -128,8 +130,8 @@ func (e *wbEnv) run(git Git, log *slog.Logger) *Controller {
 // startPool runs a Git pool until the test ends.
 func (e *wbEnv) startPool() *gitops.Pool {
 	pool := gitops.NewPool(gitops.PoolConfig{
-		Secrets: e.kube.CoreV1(), WorkDir: e.t.TempDir(),
-		Limits: gitops.BatchLimits{MaxFiles: 200, MaxBytes: 1 << 20, MaxWait: time.Second, Quiet: 100 * time.Millisecond},
+		WorkDir: e.t.TempDir(),
+		Limits:  gitops.BatchLimits{MaxFiles: 200, MaxBytes: 1 << 20, MaxWait: time.Second, Quiet: 100 * time.Millisecond},
 		Identity: gitops.Identity{
 			Committer: gitops.Signature{Name: "gitops-reverser", Email: "bot@example.com"},
 			Bot:       gitops.Signature{Name: "gitops-reverser", Email: "bot@example.com"},
@@ -145,14 +147,15 @@ func (e *wbEnv) startPool() *gitops.Pool {
 	return pool
 }
 
-// edits is the pool as write-back sees it, counting how its Edits calls went.
+// edits is the pool as write-back sees it, counting how its fetches (the first step of every
+// read of the edits) went.
 type edits struct {
 	*gitops.Pool
 	noWorker, answered atomic.Int64
 }
 
-func (g *edits) Edits(ctx context.Context, url, branch string, q gitops.EditsQuery) (gitops.EditsResult, error) {
-	res, err := g.Pool.Edits(ctx, url, branch, q)
+func (g *edits) Fetch(ctx context.Context, url, branch string) (gitops.FetchResult, error) {
+	res, err := g.Pool.Fetch(ctx, url, branch)
 	switch {
 	case errors.Is(err, gitops.ErrNoWorker):
 		g.noWorker.Add(1)
@@ -194,8 +197,8 @@ func TestStartBeforeTheGitWorkerIsQuiet(t *testing.T) {
 	testenv.Eventually(t, converge, "write-back asked for the missing worker", func() (bool, string) {
 		return git.noWorker.Load() > 0, "no Edits call yet"
 	})
-	git.SetRepositories(context.Background(), []gitops.Repository{{Name: e.ns + "/repo", URL: e.git.RepoURL("repo"),
-		SecretRef: &gitops.SecretRef{Namespace: e.ns, Name: "git"}}})
+	git.SetRepositories([]gitops.Repository{{Name: e.ns + "/repo", URL: e.git.RepoURL("repo"),
+		Credentials: gitops.Credentials{Auth: &githttp.BasicAuth{Username: e.git.Username, Password: e.git.Password}, Key: "test"}}})
 	git.SetWorkers([]gitops.Branch{{Repo: e.ns + "/repo", Branch: "main"}})
 	testenv.Eventually(t, converge, "the destination reconciled once its worker runs", func() (bool, string) {
 		u, err := e.dyn.Resource(crds.GitDestinations).Namespace(e.ns).Get(context.Background(), "dest", metav1.GetOptions{})
