@@ -12,8 +12,6 @@ import (
 	"time"
 
 	admissionv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/configbutler/gitops-reverser/httpserver"
 	"github.com/configbutler/gitops-reverser/metrics"
@@ -34,7 +32,9 @@ const (
 // certificate Secret, no permission, a port in use) it is degraded, the mirror keeps running and
 // credits changes to the bot, and it retries until it works.
 type attribution struct {
-	cfg       Config
+	cfg       WebhookConfig
+	namespace string
+	inCluster bool
 	store     *webhook.Store
 	decisions *webhook.Decisions // who set each proposal's decision, for write-back
 	watched   *webhook.Watched
@@ -50,44 +50,45 @@ type attribution struct {
 
 // newAttribution builds the parts; it starts nothing and does no I/O, so the daemon starts
 // whatever state the cluster is in. Run does the work.
-func newAttribution(cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, m *metrics.Attribution, optional *optionalParts, log *slog.Logger) (*attribution, error) {
+func newAttribution(s shared, cfg WebhookConfig) (*attribution, error) {
+	m, log := s.reg.Attribution, s.log
 	a := &attribution{
-		cfg: cfg,
+		cfg: cfg, namespace: s.namespace, inCluster: s.inCluster,
 		store: webhook.NewStore(webhook.StoreConfig{
-			TTL: cfg.CorrelationTTL, Capacity: cfg.CorrelationCapacity, Metrics: m, Bot: cfg.Bot,
+			TTL: cfg.CorrelationTTL, Capacity: cfg.CorrelationCapacity, Metrics: m, Bot: s.bot,
 		}),
 		decisions: webhook.NewDecisions(webhook.DefaultDecisionsCapacity, webhook.DefaultDecisionsTTL, time.Now),
 		watched:   &webhook.Watched{},
-		optional:  optional,
+		optional:  s.optional,
 		log:       log,
 	}
 	a.handler = webhook.NewAdmissionHandler(a.store, a.watched, m, log, webhook.WithDecisions(a.decisions))
-	admission, err := admissionv1client.NewForConfig(kube)
+	admission, err := admissionv1client.NewForConfig(s.kube)
 	if err != nil {
 		return nil, fmt.Errorf("build admission client: %w", err)
 	}
 	a.registrar = webhook.NewRegistrar(webhook.RegistrarConfig{
 		Registration: webhook.NewRegistration(webhook.RegistrationConfig{
-			Admission: admission, Name: controllerName, URL: cfg.WebhookURL,
-			ServiceNamespace: cfg.Namespace, ServiceName: cfg.WebhookServiceName, ServicePort: int32(webhookPort(cfg)),
+			Admission: admission, Name: controllerName, URL: cfg.URL,
+			ServiceNamespace: s.namespace, ServiceName: cfg.ServiceName, ServicePort: int32(webhookPort(cfg)),
 			Path: webhook.AdmissionPath, CABundle: a.caBundle, TimeoutSeconds: 2,
 		}),
 		OnApply: a.registered, MaxBackoff: optionalMaxBackoff, Log: log,
 	})
-	if cfg.WebhookCertDir == "" {
+	if cfg.CertDir == "" {
 		var hosts []string
-		if u, err := url.Parse(cfg.WebhookURL); err == nil && u.Hostname() != "" {
+		if u, err := url.Parse(cfg.URL); err == nil && u.Hostname() != "" {
 			hosts = append(hosts, u.Hostname())
 		}
 		a.selfMgd, err = webhook.NewSelfManaged(webhook.SelfManagedConfig{
-			Core: core, Namespace: cfg.Namespace, SecretName: cfg.WebhookServiceName + "-webhook-tls",
-			ServiceName: cfg.WebhookServiceName, ExtraHosts: hosts, Now: time.Now, OnRotate: a.registrar.CARotated,
+			Core: s.core, Namespace: s.namespace, SecretName: cfg.ServiceName + "-webhook-tls",
+			ServiceName: cfg.ServiceName, ExtraHosts: hosts, Now: time.Now, OnRotate: a.registrar.CARotated,
 		}, log)
 		if err != nil {
 			return nil, fmt.Errorf("webhook certificates: %w", err)
 		}
 	}
-	optional.track(metrics.PartAttribution, "changes are credited to "+cfg.Bot.Name+", not to the people who made them")
+	s.optional.track(metrics.PartAttribution, "changes are credited to "+s.bot.Name+", not to the people who made them")
 	return a, nil
 }
 
@@ -98,7 +99,7 @@ func (a *attribution) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { _ = a.store.Run(ctx) }) // lookups work after it ends: the mirror may outlive it
-	if !a.cfg.InCluster && a.cfg.WebhookURL == "" {
+	if !a.inCluster && a.cfg.URL == "" {
 		a.optional.degraded(metrics.PartAttribution, unreachableProblem(a.cfg))
 		<-ctx.Done()
 		return nil
@@ -132,22 +133,22 @@ func (a *attribution) start(ctx context.Context) *httpserver.Server {
 // tryStart reads the client CA, gets the serving certificate and listens: one attempt.
 func (a *attribution) tryStart(ctx context.Context) (*httpserver.Server, problem) {
 	var clientCA *httpserver.ClientCA
-	if a.cfg.WebhookClientCAFile != "" {
+	if a.cfg.ClientCAFile != "" {
 		var err error
-		if clientCA, err = httpserver.LoadClientCA(a.cfg.WebhookClientCAFile); err != nil {
+		if clientCA, err = httpserver.LoadClientCA(a.cfg.ClientCAFile); err != nil {
 			return nil, clientCAProblem(a.cfg, err)
 		}
 	}
 	if a.certs == nil {
 		if a.selfMgd == nil {
-			fc, err := httpserver.NewFileCerts(a.cfg.WebhookCertDir)
+			fc, err := httpserver.NewFileCerts(a.cfg.CertDir)
 			if err != nil {
 				return nil, certDirProblem(a.cfg, err)
 			}
 			a.certs = fc
 		} else {
 			if err := a.selfMgd.Sync(ctx); err != nil {
-				return nil, secretProblem(a.cfg, err)
+				return nil, secretProblem(a.namespace, err)
 			}
 			a.certs = a.selfMgd
 		}
@@ -155,7 +156,7 @@ func (a *attribution) tryStart(ctx context.Context) (*httpserver.Server, problem
 	mux := http.NewServeMux()
 	mux.Handle(webhook.AdmissionPath, a.handler)
 	srv, err := httpserver.Listen(httpserver.Config{
-		Name: "webhook", BindAddress: a.cfg.WebhookBindAddress, Handler: mux, Limits: webhook.ServerLimits(),
+		Name: "webhook", BindAddress: a.cfg.BindAddress, Handler: mux, Limits: webhook.ServerLimits(),
 		Certs: a.certs, ClientCA: clientCA, Log: a.log,
 	})
 	if err != nil {
@@ -194,8 +195,8 @@ func (a *attribution) onWatched(_ context.Context, sels []watch.Selection) {
 }
 
 // webhookPort is the port of --webhook-bind-address, which is also the Service's port.
-func webhookPort(cfg Config) int {
-	_, port, _ := net.SplitHostPort(cfg.WebhookBindAddress)
+func webhookPort(cfg WebhookConfig) int {
+	_, port, _ := net.SplitHostPort(cfg.BindAddress)
 	n, _ := strconv.Atoi(port)
 	return n
 }

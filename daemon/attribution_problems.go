@@ -13,7 +13,7 @@ import (
 
 // unreachableProblem: outside a cluster the webhook's Service does not lead to this process, and
 // registering it would only make the apiserver call nobody.
-func unreachableProblem(cfg Config) problem {
+func unreachableProblem(cfg WebhookConfig) problem {
 	return problem{
 		what:  "running outside the cluster without --" + keyWebhookURL + ": the apiserver cannot reach this process, so no webhook is registered",
 		fix:   "set --" + keyWebhookURL + "=https://<address the apiserver can reach>:" + strconv.Itoa(webhookPort(cfg)),
@@ -21,39 +21,39 @@ func unreachableProblem(cfg Config) problem {
 	}
 }
 
-func clientCAProblem(cfg Config, err error) problem {
+func clientCAProblem(cfg WebhookConfig, err error) problem {
 	return problem{
 		what: fmt.Sprintf("cannot use --%s: %v", keyWebhookClientCAFile, err),
-		fix:  fmt.Sprintf("make %s a readable PEM file of the CA certificates that sign the apiserver's webhook client certificate", cfg.WebhookClientCAFile),
+		fix:  fmt.Sprintf("make %s a readable PEM file of the CA certificates that sign the apiserver's webhook client certificate", cfg.ClientCAFile),
 	}
 }
 
-func certDirProblem(cfg Config, err error) problem {
+func certDirProblem(cfg WebhookConfig, err error) problem {
 	return problem{
 		what: fmt.Sprintf("cannot load the webhook certificate of --%s: %v", keyWebhookCertDir, err),
-		fix:  fmt.Sprintf("put tls.crt, tls.key and ca.crt into %s (e.g. mount the cert-manager Secret there), or leave --%s empty to have the daemon manage its own", cfg.WebhookCertDir, keyWebhookCertDir),
+		fix:  fmt.Sprintf("put tls.crt, tls.key and ca.crt into %s (e.g. mount the cert-manager Secret there), or leave --%s empty to have the daemon manage its own", cfg.CertDir, keyWebhookCertDir),
 	}
 }
 
 // secretProblem is a failure to read or write the self-managed certificate Secret.
-func secretProblem(cfg Config, err error) problem {
+func secretProblem(namespace string, err error) problem {
 	p := problem{what: fmt.Sprintf("cannot keep the webhook certificate Secret: %v", err)}
 	switch {
 	case isNamespaceNotFound(err):
-		p.what = fmt.Sprintf("the namespace %s does not exist, so the webhook certificate Secret cannot be kept there: %v", cfg.Namespace, err)
-		p.fix = fmt.Sprintf("create the namespace %s or set --%s", cfg.Namespace, keyNamespace)
+		p.what = fmt.Sprintf("the namespace %s does not exist, so the webhook certificate Secret cannot be kept there: %v", namespace, err)
+		p.fix = fmt.Sprintf("create the namespace %s or set --%s", namespace, keyNamespace)
 	case apierrors.IsForbidden(err):
-		p.fix = fmt.Sprintf("grant the daemon get, create and update on secrets in the namespace %s (the shipped Role does), or give it a certificate with --%s", cfg.Namespace, keyWebhookCertDir)
+		p.fix = fmt.Sprintf("grant the daemon get, create and update on secrets in the namespace %s (the shipped Role does), or give it a certificate with --%s", namespace, keyWebhookCertDir)
 	default:
 		p.fix = "check that the Kubernetes API answers; the daemon retries"
 	}
 	return p
 }
 
-func listenProblem(cfg Config, err error) problem {
+func listenProblem(cfg WebhookConfig, err error) problem {
 	return problem{
 		what: fmt.Sprintf("cannot serve the webhook: %v", err),
-		fix:  fmt.Sprintf("free %s or set --%s to a free address", cfg.WebhookBindAddress, keyWebhookBindAddress),
+		fix:  fmt.Sprintf("free %s or set --%s to a free address", cfg.BindAddress, keyWebhookBindAddress),
 	}
 }
 

@@ -18,57 +18,85 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Config is the validated configuration, passed down to components as plain values.
+// Config is the validated configuration. Each part has its own section; the facts every part
+// shares (the daemon's namespace, its name in Git, where it keeps clones) sit at the top.
 type Config struct {
-	Kubeconfig           string
-	InstallCRDs          bool
-	EnableWatchIngestion bool
-	DiscoveryRefresh     time.Duration
-	WatchAll             bool
-	DiscoveryExclude     []string
-	BatchMaxFiles        int
-	BatchMaxBytes        int64
-	BatchMaxWait         time.Duration
-	BatchQuiet           time.Duration
-	WorkersMaxGlobal     int
-	WorkersMaxPerRepo    int
-	WorkDir              string
-	Namespace            string
-	EnableWebhook        bool
-	WebhookBindAddress   string
-	WebhookCertDir       string
-	WebhookURL           string
-	WebhookServiceName   string
-	WebhookClientCAFile  string
-	CorrelationTTL       time.Duration
-	CorrelationCapacity  int
-	MetricsBindAddress   string
-	HealthBindAddress    string
-	LogFormat            string
-	LogLevel             slog.Level
-	HaltWriteBack        bool
-	WriteBackInterval    time.Duration
-	MaxProposalsPerTick  int
-	SyncRunRetention     time.Duration
-	SyncRunRetentionFail time.Duration
-	ReceiverBindAddress  string
-	ReceiverCertDir      string
-	UIBindAddress        string
-	UIAuth               string
-	UICertDir            string
-	LeaderElect          bool
-	LeaderElectionNS     string
-	LeaderElectionID     string
-	LeaseDuration        time.Duration
-	RenewDeadline        time.Duration
-	RetryPeriod          time.Duration
-	PodName              string
+	Kubeconfig  string
+	InstallCRDs bool
+	WorkDir     string
+	Namespace   string
 	// Bot is the daemon in Git: the committer of every commit, and the author of changes nobody
 	// can be credited with.
 	Bot gitops.Signature
 	// InCluster is not a setting: it says whether the daemon runs in a Pod, where the apiserver
 	// can reach the webhook through its Service.
 	InCluster bool
+	Log       LogConfig
+	Endpoints EndpointsConfig
+	Mirror    MirrorConfig
+	Webhook   WebhookConfig
+	WriteBack WriteBackConfig
+	Receivers ServerConfig
+	UI        UIConfig
+	Leader    LeaderConfig
+}
+
+// LogConfig is how the daemon logs.
+type LogConfig struct {
+	Format string // text or json
+	Level  slog.Level
+}
+
+// EndpointsConfig is where metrics and health are served.
+type EndpointsConfig struct {
+	MetricsBindAddress, HealthBindAddress string
+}
+
+// MirrorConfig is the cluster → Git flow's.
+type MirrorConfig struct {
+	Enabled           bool
+	DiscoveryRefresh  time.Duration
+	WatchAll          bool
+	DiscoveryExclude  []string
+	Batch             gitops.BatchLimits
+	MaxWorkers        int
+	MaxWorkersPerRepo int
+}
+
+// WebhookConfig is the admission webhook's, which credits changes to their authors.
+type WebhookConfig struct {
+	Enabled                                              bool
+	BindAddress, CertDir, URL, ServiceName, ClientCAFile string
+	CorrelationTTL                                       time.Duration
+	CorrelationCapacity                                  int
+}
+
+// WriteBackConfig is the Git → cluster flow's.
+type WriteBackConfig struct {
+	Halt                       bool
+	Interval                   time.Duration
+	MaxPerTick                 int
+	Retention, FailedRetention time.Duration
+}
+
+// ServerConfig is where an optional server listens (empty: off) and where its TLS certificate is
+// (empty: plain HTTP, for an Ingress in front).
+type ServerConfig struct {
+	BindAddress, CertDir string
+}
+
+// UIConfig is the operator page's.
+type UIConfig struct {
+	ServerConfig
+	Auth string // token or none
+}
+
+// LeaderConfig is leader election's.
+type LeaderConfig struct {
+	Elect                                     bool
+	Namespace, ID                             string
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	PodName                                   string
 }
 
 // ConfigError is a configuration the daemon refuses to start with; main exits with code 2.
@@ -150,50 +178,56 @@ func yamlScalar(v any) string {
 // configFrom reads the parsed flags into a Config and checks every value, naming the key at fault.
 func configFrom(c *cli.Context) (Config, error) {
 	cfg := Config{
-		Kubeconfig:           c.String(keyKubeconfig),
-		InstallCRDs:          c.Bool(keyInstallCRDs),
-		EnableWatchIngestion: c.Bool(keyEnableWatchIngestion),
-		DiscoveryRefresh:     c.Duration(keyDiscoveryRefresh),
-		WatchAll:             c.Bool(keyWatchAll),
-		DiscoveryExclude:     c.StringSlice(keyDiscoveryExclude),
-		BatchMaxFiles:        c.Int(keyBatchMaxFiles),
-		BatchMaxBytes:        int64(c.Int(keyBatchMaxBytesMiB)) << 20,
-		BatchMaxWait:         time.Duration(c.Int(keyBatchMaxWaitSec)) * time.Second,
-		BatchQuiet:           time.Duration(c.Int(keyBatchQuietMs)) * time.Millisecond,
-		WorkersMaxGlobal:     c.Int(keyWorkersMaxGlobal),
-		WorkersMaxPerRepo:    c.Int(keyWorkersMaxPerRepo),
-		WorkDir:              c.String(keyWorkDir),
-		Namespace:            c.String(keyNamespace),
-		EnableWebhook:        c.Bool(keyEnableWebhook),
-		WebhookBindAddress:   c.String(keyWebhookBindAddress),
-		WebhookCertDir:       c.String(keyWebhookCertDir),
-		WebhookURL:           strings.TrimSuffix(c.String(keyWebhookURL), "/"),
-		WebhookServiceName:   c.String(keyWebhookServiceName),
-		WebhookClientCAFile:  c.String(keyWebhookClientCAFile),
-		CorrelationTTL:       c.Duration(keyCorrelationTTL),
-		CorrelationCapacity:  c.Int(keyCorrelationCapacity),
-		MetricsBindAddress:   c.String(keyMetricsBindAddress),
-		HealthBindAddress:    c.String(keyHealthBindAddress),
-		LogFormat:            c.String(keyLogFormat),
-		HaltWriteBack:        c.Bool(keyHaltWriteBack),
-		WriteBackInterval:    c.Duration(keyWriteBackInterval),
-		MaxProposalsPerTick:  c.Int(keyMaxProposalsPerTick),
-		SyncRunRetention:     c.Duration(keySyncRunRetention),
-		SyncRunRetentionFail: c.Duration(keySyncRunRetentionFail),
-		ReceiverBindAddress:  c.String(keyReceiverBindAddress),
-		ReceiverCertDir:      c.String(keyReceiverCertDir),
-		UIBindAddress:        c.String(keyUIBindAddress),
-		UIAuth:               c.String(keyUIAuth),
-		UICertDir:            c.String(keyUICertDir),
-		LeaderElect:          c.Bool(keyLeaderElect),
-		LeaderElectionNS:     c.String(keyLeaderElectionNS),
-		LeaderElectionID:     c.String(keyLeaderElectionID),
-		LeaseDuration:        c.Duration(keyLeaseDuration),
-		RenewDeadline:        c.Duration(keyRenewDeadline),
-		RetryPeriod:          c.Duration(keyRetryPeriod),
-		PodName:              c.String(keyPodName),
-		Bot:                  gitops.Signature{Name: strings.TrimSpace(c.String(keyGitCommitterName)), Email: strings.TrimSpace(c.String(keyGitCommitterEmail))},
-		InCluster:            inCluster(),
+		Kubeconfig:  c.String(keyKubeconfig),
+		InstallCRDs: c.Bool(keyInstallCRDs),
+		WorkDir:     c.String(keyWorkDir),
+		Namespace:   c.String(keyNamespace),
+		Bot:         gitops.Signature{Name: strings.TrimSpace(c.String(keyGitCommitterName)), Email: strings.TrimSpace(c.String(keyGitCommitterEmail))},
+		InCluster:   inCluster(),
+		Log:         LogConfig{Format: c.String(keyLogFormat)},
+		Endpoints:   EndpointsConfig{MetricsBindAddress: c.String(keyMetricsBindAddress), HealthBindAddress: c.String(keyHealthBindAddress)},
+		Mirror: MirrorConfig{
+			Enabled:          c.Bool(keyEnableWatchIngestion),
+			DiscoveryRefresh: c.Duration(keyDiscoveryRefresh),
+			WatchAll:         c.Bool(keyWatchAll),
+			DiscoveryExclude: c.StringSlice(keyDiscoveryExclude),
+			Batch: gitops.BatchLimits{
+				MaxFiles: c.Int(keyBatchMaxFiles),
+				MaxBytes: int64(c.Int(keyBatchMaxBytesMiB)) << 20,
+				MaxWait:  time.Duration(c.Int(keyBatchMaxWaitSec)) * time.Second,
+				Quiet:    time.Duration(c.Int(keyBatchQuietMs)) * time.Millisecond,
+			},
+			MaxWorkers:        c.Int(keyWorkersMaxGlobal),
+			MaxWorkersPerRepo: c.Int(keyWorkersMaxPerRepo),
+		},
+		Webhook: WebhookConfig{
+			Enabled:             c.Bool(keyEnableWebhook),
+			BindAddress:         c.String(keyWebhookBindAddress),
+			CertDir:             c.String(keyWebhookCertDir),
+			URL:                 strings.TrimSuffix(c.String(keyWebhookURL), "/"),
+			ServiceName:         c.String(keyWebhookServiceName),
+			ClientCAFile:        c.String(keyWebhookClientCAFile),
+			CorrelationTTL:      c.Duration(keyCorrelationTTL),
+			CorrelationCapacity: c.Int(keyCorrelationCapacity),
+		},
+		WriteBack: WriteBackConfig{
+			Halt:            c.Bool(keyHaltWriteBack),
+			Interval:        c.Duration(keyWriteBackInterval),
+			MaxPerTick:      c.Int(keyMaxProposalsPerTick),
+			Retention:       c.Duration(keySyncRunRetention),
+			FailedRetention: c.Duration(keySyncRunRetentionFail),
+		},
+		Receivers: ServerConfig{BindAddress: c.String(keyReceiverBindAddress), CertDir: c.String(keyReceiverCertDir)},
+		UI:        UIConfig{ServerConfig: ServerConfig{BindAddress: c.String(keyUIBindAddress), CertDir: c.String(keyUICertDir)}, Auth: c.String(keyUIAuth)},
+		Leader: LeaderConfig{
+			Elect:         c.Bool(keyLeaderElect),
+			Namespace:     c.String(keyLeaderElectionNS),
+			ID:            c.String(keyLeaderElectionID),
+			LeaseDuration: c.Duration(keyLeaseDuration),
+			RenewDeadline: c.Duration(keyRenewDeadline),
+			RetryPeriod:   c.Duration(keyRetryPeriod),
+			PodName:       c.String(keyPodName),
+		},
 	}
 	var errs []error
 	check := func(ok bool, key, format string, args ...any) {
@@ -201,47 +235,47 @@ func configFrom(c *cli.Context) (Config, error) {
 			errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 		}
 	}
-	check(cfg.DiscoveryRefresh >= 10*time.Second, keyDiscoveryRefresh, "must be at least 10s, got %s", cfg.DiscoveryRefresh)
-	check(cfg.BatchMaxFiles >= 1, keyBatchMaxFiles, "must be at least 1, got %d", cfg.BatchMaxFiles)
+	check(cfg.Mirror.DiscoveryRefresh >= 10*time.Second, keyDiscoveryRefresh, "must be at least 10s, got %s", cfg.Mirror.DiscoveryRefresh)
+	check(cfg.Mirror.Batch.MaxFiles >= 1, keyBatchMaxFiles, "must be at least 1, got %d", cfg.Mirror.Batch.MaxFiles)
 	check(c.Int(keyBatchMaxBytesMiB) >= 1 && c.Int(keyBatchMaxBytesMiB) <= 1024, keyBatchMaxBytesMiB,
 		"must be between 1 and 1024, got %d", c.Int(keyBatchMaxBytesMiB))
 	check(c.Int(keyBatchMaxWaitSec) >= 1, keyBatchMaxWaitSec, "must be at least 1, got %d", c.Int(keyBatchMaxWaitSec))
-	check(cfg.BatchQuiet >= 10*time.Millisecond && cfg.BatchQuiet <= cfg.BatchMaxWait, keyBatchQuietMs,
+	check(cfg.Mirror.Batch.Quiet >= 10*time.Millisecond && cfg.Mirror.Batch.Quiet <= cfg.Mirror.Batch.MaxWait, keyBatchQuietMs,
 		"must be between 10 and %s in milliseconds, got %d", keyBatchMaxWaitSec, c.Int(keyBatchQuietMs))
-	check(cfg.WorkersMaxGlobal >= 1, keyWorkersMaxGlobal, "must be at least 1, got %d", cfg.WorkersMaxGlobal)
-	check(cfg.WorkersMaxPerRepo >= 1 && cfg.WorkersMaxPerRepo <= cfg.WorkersMaxGlobal, keyWorkersMaxPerRepo,
-		"must be between 1 and %s (%d), got %d", keyWorkersMaxGlobal, cfg.WorkersMaxGlobal, cfg.WorkersMaxPerRepo)
+	check(cfg.Mirror.MaxWorkers >= 1, keyWorkersMaxGlobal, "must be at least 1, got %d", cfg.Mirror.MaxWorkers)
+	check(cfg.Mirror.MaxWorkersPerRepo >= 1 && cfg.Mirror.MaxWorkersPerRepo <= cfg.Mirror.MaxWorkers, keyWorkersMaxPerRepo,
+		"must be between 1 and %s (%d), got %d", keyWorkersMaxGlobal, cfg.Mirror.MaxWorkers, cfg.Mirror.MaxWorkersPerRepo)
 	check(cfg.WorkDir != "", keyWorkDir, "must not be empty")
 	check(cfg.Namespace != "", keyNamespace, "must not be empty")
-	check(cfg.CorrelationTTL >= time.Second, keyCorrelationTTL, "must be at least 1s, got %s", cfg.CorrelationTTL)
-	check(cfg.CorrelationCapacity >= 100, keyCorrelationCapacity, "must be at least 100, got %d", cfg.CorrelationCapacity)
-	check(cfg.WriteBackInterval >= 10*time.Second, keyWriteBackInterval, "must be at least 10s, got %s", cfg.WriteBackInterval)
-	check(cfg.MaxProposalsPerTick >= 1, keyMaxProposalsPerTick, "must be at least 1, got %d", cfg.MaxProposalsPerTick)
-	check(cfg.SyncRunRetention >= time.Hour, keySyncRunRetention, "must be at least 1h, got %s", cfg.SyncRunRetention)
-	check(cfg.SyncRunRetentionFail >= time.Hour, keySyncRunRetentionFail, "must be at least 1h, got %s", cfg.SyncRunRetentionFail)
-	if cfg.ReceiverBindAddress != "" {
-		_, port, err := net.SplitHostPort(cfg.ReceiverBindAddress)
-		check(err == nil && port != "", keyReceiverBindAddress, "must be host:port or :port, got %q", cfg.ReceiverBindAddress)
+	check(cfg.Webhook.CorrelationTTL >= time.Second, keyCorrelationTTL, "must be at least 1s, got %s", cfg.Webhook.CorrelationTTL)
+	check(cfg.Webhook.CorrelationCapacity >= 100, keyCorrelationCapacity, "must be at least 100, got %d", cfg.Webhook.CorrelationCapacity)
+	check(cfg.WriteBack.Interval >= 10*time.Second, keyWriteBackInterval, "must be at least 10s, got %s", cfg.WriteBack.Interval)
+	check(cfg.WriteBack.MaxPerTick >= 1, keyMaxProposalsPerTick, "must be at least 1, got %d", cfg.WriteBack.MaxPerTick)
+	check(cfg.WriteBack.Retention >= time.Hour, keySyncRunRetention, "must be at least 1h, got %s", cfg.WriteBack.Retention)
+	check(cfg.WriteBack.FailedRetention >= time.Hour, keySyncRunRetentionFail, "must be at least 1h, got %s", cfg.WriteBack.FailedRetention)
+	if cfg.Receivers.BindAddress != "" {
+		_, port, err := net.SplitHostPort(cfg.Receivers.BindAddress)
+		check(err == nil && port != "", keyReceiverBindAddress, "must be host:port or :port, got %q", cfg.Receivers.BindAddress)
 	}
-	check(cfg.ReceiverCertDir == "" || cfg.ReceiverBindAddress != "", keyReceiverCertDir, "has no effect without %s", keyReceiverBindAddress)
+	check(cfg.Receivers.CertDir == "" || cfg.Receivers.BindAddress != "", keyReceiverCertDir, "has no effect without %s", keyReceiverBindAddress)
 	checkUI(cfg, check)
 	check(cfg.Bot.Name != "" && !strings.ContainsAny(cfg.Bot.Name, "<>\n"), keyGitCommitterName, "must be a name without <, > or newlines, got %q", cfg.Bot.Name)
 	check(strings.Count(cfg.Bot.Email, "@") == 1 && !strings.ContainsAny(cfg.Bot.Email, "<> \n"), keyGitCommitterEmail, "must be an email address, got %q", cfg.Bot.Email)
-	if cfg.LeaderElectionNS == "" {
-		cfg.LeaderElectionNS = cfg.Namespace
+	if cfg.Leader.Namespace == "" {
+		cfg.Leader.Namespace = cfg.Namespace
 	}
 	checkLeaderElection(cfg, check)
-	check(cfg.WebhookServiceName != "", keyWebhookServiceName, "must not be empty")
-	if cfg.WebhookURL != "" {
-		u, err := url.Parse(cfg.WebhookURL)
+	check(cfg.Webhook.ServiceName != "", keyWebhookServiceName, "must not be empty")
+	if cfg.Webhook.URL != "" {
+		u, err := url.Parse(cfg.Webhook.URL)
 		check(err == nil && u.Scheme == "https" && u.Host != "" && u.Path == "" && u.User == nil, keyWebhookURL,
-			"must be a base URL like https://host:port (no path, no credentials), got %q", cfg.WebhookURL)
+			"must be a base URL like https://host:port (no path, no credentials), got %q", cfg.Webhook.URL)
 	}
-	check(slices.Contains([]string{"text", "json"}, cfg.LogFormat), keyLogFormat, "must be text or json, got %q", cfg.LogFormat)
-	for _, ex := range cfg.DiscoveryExclude {
+	check(slices.Contains([]string{"text", "json"}, cfg.Log.Format), keyLogFormat, "must be text or json, got %q", cfg.Log.Format)
+	for _, ex := range cfg.Mirror.DiscoveryExclude {
 		check(ex != "" && ex[0] != '.', keyDiscoveryExclude, "%q is not resource or resource.group", ex)
 	}
-	if err := cfg.LogLevel.UnmarshalText([]byte(c.String(keyLogLevel))); err != nil {
+	if err := cfg.Log.Level.UnmarshalText([]byte(c.String(keyLogLevel))); err != nil {
 		errs = append(errs, fmt.Errorf("%s: must be debug, info, warn or error, got %q", keyLogLevel, c.String(keyLogLevel)))
 	}
 	return cfg, errors.Join(errs...)
@@ -251,14 +285,14 @@ func configFrom(c *cli.Context) (Config, error) {
 // well before a standby may take over (lease duration), and retry several times within the
 // deadline. Lease durations are whole seconds in the Lease object.
 func checkLeaderElection(cfg Config, check func(ok bool, key, format string, args ...any)) {
-	check(len(validation.IsDNS1123Subdomain(cfg.LeaderElectionID)) == 0, keyLeaderElectionID,
-		"must be a valid object name (lowercase letters, digits, '-' and '.'), got %q", cfg.LeaderElectionID)
-	check(cfg.LeaseDuration >= 2*time.Second && cfg.LeaseDuration%time.Second == 0, keyLeaseDuration,
-		"must be whole seconds, at least 2s, got %s", cfg.LeaseDuration)
-	check(cfg.RenewDeadline >= time.Second && cfg.RenewDeadline < cfg.LeaseDuration, keyRenewDeadline,
-		"must be at least 1s and less than %s (%s), got %s", keyLeaseDuration, cfg.LeaseDuration, cfg.RenewDeadline)
-	check(cfg.RetryPeriod >= 100*time.Millisecond && 2*cfg.RetryPeriod <= cfg.RenewDeadline, keyRetryPeriod,
-		"must be at least 100ms and at most half of %s (%s), got %s", keyRenewDeadline, cfg.RenewDeadline, cfg.RetryPeriod)
-	check(cfg.PodName == "" || len(validation.IsDNS1123Subdomain(cfg.PodName)) == 0, keyPodName,
-		"must be a Pod name, got %q", cfg.PodName)
+	check(len(validation.IsDNS1123Subdomain(cfg.Leader.ID)) == 0, keyLeaderElectionID,
+		"must be a valid object name (lowercase letters, digits, '-' and '.'), got %q", cfg.Leader.ID)
+	check(cfg.Leader.LeaseDuration >= 2*time.Second && cfg.Leader.LeaseDuration%time.Second == 0, keyLeaseDuration,
+		"must be whole seconds, at least 2s, got %s", cfg.Leader.LeaseDuration)
+	check(cfg.Leader.RenewDeadline >= time.Second && cfg.Leader.RenewDeadline < cfg.Leader.LeaseDuration, keyRenewDeadline,
+		"must be at least 1s and less than %s (%s), got %s", keyLeaseDuration, cfg.Leader.LeaseDuration, cfg.Leader.RenewDeadline)
+	check(cfg.Leader.RetryPeriod >= 100*time.Millisecond && 2*cfg.Leader.RetryPeriod <= cfg.Leader.RenewDeadline, keyRetryPeriod,
+		"must be at least 100ms and at most half of %s (%s), got %s", keyRenewDeadline, cfg.Leader.RenewDeadline, cfg.Leader.RetryPeriod)
+	check(cfg.Leader.PodName == "" || len(validation.IsDNS1123Subdomain(cfg.Leader.PodName)) == 0, keyPodName,
+		"must be a Pod name, got %q", cfg.Leader.PodName)
 }

@@ -40,16 +40,21 @@ func TestDefaultsMatchTheSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{
-		InstallCRDs: true, EnableWatchIngestion: true, DiscoveryRefresh: 5 * time.Minute,
-		BatchMaxFiles: 200, BatchMaxBytes: 1 << 20, BatchMaxWait: 20 * time.Second, BatchQuiet: 1500 * time.Millisecond,
-		WorkersMaxGlobal: 24, WorkersMaxPerRepo: 5, WorkDir: filepath.Join(cache, "gitops-reverser"), Namespace: "gitops-reverser-system",
-		EnableWebhook: true, WebhookBindAddress: ":9443", WebhookServiceName: "gitops-reverser",
-		CorrelationTTL: time.Minute, CorrelationCapacity: 10000,
-		MetricsBindAddress: ":8080", HealthBindAddress: ":8081", LogFormat: "text",
-		WriteBackInterval: 5 * time.Minute, MaxProposalsPerTick: 25,
-		SyncRunRetention: 90 * 24 * time.Hour, SyncRunRetentionFail: 365 * 24 * time.Hour, UIAuth: "token", Bot: gitops.Bot,
-		LeaderElectionNS: "gitops-reverser-system", LeaderElectionID: "gitops-reverser-leader",
-		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		InstallCRDs: true, WorkDir: filepath.Join(cache, "gitops-reverser"), Namespace: "gitops-reverser-system", Bot: gitops.Bot,
+		Log:       LogConfig{Format: "text"},
+		Endpoints: EndpointsConfig{MetricsBindAddress: ":8080", HealthBindAddress: ":8081"},
+		Mirror: MirrorConfig{
+			Enabled: true, DiscoveryRefresh: 5 * time.Minute,
+			Batch:      gitops.BatchLimits{MaxFiles: 200, MaxBytes: 1 << 20, MaxWait: 20 * time.Second, Quiet: 1500 * time.Millisecond},
+			MaxWorkers: 24, MaxWorkersPerRepo: 5,
+		},
+		Webhook: WebhookConfig{Enabled: true, BindAddress: ":9443", ServiceName: "gitops-reverser",
+			CorrelationTTL: time.Minute, CorrelationCapacity: 10000},
+		WriteBack: WriteBackConfig{Interval: 5 * time.Minute, MaxPerTick: 25,
+			Retention: 90 * 24 * time.Hour, FailedRetention: 365 * 24 * time.Hour},
+		UI: UIConfig{Auth: "token"},
+		Leader: LeaderConfig{Namespace: "gitops-reverser-system", ID: "gitops-reverser-leader",
+			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Fatalf("defaults (-want +got):\n%s", diff)
@@ -75,13 +80,13 @@ watch-all: true
 		key       string
 		got, want any
 	}{
-		{"flag beats env and file", cfg.BatchMaxFiles, 30},
-		{"env beats file", cfg.BatchMaxWait, 8 * time.Second},
-		{"file beats default", cfg.WorkersMaxGlobal, 30},
-		{"file duration", cfg.DiscoveryRefresh, time.Minute},
-		{"file list", cfg.DiscoveryExclude, []string{"pods", "leases.coordination.k8s.io"}},
-		{"file bool", cfg.WatchAll, true},
-		{"default stays", cfg.WorkersMaxPerRepo, 5},
+		{"flag beats env and file", cfg.Mirror.Batch.MaxFiles, 30},
+		{"env beats file", cfg.Mirror.Batch.MaxWait, 8 * time.Second},
+		{"file beats default", cfg.Mirror.MaxWorkers, 30},
+		{"file duration", cfg.Mirror.DiscoveryRefresh, time.Minute},
+		{"file list", cfg.Mirror.DiscoveryExclude, []string{"pods", "leases.coordination.k8s.io"}},
+		{"file bool", cfg.Mirror.WatchAll, true},
+		{"default stays", cfg.Mirror.MaxWorkersPerRepo, 5},
 	}
 	for _, c := range checks {
 		if diff := cmp.Diff(c.want, c.got); diff != "" {
@@ -96,8 +101,8 @@ func TestConfigFileNamedByEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.LogFormat != "json" {
-		t.Fatalf("log format = %q, want json from the file named by %s", cfg.LogFormat, EnvVar(keyConfig))
+	if cfg.Log.Format != "json" {
+		t.Fatalf("log format = %q, want json from the file named by %s", cfg.Log.Format, EnvVar(keyConfig))
 	}
 }
 

@@ -77,7 +77,7 @@ type endpoints struct {
 }
 
 // listenEndpoints listens for metrics and health; on an error nothing is left listening.
-func listenEndpoints(cfg Config, reg *metrics.Registry, ready *readiness, log *slog.Logger) (*endpoints, error) {
+func listenEndpoints(cfg EndpointsConfig, reg *metrics.Registry, ready *readiness, log *slog.Logger) (*endpoints, error) {
 	e := &endpoints{}
 	for _, c := range []httpserver.Config{
 		{Name: "metrics", BindAddress: cfg.MetricsBindAddress, Handler: reg.Handler(), Log: log},

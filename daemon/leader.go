@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -32,7 +31,8 @@ import (
 // the Lease, so a graceful stop hands over at once and its last push still holds the lease. A
 // replica that lost the Lease stands by again.
 type leadership struct {
-	cfg      Config
+	cfg      LeaderConfig
+	podNS    string // the namespace of this replica's Pod: the daemon's
 	identity string
 	lock     *fencedLock
 	leases   coordinationv1client.LeasesGetter
@@ -45,10 +45,9 @@ type leadership struct {
 	leader atomic.Pointer[string] // the holder last observed, for /readyz
 }
 
-func newLeadership(cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, reg *metrics.Registry,
-	optional *optionalParts, log *slog.Logger) (*leadership, error) {
+func newLeadership(s shared, cfg LeaderConfig) (*leadership, error) {
 	// Its own client: renewals must never wait behind the mirror's requests in a rate limiter.
-	lc := rest.CopyConfig(kube)
+	lc := rest.CopyConfig(s.kube)
 	lc.Timeout = cfg.RenewDeadline
 	leases, err := coordinationv1client.NewForConfig(lc)
 	if err != nil {
@@ -57,18 +56,18 @@ func newLeadership(cfg Config, kube *rest.Config, core corev1client.CoreV1Interf
 	identity := leaderIdentity(cfg.PodName)
 	fence := &leaseFence{renewDeadline: cfg.RenewDeadline, leaseDuration: cfg.LeaseDuration, now: time.Now}
 	l := &leadership{
-		cfg: cfg, identity: identity, fence: fence, leases: leases, gauge: reg.Health.Leader, optional: optional,
-		log: log.With("lease", cfg.LeaderElectionNS+"/"+cfg.LeaderElectionID, "identity", identity),
+		cfg: cfg, podNS: s.namespace, identity: identity, fence: fence, leases: leases, gauge: s.reg.Health.Leader, optional: s.optional,
+		log: s.log.With("lease", cfg.Namespace+"/"+cfg.ID, "identity", identity),
 		lock: &fencedLock{fence: fence, Interface: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.LeaderElectionNS, Name: cfg.LeaderElectionID},
+			LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.ID},
 			Client:     leases,
 			LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
 		}},
 	}
 	if cfg.PodName != "" {
-		l.pods = &podLabels{pods: core.Pods(cfg.Namespace), own: cfg.PodName}
-		optional.track(metrics.PartLeaderLabel, "the webhook and receiver Services do not route to the leader: changes are credited to "+
-			cfg.Bot.Name+" and Git host webhooks are not answered")
+		l.pods = &podLabels{pods: s.core.Pods(s.namespace), own: cfg.PodName}
+		s.optional.track(metrics.PartLeaderLabel, "the webhook and receiver Services do not route to the leader: changes are credited to "+
+			s.bot.Name+" and Git host webhooks are not answered")
 	}
 	l.gauge.Set(0)
 	return l, nil
@@ -109,7 +108,7 @@ func (l *leadership) term(ctx context.Context, work func(context.Context) error)
 	started := make(chan context.Context, 1)
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            l.lock,
-		Name:            l.cfg.LeaderElectionID,
+		Name:            l.cfg.ID,
 		LeaseDuration:   l.cfg.LeaseDuration,
 		RenewDeadline:   l.cfg.RenewDeadline,
 		RetryPeriod:     l.cfg.RetryPeriod,
@@ -179,8 +178,8 @@ func (l *leadership) term(ctx context.Context, work func(context.Context) error)
 // ctx ends; without a watch (no permission) it returns, and the standby finds out at its next retry.
 func (l *leadership) watchRelease(ctx context.Context, released chan<- struct{}) {
 	for {
-		w, err := l.leases.Leases(l.cfg.LeaderElectionNS).Watch(ctx, metav1.ListOptions{
-			FieldSelector: fields.OneTermEqualSelector("metadata.name", l.cfg.LeaderElectionID).String(),
+		w, err := l.leases.Leases(l.cfg.Namespace).Watch(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", l.cfg.ID).String(),
 		})
 		if err != nil {
 			l.log.Debug("cannot watch the leader lease; a released lease is noticed at the next retry", "err", err)
@@ -214,13 +213,13 @@ func (l *leadership) observe(identity string) {
 // role is this replica's line on /readyz.
 func (l *leadership) role() string {
 	if l.fence.holds() {
-		return "leader (lease " + l.cfg.LeaderElectionNS + "/" + l.cfg.LeaderElectionID + ")"
+		return "leader (lease " + l.cfg.Namespace + "/" + l.cfg.ID + ")"
 	}
 	leader := "none yet"
 	if p := l.leader.Load(); p != nil && *p != "" && *p != l.identity {
 		leader = *p
 	}
-	return "standby: the leader is " + leader + " (lease " + l.cfg.LeaderElectionNS + "/" + l.cfg.LeaderElectionID + ")"
+	return "standby: the leader is " + leader + " (lease " + l.cfg.Namespace + "/" + l.cfg.ID + ")"
 }
 
 // labelAsLeader labels this replica's Pod, then takes the label off any other Pod that still
@@ -233,7 +232,7 @@ func (l *leadership) labelAsLeader(ctx context.Context) {
 	if !l.optional.retry(ctx, metrics.PartLeaderLabel, func() (problem, bool) {
 		err := l.pods.lead(ctx)
 		return problem{
-			what: "label the leader's Pod " + l.cfg.Namespace + "/" + l.cfg.PodName + ": " + fmt.Sprint(err),
+			what: "label the leader's Pod " + l.podNS + "/" + l.cfg.PodName + ": " + fmt.Sprint(err),
 			fix:  "grant the daemon list and patch on pods in its namespace (deploy/rbac.yaml, the Helm chart), and set --" + keyPodName + " to its Pod's name",
 		}, err == nil
 	}) {

@@ -6,17 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/gitsecrets"
-	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/watch"
 )
 
@@ -32,53 +28,47 @@ type mirror struct {
 	ours func(message string) bool
 }
 
-// mirrorHooks connect the mirror to the optional parts beside it; any may be nil.
-type mirrorHooks struct {
-	authors      watch.Authors                            // who made each change
-	onWatched    func(context.Context, []watch.Selection) // the watched resources changed
-	onHeldChange func(url, branch, path string)           // the mirror wanted to write a file a proposal holds
-	fence        gitops.Fence                             // may this replica push now; nil without leader election
-	writable     <-chan struct{}                          // closed once the mirror may write files
+// mirrorDeps connect the mirror to the parts beside it; any may be nil.
+type mirrorDeps struct {
+	authors   watch.Authors                            // who made each change
+	onWatched func(context.Context, []watch.Selection) // the watched resources changed
+	fence     gitops.Fence                             // may this replica push now; nil without leader election
+	writable  <-chan struct{}                          // closed once the mirror may write files
+	sealer    watch.Sealer                             // encrypts Secrets
 }
 
-// newMirror builds the mirror from the configuration. The pool gets the Git settings directly;
-// the manager tells it which repositories and branches the configuration asks for.
-func newMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1client.CoreV1Interface, m *metrics.Mirror, hooks mirrorHooks, log *slog.Logger) (*mirror, error) {
-	identity, err := gitIdentity(ctx, cfg, core)
+// newMirror builds the mirror: the pool of Git workers, the reader of their Secrets and the watch
+// manager that tells both what the configuration asks for. The pool and the Secrets tell the
+// manager that their state moved through a Changes made before any of them.
+func newMirror(ctx context.Context, s shared, cfg MirrorConfig, d mirrorDeps) (*mirror, error) {
+	identity, err := gitIdentity(ctx, s)
 	if err != nil {
 		return nil, err
 	}
+	changes := watch.NewChanges()
 	mr := &mirror{ours: ownCommits(identity)}
 	mr.pool = gitops.NewPool(gitops.PoolConfig{
-		WorkDir: cfg.WorkDir,
-		Limits: gitops.BatchLimits{
-			MaxFiles: cfg.BatchMaxFiles, MaxBytes: cfg.BatchMaxBytes, MaxWait: cfg.BatchMaxWait, Quiet: cfg.BatchQuiet,
-		},
-		Identity:   identity,
-		MaxWorkers: cfg.WorkersMaxGlobal, MaxWorkersPerRepo: cfg.WorkersMaxPerRepo,
-		Metrics:      m,
-		Log:          log,
-		OnChange:     func() { mr.manager.Changed() },
-		OnHeldChange: hooks.onHeldChange,
-		Fence:        hooks.fence,
+		WorkDir: s.workDir, Limits: cfg.Batch, Identity: identity,
+		MaxWorkers: cfg.MaxWorkers, MaxWorkersPerRepo: cfg.MaxWorkersPerRepo,
+		Metrics: s.reg.Mirror, Log: s.log, OnChange: changes.Notify, Fence: d.fence,
 	})
 	mr.repos = gitsecrets.New(gitsecrets.Config{
-		Secrets: core, Pool: mr.pool, WorkDir: cfg.WorkDir, Log: log,
-		OnChange: func() { mr.manager.Changed() },
+		Secrets: s.core, Pool: mr.pool, WorkDir: s.workDir, Log: s.log, OnChange: changes.Notify,
 	})
 	opts := watch.Options{
 		Expand:           watch.ExpandOptions{WatchAll: cfg.WatchAll, Exclude: cfg.DiscoveryExclude},
 		DiscoveryRefresh: cfg.DiscoveryRefresh,
 		Pool:             mr.pool,
 		Repos:            mr.repos,
-		Metrics:          m,
-		Log:              log,
-		Authors:          hooks.authors,
-		OnWatched:        hooks.onWatched,
-		Sealer:           newSealer(cfg, core),
-		Writable:         hooks.writable,
+		Metrics:          s.reg.Mirror,
+		Log:              s.log,
+		Authors:          d.authors,
+		OnWatched:        d.onWatched,
+		Sealer:           d.sealer,
+		Changes:          changes,
+		Writable:         d.writable,
 	}
-	if mr.manager, err = watch.NewManager(kube, opts); err != nil {
+	if mr.manager, err = watch.NewManager(s.kube, opts); err != nil {
 		return nil, err
 	}
 	return mr, nil
@@ -131,8 +121,8 @@ const trailerInstanceID = "X-ConfigButler-InstanceID"
 
 // gitIdentity is the committer and the trailers of every commit. The cluster is identified by the
 // UID of its kube-system namespace, which is stable for the life of the cluster.
-func gitIdentity(ctx context.Context, cfg Config, core corev1client.CoreV1Interface) (gitops.Identity, error) {
-	ns, err := core.Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+func gitIdentity(ctx context.Context, s shared) (gitops.Identity, error) {
+	ns, err := s.core.Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
 	if err != nil {
 		return gitops.Identity{}, fmt.Errorf("read the cluster's identity (namespace kube-system): %w", err)
 	}
@@ -140,11 +130,11 @@ func gitIdentity(ctx context.Context, cfg Config, core corev1client.CoreV1Interf
 	suffix := make([]byte, 3)
 	_, _ = rand.Read(suffix)
 	return gitops.Identity{
-		Committer: cfg.Bot,
-		Bot:       cfg.Bot,
+		Committer: s.bot,
+		Bot:       s.bot,
 		Trailers: [][2]string{
 			{"X-ConfigButler-ClusterUID", string(ns.UID)},
-			{"X-ConfigButler-ControllerNS", cfg.Namespace},
+			{"X-ConfigButler-ControllerNS", s.namespace},
 			{"X-ConfigButler-ControllerName", controllerName},
 			{trailerInstanceID, host + "-" + hex.EncodeToString(suffix)},
 		},

@@ -59,7 +59,8 @@ func TestOptionalPartWarnsOncePerProblemAndRecoversOnce(t *testing.T) {
 }
 
 func TestAttributionProblemsNameTheFix(t *testing.T) {
-	cfg := Config{Namespace: "ops", WebhookBindAddress: ":9443"}
+	const ns = "ops"
+	cfg := WebhookConfig{BindAddress: ":9443"}
 	secrets := schema.GroupResource{Resource: "secrets"}
 	hooks := schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}
 	cases := []struct {
@@ -67,11 +68,11 @@ func TestAttributionProblemsNameTheFix(t *testing.T) {
 		got  problem
 		fix  string
 	}{
-		{"missing namespace", secretProblem(cfg, fmt.Errorf("write: %w", apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ops"))),
+		{"missing namespace", secretProblem(ns, fmt.Errorf("write: %w", apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ops"))),
 			"create the namespace ops or set --namespace"},
-		{"a missing Secret is not a missing namespace", secretProblem(cfg, apierrors.NewNotFound(secrets, "tls")),
+		{"a missing Secret is not a missing namespace", secretProblem(ns, apierrors.NewNotFound(secrets, "tls")),
 			"check that the Kubernetes API answers"},
-		{"no permission on Secrets", secretProblem(cfg, apierrors.NewForbidden(secrets, "tls", errors.New("rbac"))),
+		{"no permission on Secrets", secretProblem(ns, apierrors.NewForbidden(secrets, "tls", errors.New("rbac"))),
 			"grant the daemon get, create and update on secrets in the namespace ops"},
 		{"no permission on the registration", registrationProblem(apierrors.NewForbidden(hooks, "gitops-reverser", errors.New("rbac"))),
 			"grant the daemon apply (create and patch) on validatingwebhookconfigurations named gitops-reverser"},

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"sync"
 
-	"k8s.io/client-go/rest"
-
 	"github.com/configbutler/gitops-reverser/httpserver"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/receiver"
@@ -19,26 +17,26 @@ import (
 // push makes its destinations reconcile now instead of on their interval. It is optional: while
 // its port cannot be bound it is degraded and retries, and the mirror runs on.
 type receivers struct {
-	cfg      Config
+	cfg      ServerConfig
 	ctl      *receiver.Controller
 	handler  http.Handler
 	optional *optionalParts
 	log      *slog.Logger
 }
 
-func newReceivers(cfg Config, kube *rest.Config, wb *writeBack, m *metrics.Receiver, optional *optionalParts, log *slog.Logger) (*receivers, error) {
-	log = log.With("part", metrics.PartReceivers)
+func newReceivers(s shared, cfg ServerConfig, wb *writeBack) (*receivers, error) {
+	log := s.log.With("part", metrics.PartReceivers)
 	index := &receiver.Index{}
-	ctl, err := receiver.NewController(receiver.ControllerConfig{Kube: kube, Index: index, Namespace: cfg.Namespace, Log: log})
+	ctl, err := receiver.NewController(receiver.ControllerConfig{Kube: s.kube, Index: index, Namespace: s.namespace, Log: log})
 	if err != nil {
 		return nil, err
 	}
-	optional.track(metrics.PartReceivers, "webhooks of Git hosts are not served: destinations reconcile on their interval only")
+	s.optional.track(metrics.PartReceivers, "webhooks of Git hosts are not served: destinations reconcile on their interval only")
 	return &receivers{
-		cfg: cfg, ctl: ctl, optional: optional, log: log,
+		cfg: cfg, ctl: ctl, optional: s.optional, log: log,
 		handler: receiver.NewHandler(receiver.HandlerConfig{
 			Index: index, Deliveries: receiver.NewDeliveries(0, 0, nil), Trigger: wb.ctl.SyncNow,
-			Observe: ctl.Observe, Metrics: m, Log: log,
+			Observe: ctl.Observe, Metrics: s.reg.Receiver, Log: log,
 		}),
 	}, nil
 }
@@ -58,11 +56,11 @@ func (r *receivers) Run(ctx context.Context) error {
 		var err error
 		srv, err = httpserver.Listen(httpserver.Config{
 			Name:        "receiver",
-			BindAddress: r.cfg.ReceiverBindAddress, CertDir: r.cfg.ReceiverCertDir,
+			BindAddress: r.cfg.BindAddress, CertDir: r.cfg.CertDir,
 			Handler: r.handler, Log: r.log,
 		})
 		return problem{
-			what: fmt.Sprintf("listen on %s: %v", r.cfg.ReceiverBindAddress, err),
+			what: fmt.Sprintf("listen on %s: %v", r.cfg.BindAddress, err),
 			fix:  "free the port or choose another --" + keyReceiverBindAddress + " (and --" + keyReceiverCertDir + " must hold tls.crt and tls.key)",
 		}, err == nil
 	})

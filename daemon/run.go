@@ -72,12 +72,12 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, actio
 }
 
 func newLogger(w io.Writer, cfg Config) *slog.Logger {
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: cfg.Log.Level}))
 	}
 	f, isFile := w.(*os.File)
 	return slog.New(tint.NewTextHandler(w, &tint.Options{
-		Level:   cfg.LogLevel,
+		Level:   cfg.Log.Level,
 		NoColor: !isFile || !term.IsTerminal(int(f.Fd())),
 	}))
 }

@@ -34,8 +34,8 @@ type sealer struct {
 	sealer *sops.Sealer // nil until the key is loaded
 }
 
-func newSealer(cfg Config, core corev1client.CoreV1Interface) *sealer {
-	return &sealer{secrets: core.Secrets(cfg.Namespace), name: cfg.WebhookServiceName + "-sops-digest"}
+func newSealer(secrets corev1client.SecretInterface, name string) *sealer {
+	return &sealer{secrets: secrets, name: name}
 }
 
 // Ready loads the digest key if it is not loaded yet.

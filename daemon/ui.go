@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
@@ -30,16 +29,16 @@ const (
 // checkUI checks the operator page's flags: the page without sign-in shows every destination and
 // proposal to whoever reaches it, so it may only listen where nobody else can.
 func checkUI(cfg Config, check func(ok bool, key, format string, args ...any)) {
-	check(cfg.UIAuth == uiAuthToken || cfg.UIAuth == uiAuthNone, keyUIAuth, "must be %s or %s, got %q", uiAuthToken, uiAuthNone, cfg.UIAuth)
-	check(cfg.UICertDir == "" || cfg.UIBindAddress != "", keyUICertDir, "has no effect without %s", keyUIBindAddress)
-	if cfg.UIBindAddress == "" {
+	check(cfg.UI.Auth == uiAuthToken || cfg.UI.Auth == uiAuthNone, keyUIAuth, "must be %s or %s, got %q", uiAuthToken, uiAuthNone, cfg.UI.Auth)
+	check(cfg.UI.CertDir == "" || cfg.UI.BindAddress != "", keyUICertDir, "has no effect without %s", keyUIBindAddress)
+	if cfg.UI.BindAddress == "" {
 		return
 	}
-	host, port, err := net.SplitHostPort(cfg.UIBindAddress)
-	check(err == nil && port != "", keyUIBindAddress, "must be host:port or :port, got %q", cfg.UIBindAddress)
-	if err == nil && cfg.UIAuth == uiAuthNone {
+	host, port, err := net.SplitHostPort(cfg.UI.BindAddress)
+	check(err == nil && port != "", keyUIBindAddress, "must be host:port or :port, got %q", cfg.UI.BindAddress)
+	if err == nil && cfg.UI.Auth == uiAuthNone {
 		check(isLoopback(host), keyUIAuth, "%s shows everything without signing in, so %s must be a loopback address (127.0.0.1:port, [::1]:port or localhost:port), got %q",
-			uiAuthNone, keyUIBindAddress, cfg.UIBindAddress)
+			uiAuthNone, keyUIBindAddress, cfg.UI.BindAddress)
 	}
 }
 
@@ -57,16 +56,16 @@ func isLoopback(host string) bool {
 // be bound, or the daemon may not read what it shows or check who is looking, it is degraded and
 // retries, and the mirror runs on.
 type operatorPage struct {
-	cfg      Config
+	cfg      UIConfig
 	page     *ui.Page
 	probe    func(context.Context) error
 	optional *optionalParts
 	log      *slog.Logger
 }
 
-func newOperatorPage(cfg Config, kube *rest.Config, pool *gitops.Pool, optional *optionalParts, log *slog.Logger) (*operatorPage, error) {
-	log = log.With("part", metrics.PartUI)
-	page, err := ui.New(ui.Config{Kube: kube, Auth: ui.Auth(cfg.UIAuth), Progress: pool.WorkerStatus, Log: log})
+func newOperatorPage(s shared, cfg UIConfig, pool *gitops.Pool) (*operatorPage, error) {
+	kube, optional, log := s.kube, s.optional, s.log.With("part", metrics.PartUI)
+	page, err := ui.New(ui.Config{Kube: kube, Auth: ui.Auth(cfg.Auth), Progress: pool.WorkerStatus, Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -87,11 +86,11 @@ func newOperatorPage(cfg Config, kube *rest.Config, pool *gitops.Pool, optional 
 
 // probePage checks that the daemon may read what the page shows and, with token sign-in, check
 // tokens: a forbidden TokenReview would turn every person away.
-func probePage(ctx context.Context, cfg Config, dyn dynamic.Interface, auth authenticationv1client.AuthenticationV1Interface) error {
+func probePage(ctx context.Context, cfg UIConfig, dyn dynamic.Interface, auth authenticationv1client.AuthenticationV1Interface) error {
 	if err := mayList(ctx, dyn, crds.GitRepoConfigs, crds.GitDestinations, crds.Proposals, crds.SyncRuns); err != nil {
 		return err
 	}
-	if cfg.UIAuth != uiAuthToken {
+	if cfg.Auth != uiAuthToken {
 		return nil
 	}
 	_, err := auth.TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "probe"}}, metav1.CreateOptions{})
@@ -110,10 +109,10 @@ func (o *operatorPage) Run(ctx context.Context) error {
 		}
 		var err error
 		srv, err = httpserver.Listen(httpserver.Config{
-			Name: "ui", BindAddress: o.cfg.UIBindAddress, CertDir: o.cfg.UICertDir, Handler: o.page, Log: o.log,
+			Name: "ui", BindAddress: o.cfg.BindAddress, CertDir: o.cfg.CertDir, Handler: o.page, Log: o.log,
 		})
 		return problem{
-			what: fmt.Sprintf("listen on %s: %v", o.cfg.UIBindAddress, err),
+			what: fmt.Sprintf("listen on %s: %v", o.cfg.BindAddress, err),
 			fix:  "free the port or choose another --" + keyUIBindAddress + " (and --" + keyUICertDir + " must hold tls.crt and tls.key)",
 		}, err == nil
 	})
@@ -121,7 +120,7 @@ func (o *operatorPage) Run(ctx context.Context) error {
 		return nil
 	}
 	o.optional.fine(metrics.PartUI)
-	if o.cfg.UICertDir == "" && !isLoopback(hostOf(o.cfg.UIBindAddress)) {
+	if o.cfg.CertDir == "" && !isLoopback(hostOf(o.cfg.BindAddress)) {
 		o.log.Warn("the operator page speaks plain HTTP: put it behind an Ingress with TLS, or set --" + keyUICertDir + ", since people send their tokens to it")
 	}
 	var wg sync.WaitGroup

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
@@ -32,13 +31,21 @@ type writeBack struct {
 	log      *slog.Logger
 }
 
-func newWriteBack(cfg Config, kube *rest.Config, mr *mirror, attr *attribution, credits *writeback.Credits, m *metrics.WriteBack,
-	optional *optionalParts, log *slog.Logger) (*writeBack, error) {
+// writeBackDeps are the parts write-back uses: the mirror's pool, selections and own commits, the
+// record of who decided each proposal (nil without the webhook) and the credits of its applies.
+type writeBackDeps struct {
+	mirror  *mirror
+	attr    *attribution
+	credits *writeback.Credits
+}
+
+func newWriteBack(s shared, cfg WriteBackConfig, d writeBackDeps) (*writeBack, error) {
+	mr, attr, log := d.mirror, d.attr, s.log
 	wc := writeback.Config{
-		Kube: kube, Git: mr.pool, Selections: selections(mr.manager), Credits: credits, Ours: mr.ours,
-		Interval: cfg.WriteBackInterval, MaxPerTick: cfg.MaxProposalsPerTick, Halt: cfg.HaltWriteBack,
-		Retention: cfg.SyncRunRetention, FailedRetention: cfg.SyncRunRetentionFail,
-		Metrics: m, Log: log.With("part", metrics.PartWriteBack),
+		Kube: s.kube, Git: mr.pool, Selections: selections(mr.manager), Credits: d.credits, Ours: mr.ours,
+		Interval: cfg.Interval, MaxPerTick: cfg.MaxPerTick, Halt: cfg.Halt,
+		Retention: cfg.Retention, FailedRetention: cfg.FailedRetention,
+		Metrics: s.reg.WriteBack, Log: log.With("part", metrics.PartWriteBack),
 	}
 	if attr != nil {
 		wc.Approvers = func(uid types.UID, decision string) (authenticationv1.UserInfo, bool) {
@@ -50,15 +57,15 @@ func newWriteBack(cfg Config, kube *rest.Config, mr *mirror, attr *attribution, 
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(kube)
+	dyn, err := dynamic.NewForConfig(s.kube)
 	if err != nil {
 		return nil, err
 	}
-	optional.track(metrics.PartWriteBack, "edits pushed to Git are not turned into proposals, and approved proposals are not applied")
-	if cfg.HaltWriteBack {
+	s.optional.track(metrics.PartWriteBack, "edits pushed to Git are not turned into proposals, and approved proposals are not applied")
+	if cfg.Halt {
 		log.Warn("write-back is halted (--halt-write-back): proposals are opened, nothing is applied")
 	}
-	return &writeBack{ctl: ctl, dyn: dyn, optional: optional, log: log}, nil
+	return &writeBack{ctl: ctl, dyn: dyn, optional: s.optional, log: log}, nil
 }
 
 // loadHolds keeps the mirror off the files of waiting proposals; when it cannot, the mirror
@@ -119,13 +126,6 @@ func mayList(ctx context.Context, dyn dynamic.Interface, gvrs ...schema.GroupVer
 		}
 	}
 	return nil
-}
-
-// heldChanged forwards the pool's OnHeldChange; nil until the controller exists.
-func (w *writeBack) heldChanged(url, branch, path string) {
-	if w != nil {
-		w.ctl.HeldChanged(url, branch, path)
-	}
 }
 
 // creditChain credits a change to what write-back applied first, then to whoever the admission

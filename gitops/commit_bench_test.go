@@ -49,7 +49,7 @@ func benchmarkCommitRun(b *testing.B, holds int) {
 		items = append(items, item{change: Change{Path: cmPath(fmt.Sprintf("cm-%04d", i*7)), Content: configMap("x", fmt.Sprint(i), 1024)}})
 	}
 	items = append(items, item{sync: &Sync{Scopes: []string{"clusters/prod/default/configmaps/"}, Live: live}})
-	w.holds = newHoldTable(nil).forKey(w.remote.URL, w.remote.Branch)
+	w.holds = newHoldTable().forKey(w.remote.URL, w.remote.Branch)
 	for i := range holds {
 		w.holds.hold(cmPath(fmt.Sprintf("cm-%04d", i*70)))
 	}

@@ -65,11 +65,18 @@ type holdTable struct {
 	onHeld func(url, branch, path string)
 }
 
-func newHoldTable(onHeld func(url, branch, path string)) *holdTable {
-	if onHeld == nil {
-		onHeld = func(string, string, string) {}
-	}
-	return &holdTable{byKey: map[string]*keyHolds{}, onHeld: onHeld}
+func newHoldTable() *holdTable {
+	return &holdTable{byKey: map[string]*keyHolds{}, onHeld: func(string, string, string) {}}
+}
+
+// OnHeldChange sets who is told, without blocking (it is called from the worker's goroutine),
+// that the mirror change remembered for a held path (see Hold) differs from the one remembered
+// before it. The owner of the holds is built after the pool, so it is connected here, before
+// anything is held and before Run.
+func (p *Pool) OnHeldChange(f func(url, branch, path string)) {
+	p.holds.mu.Lock()
+	defer p.holds.mu.Unlock()
+	p.holds.onHeld = f
 }
 
 // forKey returns the holds of a branch, creating them when needed.

@@ -47,7 +47,7 @@ func mustCommitRun(t *testing.T, w *Worker, parent plumbing.Hash, items ...item)
 // the second time as the first.
 func TestReplayHonoursHolds(t *testing.T) {
 	w := offlineWorker(t)
-	kh := newHoldTable(nil).forKey(w.remote.URL, w.remote.Branch)
+	kh := newHoldTable().forKey(w.remote.URL, w.remote.Branch)
 	w.holds = kh
 	x, y := cmPath("x"), cmPath("y")
 	base := mustCommitRun(t, w, plumbing.ZeroHash, writeItem(Signature{}, x, "by hand"), writeItem(Signature{}, y, "y1"))

@@ -34,14 +34,14 @@ func startHoldPool(t *testing.T, name string) *holdPool {
 		Limits:   BatchLimits{Quiet: 10 * time.Millisecond},
 		Identity: Identity{Committer: testBot, Bot: testBot, Trailers: testTrailers},
 		Log:      testLogger(t),
-		OnHeldChange: func(url, branch, path string) {
-			if url != hp.url || branch != "main" {
-				t.Errorf("OnHeldChange(%q, %q, %q): not the pool's branch", url, branch, path)
-			}
-			hp.mu.Lock()
-			defer hp.mu.Unlock()
-			hp.told = append(hp.told, path)
-		},
+	})
+	hp.OnHeldChange(func(url, branch, path string) {
+		if url != hp.url || branch != "main" {
+			t.Errorf("OnHeldChange(%q, %q, %q): not the pool's branch", url, branch, path)
+		}
+		hp.mu.Lock()
+		defer hp.mu.Unlock()
+		hp.told = append(hp.told, path)
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -12,8 +12,8 @@ import (
 	"github.com/configbutler/gitops-reverser/metrics"
 )
 
-// PoolConfig holds the daemon-wide settings of every Git worker. Metrics, Log, OnChange and
-// OnHeldChange may be nil.
+// PoolConfig holds the daemon-wide settings of every Git worker. Metrics, Log and OnChange may
+// be nil.
 type PoolConfig struct {
 	WorkDir  string // clones live in WorkDir/WorkerKey(url, branch)
 	Limits   BatchLimits
@@ -26,10 +26,6 @@ type PoolConfig struct {
 	// OnChange is told, without blocking, whenever RepoState or Status may say something new: a
 	// reachability check ended, a worker started or stopped failing or coalesced its queue.
 	OnChange func()
-	// OnHeldChange is told, without blocking (it is called from the worker's goroutine), that
-	// the mirror change remembered for a held path (see Hold) differs from the one remembered
-	// before it. It may be nil.
-	OnHeldChange func(url, branch, path string)
 	// Fence, when set, is asked just before every push (see Fence); nil means this replica
 	// always may push.
 	Fence Fence
@@ -126,7 +122,7 @@ func NewPool(cfg PoolConfig) *Pool {
 	}
 	return &Pool{
 		cfg: cfg, slots: NewSlots(cfg.MaxWorkers, cfg.MaxWorkersPerRepo), log: cfg.Log,
-		holds: newHoldTable(cfg.OnHeldChange),
+		holds: newHoldTable(),
 		repos: map[string]Repository{}, workers: map[string]*poolWorker{}, stopping: map[string]chan struct{}{},
 		reach: map[string]*reachCheck{},
 	}

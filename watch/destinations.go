@@ -138,7 +138,7 @@ func (m *Manager) resolveRepos(ctx context.Context) map[string]*repo {
 		if !checked {
 			continue // nothing to say until the remote answered or failed
 		}
-		if err := m.reporter.report(ctx, crds.GitRepoConfigs, crds.KindGitRepoConfig, obj, obj.Status.Status, r.cond); err != nil {
+		if err := m.reporter.report(ctx, repoConfigKind, obj, obj.Status.Status, r.cond); err != nil {
 			m.opts.Log.Warn("report status", "err", err)
 		}
 	}

@@ -198,7 +198,7 @@ func (e *env) startManager() (stop func()) {
 func (e *env) startManagerWith(discoveryRefresh time.Duration) (stop func()) {
 	e.t.Helper()
 	log := slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	var m *Manager
+	changes := NewChanges()
 	workDir := e.t.TempDir()
 	pool := gitops.NewPool(gitops.PoolConfig{
 		WorkDir: workDir,
@@ -211,10 +211,10 @@ func (e *env) startManagerWith(discoveryRefresh time.Duration) (stop func()) {
 		MaxWorkers: 4, MaxWorkersPerRepo: 2,
 		Metrics:  e.reg.Mirror,
 		Log:      log,
-		OnChange: func() { m.Changed() },
+		OnChange: changes.Notify,
 	})
 	repos := gitsecrets.New(gitsecrets.Config{
-		Secrets: e.kube.CoreV1(), Pool: pool, WorkDir: workDir, Log: log, OnChange: func() { m.Changed() },
+		Secrets: e.kube.CoreV1(), Pool: pool, WorkDir: workDir, Log: log, OnChange: changes.Notify,
 	})
 	var managed Repositories = repos
 	if e.wrapRepos != nil {
@@ -226,6 +226,7 @@ func (e *env) startManagerWith(discoveryRefresh time.Duration) (stop func()) {
 		Repos:            managed,
 		Metrics:          e.reg.Mirror,
 		Log:              log,
+		Changes:          changes,
 	})
 	if err != nil {
 		e.t.Fatal(err)

@@ -63,6 +63,8 @@ type Options struct {
 	OnWatched func(ctx context.Context, sels []Selection)
 	// Sealer encrypts Secrets for destinations with spec.encryption; nil leaves every Secret out.
 	Sealer Sealer
+	// Changes, if set, says that the pool's or a Secret's state moved (see Changes).
+	Changes Changes
 	// Writable, if set, holds the first reconcile (and so every watcher) until it is closed: the
 	// daemon closes it once the files of waiting proposals are held. Nil writes at once.
 	Writable <-chan struct{}
@@ -200,6 +202,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-m.trigger:
+		case <-m.opts.Changes:
 		case <-retry.C:
 		case <-refresh.C:
 			m.rediscover()
@@ -239,10 +242,23 @@ func (m *Manager) poke() {
 	}
 }
 
-// Changed tells the manager that the pool's state moved (a push started or stopped failing, a
+// Changes tells the manager that the pool's state moved (a push started or stopped failing, a
 // credentials Secret changed, a remote answered), so the status it reports follows within
-// moments instead of at the next refresh. It never blocks.
-func (m *Manager) Changed() { m.poke() }
+// moments instead of at the next refresh. Make it first, hand its Notify to the pool and the
+// Secrets, and the value to Options.Changes: the parts are connected without referring to each
+// other.
+type Changes chan struct{}
+
+// NewChanges makes a Changes.
+func NewChanges() Changes { return make(Changes, 1) }
+
+// Notify never blocks: one waiting notice stands for any number.
+func (c Changes) Notify() {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
 
 // Selections returns what the rules of the destination ("namespace/name") select, as of the last
 // reconcile: each selection's namespace is "" for every namespace (or a cluster-scoped resource)

@@ -49,7 +49,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		}
 		dest := byName[r.Spec.DestinationRef.NamespaceOr(r.Namespace)+"/"+r.Spec.DestinationRef.Name]
 		cond := m.addRule(ctx, specs, ruleRef{crds.KindWatchRule, &r.ObjectMeta}, rules, dest)
-		errs = append(errs, m.reporter.report(ctx, crds.WatchRules, crds.KindWatchRule, r, r.Status, cond))
+		errs = append(errs, m.reporter.report(ctx, watchRuleKind, r, r.Status, cond))
 	}
 	for _, r := range list[crds.ClusterWatchRule](m, crds.ClusterWatchRules) {
 		rules := make([]ruleSpec, len(r.Spec.Rules))
@@ -58,14 +58,14 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		}
 		dest := byName[r.Spec.DestinationRef.NamespaceOr(r.Namespace)+"/"+r.Spec.DestinationRef.Name]
 		cond := m.addRule(ctx, specs, ruleRef{crds.KindClusterWatchRule, &r.ObjectMeta}, rules, dest)
-		errs = append(errs, m.reporter.report(ctx, crds.ClusterWatchRules, crds.KindClusterWatchRule, r, r.Status, cond))
+		errs = append(errs, m.reporter.report(ctx, clusterWatchRuleKind, r, r.Status, cond))
 	}
 	m.applyWatchers(ctx, dests, specs)
 	m.writeCreationRules(dests)
 	m.publishSelections(specs)
 	skipped := m.skippedByDestination()
 	for _, d := range dests {
-		errs = append(errs, m.reporter.report(ctx, crds.GitDestinations, crds.KindGitDestination, d.obj, d.obj.Status.Status, m.destinationCondition(d)),
+		errs = append(errs, m.reporter.report(ctx, destinationKind, d.obj, d.obj.Status.Status, m.destinationCondition(d)),
 			m.reporter.reportSkipped(ctx, d.obj, skipped[d.name()]))
 	}
 	for name := range m.coalesced {

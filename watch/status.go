@@ -27,9 +27,23 @@ type reporter struct {
 	recorder *controller.Events
 }
 
+// ourKind is a kind of ours whose status the reporter writes.
+type ourKind struct {
+	gvr  schema.GroupVersionResource
+	name string
+}
+
+var (
+	repoConfigKind       = ourKind{crds.GitRepoConfigs, crds.KindGitRepoConfig}
+	destinationKind      = ourKind{crds.GitDestinations, crds.KindGitDestination}
+	watchRuleKind        = ourKind{crds.WatchRules, crds.KindWatchRule}
+	clusterWatchRuleKind = ourKind{crds.ClusterWatchRules, crds.KindClusterWatchRule}
+)
+
 // report patches status when the Ready condition or the observed generation changed. A changed
 // condition also becomes an Event: Normal when ready, Warning otherwise.
-func (r *reporter) report(ctx context.Context, gvr schema.GroupVersionResource, kind string, obj metav1.Object, status crds.Status, cond condition) error {
+func (r *reporter) report(ctx context.Context, k ourKind, obj metav1.Object, status crds.Status, cond condition) error {
+	gvr, kind := k.gvr, k.name
 	want := metav1.Condition{
 		Type:               crds.ConditionReady,
 		Status:             metav1.ConditionFalse,
@@ -78,7 +92,7 @@ func (r *reporter) reportSigningKey(ctx context.Context, obj *crds.GitRepoConfig
 	if (want == nil && current == nil) || (want != nil && current != nil && *want == *current) {
 		return nil
 	}
-	return r.patchStatusField(ctx, crds.GitRepoConfigs, crds.KindGitRepoConfig, obj, "signingKey", want)
+	return r.patchStatusField(ctx, repoConfigKind, obj, "signingKey", want)
 }
 
 // reportSkipped sets a GitDestination's status.skipped when it differs from what it holds.
@@ -86,12 +100,13 @@ func (r *reporter) reportSkipped(ctx context.Context, obj *crds.GitDestination, 
 	if slices.Equal(want, obj.Status.Skipped) {
 		return nil
 	}
-	return r.patchStatusField(ctx, crds.GitDestinations, crds.KindGitDestination, obj, "skipped", want)
+	return r.patchStatusField(ctx, destinationKind, obj, "skipped", want)
 }
 
 // patchStatusField merge-patches one field of an object's status (nil removes it), touching
 // nothing else there: the conditions are reported on their own. An object gone meanwhile is fine.
-func (r *reporter) patchStatusField(ctx context.Context, gvr schema.GroupVersionResource, kind string, obj metav1.Object, field string, value any) error {
+func (r *reporter) patchStatusField(ctx context.Context, k ourKind, obj metav1.Object, field string, value any) error {
+	gvr, kind := k.gvr, k.name
 	body, err := json.Marshal(map[string]any{"status": map[string]any{field: value}})
 	if err != nil {
 		return fmt.Errorf("encode status.%s: %w", field, err)

@@ -249,7 +249,7 @@ func (h *admissionHandler) record(req *admissionRequest, body []byte) (string, e
 	}
 	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
 	if req.Operation == "DELETE" {
-		h.store.Record(req.Operation, gk, req.Namespace, req.Name, nil, req.UserInfo)
+		h.store.Record(Change{Op: req.Operation, GK: gk, Namespace: req.Namespace, Name: req.Name}, req.UserInfo)
 		return metrics.ReviewRecorded, nil
 	}
 	// Measured on the raw bytes first: the decode below recurses and allocates per level.
@@ -274,7 +274,7 @@ func (h *admissionHandler) record(req *admissionRequest, body []byte) (string, e
 	if err != nil {
 		return metrics.ReviewError, fmt.Errorf("sanitize object: %w", err)
 	}
-	h.store.Record(req.Operation, gk, req.Namespace, name, content, req.UserInfo)
+	h.store.Record(Change{Op: req.Operation, GK: gk, Namespace: req.Namespace, Name: name, Content: content}, req.UserInfo)
 	return metrics.ReviewRecorded, nil
 }
 

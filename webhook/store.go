@@ -95,10 +95,20 @@ func NewStore(cfg StoreConfig) *Store {
 	return s
 }
 
-// Record notes that user asked for op on the object. content is the canonical YAML of the
-// sanitized object (sanitize.YAML(sanitize.Object(obj))); it is hashed, not kept, and ignored for
-// DELETE. A second record of the same change replaces the first: the last writer is the author.
-func (s *Store) Record(op string, gk schema.GroupKind, namespace, name string, content []byte, user authenticationv1.UserInfo) {
+// Change is one change the admission webhook saw: the operation, the object, and the canonical
+// YAML of the sanitized object (sanitize.YAML(sanitize.Object(obj))), which is hashed, not kept,
+// and ignored for DELETE.
+type Change struct {
+	Op              string
+	GK              schema.GroupKind
+	Namespace, Name string
+	Content         []byte
+}
+
+// Record notes that user made the change. A second record of the same change replaces the first:
+// the last writer is the author.
+func (s *Store) Record(c Change, user authenticationv1.UserInfo) {
+	op, gk, namespace, name, content := c.Op, c.GK, c.Namespace, c.Name, c.Content
 	author := signatureOf(user)
 	if author.IsZero() {
 		return

@@ -64,7 +64,7 @@ func stopStore(s *Store) {
 
 func TestRecordThenAuthorIsAHitOnce(t *testing.T) {
 	s, m, _ := newTestStore(t, StoreConfig{})
-	s.Record("UPDATE", configMap, "team-a", "app", []byte("data: 1\n"), alice)
+	s.Record(Change{"UPDATE", configMap, "team-a", "app", []byte("data: 1\n")}, alice)
 
 	if got, ok := s.Author("UPDATE", configMap, "team-a", "app", []byte("data: 1\n")); !ok || got.Author != aliceSig {
 		t.Fatalf("first Author = %+v, %v; want %+v, true", got, ok, aliceSig)
@@ -101,7 +101,7 @@ func TestDifferentContentIsAMiss(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s, m, _ := newTestStore(t, StoreConfig{})
 			r := recorded
-			s.Record(r.op, r.gk, r.namespace, r.name, []byte(r.content), alice)
+			s.Record(Change{r.op, r.gk, r.namespace, r.name, []byte(r.content)}, alice)
 			l := recorded
 			change(&l)
 			if got, ok := s.Author(l.op, l.gk, l.namespace, l.name, []byte(l.content)); ok || got.Author != bot {
@@ -117,7 +117,7 @@ func TestDifferentContentIsAMiss(t *testing.T) {
 // The watch's last view of a deleted object need not match what admission saw: identity suffices.
 func TestDeleteKeyIgnoresContent(t *testing.T) {
 	s, _, _ := newTestStore(t, StoreConfig{})
-	s.Record("DELETE", configMap, "team-a", "app", nil, alice)
+	s.Record(Change{"DELETE", configMap, "team-a", "app", nil}, alice)
 	if got, ok := s.Author("DELETE", configMap, "team-a", "app", []byte("data: final\n")); !ok || got.Author != aliceSig {
 		t.Errorf("Author = %+v, %v; want %+v, true", got, ok, aliceSig)
 	}
@@ -137,7 +137,7 @@ func TestEntryExpiresAfterTTL(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s, m, clock := newTestStore(t, StoreConfig{TTL: 10 * time.Second})
-			s.Record("CREATE", configMap, "team-a", "app", []byte("data: 1\n"), alice)
+			s.Record(Change{"CREATE", configMap, "team-a", "app", []byte("data: 1\n")}, alice)
 			clock.Advance(tc.age)
 			if _, ok := s.Author("CREATE", configMap, "team-a", "app", []byte("data: 1\n")); ok != tc.wantHit {
 				t.Errorf("hit = %v; want %v", ok, tc.wantHit)
@@ -162,7 +162,7 @@ func TestCapacityEvictsLeastRecentlyUsed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s, m, _ := newTestStore(t, StoreConfig{Capacity: 2})
 			for _, name := range tc.records {
-				s.Record("DELETE", configMap, "team-a", name, nil, alice)
+				s.Record(Change{"DELETE", configMap, "team-a", name, nil}, alice)
 			}
 			stopStore(s) // waits for the eviction callbacks: the counter is final
 			if got := testutil.ToFloat64(m.Evictions.WithLabelValues("capacity")); got != 1 {
@@ -180,8 +180,8 @@ func TestCapacityEvictsLeastRecentlyUsed(t *testing.T) {
 
 func TestLastRecordWins(t *testing.T) {
 	s, _, _ := newTestStore(t, StoreConfig{})
-	s.Record("UPDATE", configMap, "team-a", "app", []byte("data: 1\n"), alice)
-	s.Record("UPDATE", configMap, "team-a", "app", []byte("data: 1\n"), bob)
+	s.Record(Change{"UPDATE", configMap, "team-a", "app", []byte("data: 1\n")}, alice)
+	s.Record(Change{"UPDATE", configMap, "team-a", "app", []byte("data: 1\n")}, bob)
 	want := gitops.Signature{Name: "bob@example.com", Email: "bob@example.com"}
 	if got, ok := s.Author("UPDATE", configMap, "team-a", "app", []byte("data: 1\n")); !ok || got.Author != want {
 		t.Errorf("Author = %+v, %v; want %+v, true", got, ok, want)
@@ -190,7 +190,7 @@ func TestLastRecordWins(t *testing.T) {
 
 func TestRecordWithoutUsernameIsIgnored(t *testing.T) {
 	s, _, _ := newTestStore(t, StoreConfig{})
-	s.Record("DELETE", configMap, "team-a", "app", nil, authenticationv1.UserInfo{})
+	s.Record(Change{"DELETE", configMap, "team-a", "app", nil}, authenticationv1.UserInfo{})
 	if s.Len() != 0 {
 		t.Errorf("Len = %d; want 0", s.Len())
 	}
@@ -205,7 +205,7 @@ func TestStoreIsSafeForConcurrentUse(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				name := fmt.Sprintf("cm-%d-%d", w, i)
-				s.Record("CREATE", configMap, "team-a", name, []byte(name), alice)
+				s.Record(Change{"CREATE", configMap, "team-a", name, []byte(name)}, alice)
 				s.Author("CREATE", configMap, "team-a", name, []byte(name))
 			}
 		})

@@ -83,8 +83,8 @@ func (c *Controller) decide(ctx context.Context, namespace, name string) error {
 func (c *Controller) approve(ctx context.Context, d *dest, p *crds.Proposal) error {
 	who, ok := c.approver(p)
 	if !ok {
-		return c.refuseApproval(ctx, p, nil, ReasonApproverUnknown, reasonApproverUnknown,
-			"nobody is known to have approved it (the admission webhook did not see who set spec.decision); set spec.decision again")
+		return c.refuseApproval(ctx, p, nil, refusal{ReasonApproverUnknown, reasonApproverUnknown,
+			"nobody is known to have approved it (the admission webhook did not see who set spec.decision); set spec.decision again"})
 	}
 	switch {
 	case c.cfg.Halt:
@@ -98,14 +98,14 @@ func (c *Controller) approve(ctx context.Context, d *dest, p *crds.Proposal) err
 		return err
 	}
 	if !allowed {
-		return c.refuseApproval(ctx, p, &who, ReasonApproverForbidden, reasonForbidden,
+		return c.refuseApproval(ctx, p, &who, refusal{ReasonApproverForbidden, reasonForbidden,
 			fmt.Sprintf("%s approved it but may not %s %s themselves%s; someone who may must approve it", who.Username,
-				verbOf(p.Spec.Change), targetName(p.Spec.Target), because(why)))
+				verbOf(p.Spec.Change), targetName(p.Spec.Target), because(why))})
 	}
 	if err := c.fromGit(ctx, d, p); err != nil {
 		var refused *Refused
 		if errors.As(err, &refused) {
-			return c.refuseApproval(ctx, p, &who, refused.Reason, reasonNotFromGit, refused.Message)
+			return c.refuseApproval(ctx, p, &who, refusal{refused.Reason, reasonNotFromGit, refused.Message})
 		}
 		return err
 	}
@@ -224,9 +224,14 @@ func (c *Controller) hold(ctx context.Context, p *crds.Proposal, who authenticat
 	return err
 }
 
+// refusal is why an approval is not carried out: the label of the refusal metric, the reason of
+// the Applied condition and the message people read.
+type refusal struct{ metric, reason, message string }
+
 // refuseApproval clears the decision, so someone decides again, and says why.
-func (c *Controller) refuseApproval(ctx context.Context, p *crds.Proposal, who *authenticationv1.UserInfo, metric, reason, message string) error {
-	c.cfg.Metrics.ProposalsRefused.WithLabelValues(metric).Inc()
+func (c *Controller) refuseApproval(ctx context.Context, p *crds.Proposal, who *authenticationv1.UserInfo, r refusal) error {
+	reason, message := r.reason, r.message
+	c.cfg.Metrics.ProposalsRefused.WithLabelValues(r.metric).Inc()
 	if err := c.clearDecision(ctx, p); err != nil {
 		return err
 	}

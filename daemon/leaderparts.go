@@ -1,0 +1,110 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/writeback"
+)
+
+// part is a long-running part of the daemon: it runs until ctx ends and returns once everything
+// it started has.
+type part interface {
+	Run(ctx context.Context) error
+}
+
+// leaderParts are what runs while this replica leads: the cluster → Git mirror, and beside it the
+// admission webhook crediting authors (unless disabled), write-back, the Receivers' webhooks (when
+// --receiver-bind-address is set) and the operator page (when --ui-bind-address is set).
+type leaderParts struct {
+	attr   *attribution // nil without the webhook
+	mirror *mirror
+	wb     *writeBack
+	beside []part        // write-back, then the receivers and the page when they are on
+	held   chan struct{} // closed once the files of waiting proposals are held
+}
+
+// buildLeaderParts builds every part, then connects them; nothing starts, so a failure leaves
+// nothing running. Each part is built from what is built before it.
+func buildLeaderParts(ctx context.Context, s shared, cfg Config, fence gitops.Fence) (*leaderParts, error) {
+	p := &leaderParts{held: make(chan struct{})}
+	if cfg.Webhook.Enabled {
+		var err error
+		if p.attr, err = newAttribution(s, cfg.Webhook); err != nil {
+			return nil, err
+		}
+	}
+	credits := writeback.NewCredits()
+	deps := mirrorDeps{
+		authors:  creditChain{credits: credits, attr: p.attr},
+		fence:    fence,
+		writable: p.held,
+		sealer:   newSealer(s.core.Secrets(s.namespace), cfg.Webhook.ServiceName+"-sops-digest"),
+	}
+	if p.attr != nil {
+		deps.onWatched = p.attr.onWatched
+	}
+	var err error
+	if p.mirror, err = newMirror(ctx, s, cfg.Mirror, deps); err != nil {
+		return nil, err
+	}
+	if p.wb, err = newWriteBack(s, cfg.WriteBack, writeBackDeps{mirror: p.mirror, attr: p.attr, credits: credits}); err != nil {
+		return nil, err
+	}
+	p.beside = []part{p.wb}
+	if cfg.Receivers.BindAddress != "" {
+		rcv, err := newReceivers(s, cfg.Receivers, p.wb)
+		if err != nil {
+			return nil, err
+		}
+		p.beside = append(p.beside, rcv)
+	}
+	if cfg.UI.BindAddress != "" {
+		page, err := newOperatorPage(s, cfg.UI, p.mirror.pool)
+		if err != nil {
+			return nil, err
+		}
+		p.beside = append(p.beside, page)
+	}
+	// Connected once both exist: the mirror tells write-back when it wanted to write a held file.
+	p.mirror.pool.OnHeldChange(p.wb.ctl.HeldChanged)
+	return p, nil
+}
+
+// Run runs the parts until ctx ends and every Git worker has flushed. Optional parts degrade
+// instead of failing, so only the mirror's own errors end it. The mirror starts once its own kinds
+// are served and the files of waiting proposals are held; the parts beside it once every CRD is
+// established. The mirror stops first (it flushes its workers), then the parts beside it;
+// attribution last: the mirror reads the correlation store until its last watch event.
+func (p *leaderParts) Run(ctx context.Context, inst *crdInstall) error {
+	errs := make([]error, len(p.beside)+2)
+	var wg sync.WaitGroup
+	sideCtx, stopSide := context.WithCancel(context.WithoutCancel(ctx))
+	if p.attr != nil {
+		wg.Go(func() { errs[0] = p.attr.Run(sideCtx) })
+	}
+	besideCtx, stopBeside := context.WithCancel(ctx)
+	defer stopBeside()
+	wg.Go(func() { // the holds need the Proposal kind; the mirror writes nothing before them
+		if wait(besideCtx, inst.all) {
+			p.wb.loadHolds(besideCtx)
+		}
+		close(p.held)
+	})
+	for i, part := range p.beside {
+		wg.Go(func() {
+			if wait(besideCtx, inst.all) {
+				errs[i+1] = part.Run(besideCtx)
+			}
+		})
+	}
+	if wait(ctx, inst.mirror) {
+		errs[len(errs)-1] = p.mirror.Run(ctx)
+	}
+	stopBeside()
+	stopSide()
+	wg.Wait()
+	return errors.Join(errs...)
+}
