@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/metrics"
 )
 
@@ -33,6 +34,7 @@ import (
 type leadership struct {
 	cfg      LeaderConfig
 	podNS    string // the namespace of this replica's Pod: the daemon's
+	work     lead   // what runs while this replica leads
 	identity string
 	lock     *fencedLock
 	leases   coordinationv1client.LeasesGetter
@@ -45,7 +47,10 @@ type leadership struct {
 	leader atomic.Pointer[string] // the holder last observed, for /readyz
 }
 
-func newLeadership(s shared, cfg LeaderConfig) (*leadership, error) {
+// lead is the work of a leader, with the fence of its pushes.
+type lead func(ctx context.Context, fence gitops.Fence) error
+
+func newLeadership(s shared, cfg LeaderConfig, work lead) (*leadership, error) {
 	// Its own client: renewals must never wait behind the mirror's requests in a rate limiter.
 	lc := rest.CopyConfig(s.kube)
 	lc.Timeout = cfg.RenewDeadline
@@ -56,7 +61,7 @@ func newLeadership(s shared, cfg LeaderConfig) (*leadership, error) {
 	identity := leaderIdentity(cfg.PodName)
 	fence := &leaseFence{renewDeadline: cfg.RenewDeadline, leaseDuration: cfg.LeaseDuration, now: time.Now}
 	l := &leadership{
-		cfg: cfg, podNS: s.namespace, identity: identity, fence: fence, leases: leases, gauge: s.reg.Health.Leader, optional: s.optional,
+		cfg: cfg, podNS: s.namespace, work: work, identity: identity, fence: fence, leases: leases, gauge: s.reg.Health.Leader, optional: s.optional,
 		log: s.log.With("lease", cfg.Namespace+"/"+cfg.ID, "identity", identity),
 		lock: &fencedLock{fence: fence, Interface: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.ID},
@@ -87,10 +92,10 @@ func leaderIdentity(podName string) string {
 
 // Run stands by, and runs work while this replica leads, until ctx ends or work fails. It
 // returns work's error; losing the Lease is not an error (the replica stands by again).
-func (l *leadership) Run(ctx context.Context, work func(context.Context) error) error {
+func (l *leadership) Run(ctx context.Context) error {
 	l.stepDownLabel(ctx) // a restarted container keeps its Pod's labels: a standby must not receive webhooks
 	for ctx.Err() == nil {
-		if err := l.term(ctx, work); err != nil {
+		if err := l.term(ctx); err != nil {
 			return err
 		}
 	}
@@ -98,7 +103,7 @@ func (l *leadership) Run(ctx context.Context, work func(context.Context) error) 
 }
 
 // term waits for the Lease, then runs work until ctx ends or the Lease is lost.
-func (l *leadership) term(ctx context.Context, work func(context.Context) error) error {
+func (l *leadership) term(ctx context.Context) error {
 	// The elector outlives ctx: on SIGTERM the work stops first (its last push holds the lease),
 	// and only then is the Lease released.
 	electCtx, stopElect := context.WithCancel(context.WithoutCancel(ctx))
@@ -161,7 +166,7 @@ func (l *leadership) term(ctx context.Context, work func(context.Context) error)
 		stopWork()
 	})
 	wg.Go(func() { l.labelAsLeader(workCtx) })
-	err = work(workCtx)
+	err = l.work(workCtx, l.fence.check)
 	stopWork()
 	wg.Wait()
 	l.gauge.Set(0)

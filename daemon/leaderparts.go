@@ -24,12 +24,20 @@ type leaderParts struct {
 	wb     *writeBack
 	beside []part        // write-back, then the receivers and the page when they are on
 	held   chan struct{} // closed once the files of waiting proposals are held
+	crds   *crdInstall   // says when the mirror's kinds, then all kinds, are served
+}
+
+// leaderDeps are what the leader's parts are given by the daemon: the fence of their pushes (nil
+// without leader election) and the installation of the CRDs they wait for.
+type leaderDeps struct {
+	fence gitops.Fence
+	crds  *crdInstall
 }
 
 // buildLeaderParts builds every part, then connects them; nothing starts, so a failure leaves
 // nothing running. Each part is built from what is built before it.
-func buildLeaderParts(ctx context.Context, s shared, cfg Config, fence gitops.Fence) (*leaderParts, error) {
-	p := &leaderParts{held: make(chan struct{})}
+func buildLeaderParts(ctx context.Context, s shared, cfg Config, d leaderDeps) (*leaderParts, error) {
+	p := &leaderParts{held: make(chan struct{}), crds: d.crds}
 	if cfg.Webhook.Enabled {
 		var err error
 		if p.attr, err = newAttribution(s, cfg.Webhook); err != nil {
@@ -39,7 +47,7 @@ func buildLeaderParts(ctx context.Context, s shared, cfg Config, fence gitops.Fe
 	credits := writeback.NewCredits()
 	deps := mirrorDeps{
 		authors:  creditChain{credits: credits, attr: p.attr},
-		fence:    fence,
+		fence:    d.fence,
 		writable: p.held,
 		sealer:   newSealer(s.core.Secrets(s.namespace), cfg.Webhook.ServiceName+"-sops-digest"),
 	}
@@ -78,7 +86,8 @@ func buildLeaderParts(ctx context.Context, s shared, cfg Config, fence gitops.Fe
 // are served and the files of waiting proposals are held; the parts beside it once every CRD is
 // established. The mirror stops first (it flushes its workers), then the parts beside it;
 // attribution last: the mirror reads the correlation store until its last watch event.
-func (p *leaderParts) Run(ctx context.Context, inst *crdInstall) error {
+func (p *leaderParts) Run(ctx context.Context) error {
+	inst := p.crds
 	errs := make([]error, len(p.beside)+2)
 	var wg sync.WaitGroup
 	sideCtx, stopSide := context.WithCancel(context.WithoutCancel(ctx))

@@ -75,14 +75,14 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		// cluster's identity cannot be read): then the daemon exits instead of staying up, ready
 		// and idle, so the failure shows as a restarting Pod. Attribution never ends it.
 		// With leader election it runs only while this replica leads.
-		lead := func(ctx context.Context, fence gitops.Fence) error {
-			parts, err := buildLeaderParts(ctx, s, cfg, fence)
+		work := func(ctx context.Context, fence gitops.Fence) error {
+			parts, err := buildLeaderParts(ctx, s, cfg, leaderDeps{fence: fence, crds: inst})
 			if err != nil {
 				return err
 			}
-			return parts.Run(ctx, inst)
+			return parts.Run(ctx)
 		}
-		if err := leadOrStandBy(ctx, s, cfg.Leader, ready, lead); err != nil {
+		if err := leadOrStandBy(ctx, s, cfg.Leader, ready, work); err != nil {
 			log.Error("mirror stopped", "err", err)
 			return errors.Join(err, stopServers())
 		}
@@ -94,17 +94,17 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 // leadOrStandBy runs lead while this replica leads: always without --leader-elect, else while it
 // holds the Lease, with every push fenced by it.
-func leadOrStandBy(ctx context.Context, s shared, cfg LeaderConfig, ready *readiness, lead func(context.Context, gitops.Fence) error) error {
+func leadOrStandBy(ctx context.Context, s shared, cfg LeaderConfig, ready *readiness, work lead) error {
 	if !cfg.Elect {
 		s.reg.Health.Leader.Set(1)
-		return lead(ctx, nil)
+		return work(ctx, nil)
 	}
-	l, err := newLeadership(s, cfg)
+	l, err := newLeadership(s, cfg, work)
 	if err != nil {
 		return err
 	}
 	ready.role.Store(l)
-	return l.Run(ctx, func(ctx context.Context) error { return lead(ctx, l.fence.check) })
+	return l.Run(ctx)
 }
 
 // The client-side rate limit of the daemon's requests. client-go's default of 5 per second would
