@@ -30,7 +30,7 @@ GPG ?= gpg
 SSH_KEYGEN ?= ssh-keygen
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build test lint helm-lint sops browser playwright chromium signing-tools testenv testenv-bins demo bench clean
+.PHONY: all build test test-tools debian-packages vet lint helm-lint sops browser playwright chromium signing-tools testenv testenv-bins demo bench clean
 
 all: build
 
@@ -40,9 +40,27 @@ build: ## the daemon binary in bin/, built as the image builds it (static, strip
 testenv-bins: ## build (once) the pinned etcd, kube-apiserver and kubectl used by tests
 	go run ./testenv/cmd/testenv -build
 
-test: testenv-bins sops browser signing-tools ## vet and run every test against a real apiserver and real git remotes
-	go vet ./...
+# The tests build as the image does (CGO_ENABLED=0 and -trimpath, the Dockerfile's go build), so
+# go vet, every test binary, and the daemon binaries the install tests (with the Dockerfile's
+# command) and the daemon tests build share one set of compiled packages; with Go's defaults a
+# first run compiled every dependency twice. The tools build and go vet run side by side (-j):
+# on two cores one build's link or download leaves the other core idle.
+test: export CGO_ENABLED := 0
+test: export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+test: ## vet and run every test against a real apiserver and real git remotes
+	@$(MAKE) --no-print-directory -j test-tools vet
 	go test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+# test-tools is every tool the tests run. Debian's packages are installed one after the other:
+# two apt-get at once would fight over dpkg's lock.
+test-tools: testenv-bins sops $(HELM) playwright debian-packages
+
+debian-packages:
+	@$(MAKE) --no-print-directory chromium
+	@$(MAKE) --no-print-directory signing-tools
+
+vet:
+	go vet ./...
 
 lint: $(GOLANGCI_LINT) helm-lint ## gofmt, go vet, golangci-lint, helm lint
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -21,6 +21,9 @@ import (
 // helm-lint) must name the same one; TestChartHelmVersionMatchesMakefile checks that.
 const helmVersion = "v3.22.0"
 
+// helmPackage is helm's command, built with go install.
+const helmPackage = "helm.sh/helm/v3/cmd/helm"
+
 const (
 	// chartRelease gives the chart's resources the names of deploy/.
 	chartRelease = "gitops-reverser"
@@ -39,7 +42,7 @@ func chartPath(elem ...string) string {
 // helm-lint finds it too.
 func helmBinary(t testing.TB) string {
 	t.Helper()
-	return testenv.GoTool(t, "helm", "helm.sh/helm/v3/cmd/helm", helmVersion)
+	return testenv.GoTool(t, "helm", helmPackage, helmVersion)
 }
 
 // runHelmTemplate renders the chart as release chartRelease in namespace with extra helm args.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 )
 
@@ -27,6 +28,16 @@ func toolsDir() (string, error) {
 		return "", errors.New("locate testenv sources: runtime.Caller failed")
 	}
 	dir := filepath.Join(filepath.Dir(file), "tools")
+	if !filepath.IsAbs(file) {
+		// Built with -trimpath (make test builds so): the file is named by its import path. The
+		// module on disk is the one of the working directory, which go test sets to the tested
+		// package's directory.
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			return "", fmt.Errorf("locate the module (go env GOMOD): %w", err)
+		}
+		dir = filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "testenv", "tools")
+	}
 	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
 		return "", fmt.Errorf("locate testenv tools module: %w", err)
 	}
@@ -88,15 +99,15 @@ func EnsureBinaries(ctx context.Context) (Binaries, error) {
 	if allExist(bins) { // built by another process while we waited
 		return bins, nil
 	}
-	targets := []struct{ out, pkg string }{
-		{bins.Etcd, "go.etcd.io/etcd/server/v3"},
-		{bins.KubeAPIServer, "k8s.io/kubernetes/cmd/kube-apiserver"},
-		{bins.Kubectl, "k8s.io/kubernetes/cmd/kubectl"},
+	// One go build for the three: they share most packages, and their links (kube-apiserver's
+	// alone takes a core for a while) run side by side instead of one after the other.
+	targets := map[string]string{
+		bins.Etcd:          "go.etcd.io/etcd/server/v3",
+		bins.KubeAPIServer: "k8s.io/kubernetes/cmd/kube-apiserver",
+		bins.Kubectl:       "k8s.io/kubernetes/cmd/kubectl",
 	}
-	for _, t := range targets {
-		if err := goBuild(ctx, tools, t.out, t.pkg); err != nil {
-			return Binaries{}, err
-		}
+	if err := goBuild(ctx, tools, targets); err != nil {
+		return Binaries{}, err
 	}
 	return bins, nil
 }
@@ -110,20 +121,47 @@ func allExist(b Binaries) bool {
 	return true
 }
 
-// goBuild builds pkg into a temporary file and renames it into place, so a killed build never
+// goBuild builds each main package of targets (output path → package) in one go build, into a
+// temporary directory next to the outputs, and renames each into place, so a killed build never
 // leaves a half-written binary behind.
-func goBuild(ctx context.Context, tools, out, pkg string) error {
-	tmp := out + ".tmp"
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", tmp, pkg)
+func goBuild(ctx context.Context, tools string, targets map[string]string) error {
+	var dir string
+	pkgs := make([]string, 0, len(targets))
+	for out, pkg := range targets {
+		dir = filepath.Dir(out)
+		pkgs = append(pkgs, pkg)
+	}
+	tmp, err := os.MkdirTemp(dir, "build-")
+	if err != nil {
+		return fmt.Errorf("create build dir: %w", err)
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+	args := append([]string{"build", "-trimpath", "-ldflags=-s -w", "-o", tmp + string(filepath.Separator)}, pkgs...)
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = tools
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build %s: %w\n%s", pkg, err, b)
+		return fmt.Errorf("build %s: %w\n%s", strings.Join(pkgs, " "), err, b)
 	}
-	if err := os.Rename(tmp, out); err != nil {
-		return fmt.Errorf("install %s: %w", out, err)
+	for out := range targets {
+		// go build -o dir/ names each binary after the last element of its package path that
+		// is not a major version suffix (etcd's is "server", from go.etcd.io/etcd/server/v3).
+		built := filepath.Join(tmp, binaryName(targets[out]))
+		if err := os.Rename(built, out); err != nil {
+			return fmt.Errorf("install %s: %w", out, err)
+		}
 	}
 	return nil
+}
+
+// binaryName is the file name go build gives the main package pkg.
+func binaryName(pkg string) string {
+	elems := strings.Split(pkg, "/")
+	last := elems[len(elems)-1]
+	if len(elems) > 1 && len(last) > 1 && last[0] == 'v' && strings.Trim(last[1:], "0123456789") == "" {
+		last = elems[len(elems)-2]
+	}
+	return last
 }
 
 func lockFile(path string) (func(), error) {

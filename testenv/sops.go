@@ -45,29 +45,55 @@ func GoTool(tb testing.TB, name, pkg, version string) string {
 		goTools.built[pkg+"@"+version] = t
 	}
 	goTools.mu.Unlock()
-	t.once.Do(func() {
-		root := os.Getenv("TOOLS_CACHE")
-		if root == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				t.err = fmt.Errorf("find the tools cache: %w", err)
-				return
-			}
-			root = filepath.Join(home, ".cache", "gitops-reverser", "tools")
-		}
-		dir := filepath.Join(root, name+"-"+version)
-		t.path = filepath.Join(dir, name)
-		if _, err := os.Stat(t.path); err == nil {
-			return
-		}
-		cmd := exec.Command("go", "install", pkg+"@"+version)
-		cmd.Env = append(os.Environ(), "GOBIN="+dir)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.err = fmt.Errorf("build %s %s: %w\n%s", name, version, err, out)
-		}
-	})
+	t.once.Do(func() { t.path, t.err = EnsureGoTool(name, pkg, version) })
 	if t.err != nil {
 		tb.Fatal(t.err)
 	}
 	return t.path
+}
+
+// EnsureGoTool is GoTool outside a test (e.g. in TestMain, to build a tool while something else
+// builds): it returns the path of name-version/name in the tools cache, building it there if it
+// is missing. Test packages run in parallel processes: a file lock makes the second wait for the
+// first one's build instead of compiling the same tool again, and the build goes to a scratch
+// directory renamed into place, so no process ever runs a half-written binary.
+func EnsureGoTool(name, pkg, version string) (string, error) {
+	root := os.Getenv("TOOLS_CACHE")
+	if root == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("find the tools cache: %w", err)
+		}
+		root = filepath.Join(home, ".cache", "gitops-reverser", "tools")
+	}
+	dir := filepath.Join(root, name+"-"+version)
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create the tools cache: %w", err)
+	}
+	unlock, err := lockFile(filepath.Join(dir, ".lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := os.Stat(path); err == nil { // built by another process while we waited
+		return path, nil
+	}
+	tmp, err := os.MkdirTemp(dir, "build-")
+	if err != nil {
+		return "", fmt.Errorf("create build dir: %w", err)
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+	cmd := exec.Command("go", "install", pkg+"@"+version)
+	cmd.Env = append(os.Environ(), "GOBIN="+tmp)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build %s %s: %w\n%s", name, version, err, out)
+	}
+	if err := os.Rename(filepath.Join(tmp, binaryName(pkg)), path); err != nil {
+		return "", fmt.Errorf("install %s %s: %w", name, version, err)
+	}
+	return path, nil
 }
