@@ -28,7 +28,8 @@ func TestMain(m *testing.M) {
 	if testing.Short() {
 		os.Exit(m.Run())
 	}
-	os.Exit(testenv.RunMain(m, &cp))
+	// Install applies and waits for the CRDs side by side: every goroutine must be joined.
+	os.Exit(testenv.RunMainNoLeaks(m, &cp, testenv.LeakIgnores()...))
 }
 
 // mustControlPlane skips the test under -short and returns the shared control plane.
