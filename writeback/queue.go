@@ -21,8 +21,12 @@ const (
 )
 
 // noWorkerWait is the first wait before a destination whose Git worker the mirror has not
-// started yet is tried again; it doubles, up to the destination's interval.
-const noWorkerWait = time.Second
+// started yet is tried again; it doubles, up to noWorkerMaxWait: the worker comes moments later,
+// or later still on a loaded machine, and asking the pool again costs nothing.
+const (
+	noWorkerWait    = time.Second
+	noWorkerMaxWait = 5 * time.Second
+)
 
 // errNotWriteBack says a destination is gone or does not enable write-back.
 var errNotWriteBack = errors.New("not a write-back destination")
@@ -177,7 +181,7 @@ func (c *Controller) runDestination(ctx context.Context, name string) (time.Dura
 	if noWorker {
 		// Not a failure: the mirror starts the worker moments after a destination appears (or at
 		// start), so this is tried again quietly, soon.
-		wait := min(noWorkerWait<<min(c.waits[name], 10), c.cfg.Interval)
+		wait := min(noWorkerWait<<min(c.waits[name], 3), noWorkerMaxWait, c.cfg.Interval)
 		c.waits[name]++
 		c.cfg.Log.Debug("no Git worker for the destination yet; trying again", "destination", name, "in", wait)
 		return wait, nil
