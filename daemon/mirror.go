@@ -61,6 +61,8 @@ func newMirror(ctx context.Context, cfg Config, kube *rest.Config, core corev1cl
 		OnChange:     func() { mr.manager.Changed() },
 		OnHeldChange: hooks.onHeldChange,
 		Fence:        hooks.fence,
+
+		OnRemoteWorks: func(url string) { mr.repos.RemoteWorks(url) }, // a push that works proves the remote
 	})
 	mr.repos = gitsecrets.New(gitsecrets.Config{
 		Secrets: core, Pool: mr.pool, WorkDir: cfg.WorkDir, Log: log,

@@ -199,6 +199,7 @@ func (e *env) startManagerWith(discoveryRefresh time.Duration) (stop func()) {
 	e.t.Helper()
 	log := slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var m *Manager
+	var repos *gitsecrets.Repositories
 	workDir := e.t.TempDir()
 	pool := gitops.NewPool(gitops.PoolConfig{
 		WorkDir: workDir,
@@ -209,11 +210,12 @@ func (e *env) startManagerWith(discoveryRefresh time.Duration) (stop func()) {
 			Trailers:  [][2]string{{"X-ConfigButler-ClusterUID", "test-cluster"}},
 		},
 		MaxWorkers: 4, MaxWorkersPerRepo: 2,
-		Metrics:  e.reg.Mirror,
-		Log:      log,
-		OnChange: func() { m.Changed() },
+		Metrics:       e.reg.Mirror,
+		Log:           log,
+		OnChange:      func() { m.Changed() },
+		OnRemoteWorks: func(url string) { repos.RemoteWorks(url) },
 	})
-	repos := gitsecrets.New(gitsecrets.Config{
+	repos = gitsecrets.New(gitsecrets.Config{
 		Secrets: e.kube.CoreV1(), Pool: pool, WorkDir: workDir, Log: log, OnChange: func() { m.Changed() },
 	})
 	var managed Repositories = repos
