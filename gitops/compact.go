@@ -3,7 +3,6 @@ package gitops
 import (
 	"bytes"
 	"cmp"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -69,20 +68,10 @@ func appendPackHashes(hashes []plumbing.Hash, idxPath string) ([]plumbing.Hash, 
 	if err := idxfile.NewDecoder(f).Decode(idx); err != nil {
 		return nil, fmt.Errorf("compact clone: read %s: %w", idxPath, err)
 	}
-	entries, err := idx.Entries()
-	if err != nil {
-		return nil, fmt.Errorf("compact clone: read %s: %w", idxPath, err)
-	}
-	defer func() { _ = entries.Close() }()
-	for {
-		e, err := entries.Next()
-		if errors.Is(err, io.EOF) {
-			break
+	for _, names := range idx.Names { // the sorted names, by first byte
+		for i := 0; i+len(plumbing.ZeroHash) <= len(names); i += len(plumbing.ZeroHash) {
+			hashes = append(hashes, plumbing.Hash(names[i:i+len(plumbing.ZeroHash)]))
 		}
-		if err != nil {
-			return nil, fmt.Errorf("compact clone: read %s: %w", idxPath, err)
-		}
-		hashes = append(hashes, e.Hash)
 	}
 	return hashes, nil
 }
