@@ -2,10 +2,10 @@
 // bare clone, turns batches of file-level changes into commits built directly from objects
 // (blob → tree → commit → ref, never a work tree), signs them, and pushes them fast-forward
 // only, replaying the pending changes on the new tip when another writer moved the branch. The
-// Pool owns the workers, checks that remotes answer, and keeps the mirror off the files held for
-// write-back's review. It is Git only: it is handed parsed credentials and Signers (package
-// gitsecrets reads them from Secrets), the path of an object's file is package layout's, and
-// write-back reads history through Reader (package gitedits).
+// Pool owns the workers and keeps the mirror off the files held for write-back's review. It is
+// Git only: it is handed parsed credentials and Signers (package gitsecrets reads them from
+// Secrets and checks that the remotes answer), the path of an object's file is package
+// layout's, and write-back reads history through Reader (package gitedits).
 package gitops
 
 import (

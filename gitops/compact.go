@@ -3,7 +3,6 @@ package gitops
 import (
 	"bytes"
 	"cmp"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -46,7 +45,7 @@ func (r *repo) compactIfNeeded() error {
 		}
 		small = append(small, h)
 	}
-	if err := r.writePack(hashes); err != nil {
+	if err := r.keepPack(func(w io.Writer) (plumbing.Hash, *idxfile.Writer, error) { return r.writePack(w, hashes) }); err != nil {
 		return err
 	}
 	for _, h := range small {
@@ -69,55 +68,37 @@ func appendPackHashes(hashes []plumbing.Hash, idxPath string) ([]plumbing.Hash, 
 	if err := idxfile.NewDecoder(f).Decode(idx); err != nil {
 		return nil, fmt.Errorf("compact clone: read %s: %w", idxPath, err)
 	}
-	entries, err := idx.Entries()
-	if err != nil {
-		return nil, fmt.Errorf("compact clone: read %s: %w", idxPath, err)
-	}
-	defer func() { _ = entries.Close() }()
-	for {
-		e, err := entries.Next()
-		if errors.Is(err, io.EOF) {
-			break
+	for _, names := range idx.Names { // the sorted names, by first byte
+		for i := 0; i+len(plumbing.ZeroHash) <= len(names); i += len(plumbing.ZeroHash) {
+			hashes = append(hashes, plumbing.Hash(names[i:i+len(plumbing.ZeroHash)]))
 		}
-		if err != nil {
-			return nil, fmt.Errorf("compact clone: read %s: %w", idxPath, err)
-		}
-		hashes = append(hashes, e.Hash)
 	}
 	return hashes, nil
 }
 
-// writePack streams the objects into one new pack of the clone, one object in memory at a
-// time.
-func (r *repo) writePack(hashes []plumbing.Hash) (err error) {
+// writePack streams the objects into one pack, one object in memory at a time, and returns its
+// name and index.
+func (r *repo) writePack(w io.Writer, hashes []plumbing.Hash) (plumbing.Hash, *idxfile.Writer, error) {
 	slices.SortFunc(hashes, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
 	hashes = slices.Compact(hashes)
-	w, err := r.sto.PackfileWriter()
-	if err != nil {
-		return fmt.Errorf("compact clone: %w", err)
-	}
-	defer func() {
-		if cerr := w.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("compact clone: write pack: %w", cerr)
-		}
-	}()
 	p, err := newPackWriter(w, len(hashes))
 	if err != nil {
-		return err
+		return plumbing.ZeroHash, nil, err
 	}
 	s := newStore(r.sto)
 	for _, h := range hashes {
 		obj, err := r.sto.EncodedObject(plumbing.AnyObject, h)
 		if err != nil {
-			return fmt.Errorf("compact clone: %w", err)
+			return plumbing.ZeroHash, nil, fmt.Errorf("compact clone: %w", err)
 		}
 		data, err := s.read(obj.Type(), h)
 		if err != nil {
-			return fmt.Errorf("compact clone: %w", err)
+			return plumbing.ZeroHash, nil, fmt.Errorf("compact clone: %w", err)
 		}
-		if err := p.add(obj.Type(), data); err != nil {
-			return err
+		if err := p.add(h, obj.Type(), data); err != nil {
+			return plumbing.ZeroHash, nil, err
 		}
 	}
-	return p.close(w)
+	name, err := p.close()
+	return name, p.idx, err
 }

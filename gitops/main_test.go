@@ -6,8 +6,8 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestMain fails the package when a goroutine outlives its test: every worker and reachability
-// check must be joined by the Run that started it.
+// TestMain fails the package when a goroutine outlives its test: every worker must be joined
+// by the Run that started it.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
 		// net/http keeps idle keep-alive connections to the test Git servers in the default

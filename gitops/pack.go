@@ -7,62 +7,100 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash"
+	"hash/crc32"
 	"io"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 )
 
-// packWriter streams a version 2 packfile of whole objects (no deltas). Fast compression keeps
-// a seed push cheap on CPU.
+// packWriter streams a version 2 packfile of whole objects (no deltas) and indexes it as it
+// goes: it knows each object's name, offset and CRC-32, so the clone keeps the pack without
+// reading it again. Fast compression keeps a seed push cheap on CPU.
 type packWriter struct {
-	out io.Writer // the destination and the trailer's hash
-	sum hash.Hash
+	w   io.Writer
+	n   int64       // bytes written: the next object's offset
+	sum hash.Hash   // SHA-1 of everything written, the trailer that names the pack
+	crc hash.Hash32 // of the current object's packed bytes, header and zlib data, as an idx wants
 	zw  *zlib.Writer
+	idx *idxfile.Writer
+}
+
+// encodedPack is a pack and its index.
+type encodedPack struct {
+	data []byte
+	name plumbing.Hash // the trailer, which names the pack's files
+	idx  *idxfile.Writer
+}
+
+// write writes the pack to w and returns its name and index, for repo.keepPack.
+func (p encodedPack) write(w io.Writer) (plumbing.Hash, *idxfile.Writer, error) {
+	_, err := w.Write(p.data)
+	return p.name, p.idx, err
 }
 
 func newPackWriter(w io.Writer, count int) (*packWriter, error) {
-	sum := sha1.New() //nolint:gosec // the pack trailer is SHA-1
-	p := &packWriter{out: io.MultiWriter(w, sum), sum: sum}
-	zw, err := zlib.NewWriterLevel(p.out, zlib.BestSpeed)
+	p := &packWriter{w: w, sum: sha1.New(), crc: crc32.NewIEEE(), idx: new(idxfile.Writer)} //nolint:gosec // see above
+	zw, err := zlib.NewWriterLevel(p, zlib.BestSpeed)
 	if err != nil {
 		return nil, fmt.Errorf("encode pack: %w", err)
 	}
 	p.zw = zw
+	_ = p.idx.OnHeader(uint32(count))
 	var hdr [12]byte
 	copy(hdr[:4], "PACK")
 	binary.BigEndian.PutUint32(hdr[4:], 2)
 	binary.BigEndian.PutUint32(hdr[8:], uint32(count))
-	if _, err := p.out.Write(hdr[:]); err != nil {
+	if _, err := p.Write(hdr[:]); err != nil {
 		return nil, fmt.Errorf("encode pack: %w", err)
 	}
 	return p, nil
 }
 
-func (p *packWriter) add(typ plumbing.ObjectType, data []byte) error {
+// Write writes b into the pack, counting and hashing it.
+func (p *packWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	p.n += int64(n)
+	p.sum.Write(b[:n])
+	p.crc.Write(b[:n])
+	return n, err
+}
+
+// add appends object h of type typ.
+func (p *packWriter) add(h plumbing.Hash, typ plumbing.ObjectType, data []byte) error {
+	offset := p.n
+	p.crc.Reset()
 	var oh [16]byte
-	if _, err := p.out.Write(appendObjectHeader(oh[:0], byte(typ), len(data))); err != nil {
+	if _, err := p.Write(appendObjectHeader(oh[:0], byte(typ), len(data))); err != nil {
 		return fmt.Errorf("encode pack: %w", err)
 	}
-	p.zw.Reset(p.out)
+	p.zw.Reset(p)
 	if _, err := p.zw.Write(data); err != nil {
 		return fmt.Errorf("encode pack: %w", err)
 	}
 	if err := p.zw.Close(); err != nil {
 		return fmt.Errorf("encode pack: %w", err)
 	}
+	p.idx.Add(h, uint64(offset), p.crc.Sum32())
 	return nil
 }
 
-// close writes the trailer, the SHA-1 of everything before it.
-func (p *packWriter) close(w io.Writer) error {
-	if _, err := w.Write(p.sum.Sum(nil)); err != nil {
-		return fmt.Errorf("encode pack: %w", err)
+// close writes the trailer, the SHA-1 of everything before it, completes the index and
+// returns the pack's name.
+func (p *packWriter) close() (plumbing.Hash, error) {
+	var name plumbing.Hash
+	p.sum.Sum(name[:0])
+	if _, err := p.w.Write(name[:]); err != nil {
+		return name, fmt.Errorf("encode pack: %w", err)
 	}
-	return nil
+	if err := p.idx.OnFooter(name); err != nil {
+		return name, fmt.Errorf("index pack: %w", err)
+	}
+	return name, nil
 }
 
 // encodePack encodes the overlay objects: exactly the objects of the commits being pushed.
-func (s *store) encodePack() ([]byte, error) {
+func (s *store) encodePack() (encodedPack, error) {
 	size := 32
 	for _, h := range s.order {
 		size += len(s.overlay[h].data)/2 + 16
@@ -70,18 +108,19 @@ func (s *store) encodePack() ([]byte, error) {
 	buf := bytes.NewBuffer(make([]byte, 0, size))
 	p, err := newPackWriter(buf, len(s.order))
 	if err != nil {
-		return nil, err
+		return encodedPack{}, err
 	}
 	for _, h := range s.order {
 		o := s.overlay[h]
-		if err := p.add(o.typ, o.data); err != nil {
-			return nil, err
+		if err := p.add(h, o.typ, o.data); err != nil {
+			return encodedPack{}, err
 		}
 	}
-	if err := p.close(buf); err != nil {
-		return nil, err
+	name, err := p.close()
+	if err != nil {
+		return encodedPack{}, err
 	}
-	return buf.Bytes(), nil
+	return encodedPack{data: buf.Bytes(), name: name, idx: p.idx}, nil
 }
 
 // appendObjectHeader appends a pack object header: type and size as a little-endian varint.

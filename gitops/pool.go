@@ -23,8 +23,8 @@ type PoolConfig struct {
 	MaxWorkers, MaxWorkersPerRepo int
 	Metrics                       *metrics.Mirror
 	Log                           *slog.Logger
-	// OnChange is told, without blocking, whenever RepoState or Status may say something new: a
-	// reachability check ended, a worker started or stopped failing or coalesced its queue.
+	// OnChange is told, without blocking, whenever Status may say something new: a worker
+	// started or stopped failing or coalesced its queue.
 	OnChange func()
 	// Fence, when set, is asked just before every push (see Fence); nil means this replica
 	// always may push.
@@ -66,29 +66,18 @@ type SigningKey struct {
 // Branch asks for a worker on a branch of a repository (by Repository.Name).
 type Branch struct{ Repo, Branch string }
 
-// RepoState is what the pool knows of a repository.
-type RepoState struct {
-	// Usable: credentials are loaded (or none are needed), so workers may run.
-	Usable bool
-	// Checked: the remote was contacted with these credentials; Reachable says how it went.
-	Checked, Reachable bool
-	// Reason and Message explain the state: Unreachable, Reachable, or Checking while the first
-	// contact is under way; the reader of the credentials adds its own (SecretInvalid...).
-	Reason, Message string
-	// SigningKey is the key commits are signed with; nil when they are not signed.
-	SigningKey *SigningKey
-}
-
 // Pool is the one owner of the Git workers: one per (repository URL, branch), created and
 // stopped by SetWorkers, with the credentials and signing key of their GitRepoConfig (handed in
-// by SetRepositories) and a reachability check per remote. Its methods are safe from any
-// goroutine; everything it starts is joined by Run.
+// by SetRepositories). Its methods are safe from any goroutine; everything it starts is joined
+// by Run.
 type Pool struct {
 	cfg   PoolConfig
 	slots *Slots
 	log   *slog.Logger
 	wg    sync.WaitGroup
 	holds *holdTable // the paths the mirror keeps off, by branch (see Hold)
+	// onRemoteWorks is told that a worker's push or fetch worked (see OnRemoteWorks).
+	onRemoteWorks func(url string)
 
 	mu sync.Mutex
 	// ctx is the parent of everything the pool starts: nil until Run, which starts what was asked
@@ -98,7 +87,6 @@ type Pool struct {
 	repos    map[string]Repository    // by Repository.Name
 	workers  map[string]*poolWorker   // by WorkerKey(url, branch)
 	stopping map[string]chan struct{} // workers making their last push, by key
-	reach    map[string]*reachCheck   // by URL and credentials
 }
 
 type poolWorker struct {
@@ -122,22 +110,18 @@ func NewPool(cfg PoolConfig) *Pool {
 	}
 	return &Pool{
 		cfg: cfg, slots: NewSlots(cfg.MaxWorkers, cfg.MaxWorkersPerRepo), log: cfg.Log,
-		holds: newHoldTable(),
+		holds: newHoldTable(), onRemoteWorks: func(string) {},
 		repos: map[string]Repository{}, workers: map[string]*poolWorker{}, stopping: map[string]chan struct{}{},
-		reach: map[string]*reachCheck{},
 	}
 }
 
-// Run waits until ctx ends, then stops every worker (each makes a last, bounded push) and
-// reachability check, and returns once all of them have.
+// Run waits until ctx ends, then stops every worker (each makes a last, bounded push), and
+// returns once all of them have.
 func (p *Pool) Run(ctx context.Context) error {
 	p.mu.Lock()
 	p.ctx = ctx
 	for _, pw := range p.workers { // asked for before Run
 		p.launch(pw)
-	}
-	for _, rc := range p.reach {
-		p.check(rc)
 	}
 	p.mu.Unlock()
 	<-ctx.Done()
@@ -151,43 +135,20 @@ func (p *Pool) Run(ctx context.Context) error {
 	return nil
 }
 
-// SetRepositories declares the repositories whose workers may run: their remotes are checked in
-// the background, workers of a repository no longer declared stop at the next SetWorkers, and
-// workers of one whose credentials or signing key changed use the new ones. It returns the state
-// of each, by name.
-func (p *Pool) SetRepositories(repos []Repository) map[string]RepoState {
+// SetRepositories declares the repositories whose workers may run: workers of a repository no
+// longer declared stop at the next SetWorkers, and workers of one whose credentials or signing
+// key changed use the new ones.
+func (p *Pool) SetRepositories(repos []Repository) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil
+		return
 	}
 	clear(p.repos)
-	out := make(map[string]RepoState, len(repos))
 	for _, r := range repos {
 		p.repos[r.Name] = r
-		out[r.Name] = p.state(r)
 	}
 	p.updateAuth()
-	return out
-}
-
-// state is the repository's state, starting a reachability check when none is known.
-func (p *Pool) state(r Repository) RepoState {
-	rc := p.reachability(r.URL, r.Credentials)
-	s := RepoState{Usable: true, Checked: rc.done, Reachable: rc.done && rc.err == nil}
-	if r.Signer != nil {
-		key := r.Signer.Public()
-		s.SigningKey = &key
-	}
-	switch {
-	case !rc.done:
-		s.Reason, s.Message = "Checking", "contacting "+r.URL
-	case rc.err != nil:
-		s.Reason, s.Message = "Unreachable", "cannot list "+r.URL+": "+rc.err.Error()
-	default:
-		s.Reason, s.Message = "Reachable", "remote "+r.URL+" answers"
-	}
-	return s
 }
 
 // updateAuth hands changed credentials and signing keys to the running workers of their
@@ -302,17 +263,16 @@ func (p *Pool) launch(pw *poolWorker) {
 	p.wg.Go(func() { pw.run(ctx) })
 }
 
+// OnRemoteWorks sets who is told, without blocking (it is called from the worker's goroutine),
+// that a push or fetch to url worked: the remote answers, whatever a check of it said before.
+// The one who checks the remotes is built after the pool, so it is connected here, before Run.
+func (p *Pool) OnRemoteWorks(f func(url string)) { p.onRemoteWorks = f }
+
 // workerChanged learns from a worker that started or stopped failing: a worker whose push or
 // fetch works proves its remote reachable.
 func (p *Pool) workerChanged(pw *poolWorker) {
 	if pw.w.Status().LastError == nil {
-		p.mu.Lock()
-		for k, rc := range p.reach {
-			if strings.HasPrefix(k, pw.w.remote.URL+"\x00") {
-				rc.done, rc.err = true, nil
-			}
-		}
-		p.mu.Unlock()
+		p.onRemoteWorks(pw.w.remote.URL)
 	}
 	p.cfg.OnChange()
 }

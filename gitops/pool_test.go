@@ -40,35 +40,6 @@ func startPool(t *testing.T) *testPool {
 	return tp
 }
 
-// state declares one repository and returns its state.
-func (tp *testPool) state(t *testing.T, r Repository) RepoState {
-	t.Helper()
-	return tp.SetRepositories([]Repository{r})[r.Name]
-}
-
-func TestPoolChecksRemotesInTheBackground(t *testing.T) {
-	srv := MustGitServer(t)
-	MustRepo(t, srv, "up")
-	tp := startPool(t)
-	up := Repository{Name: "ns/up", URL: srv.AuthURL("up")}
-	if s := tp.state(t, up); !s.Usable || s.Reason != "Checking" {
-		t.Fatalf("first state = %+v, want usable while the first check runs", s)
-	}
-	testenv.Eventually(t, 30*time.Second, "the remote found reachable", func() (bool, string) {
-		s := tp.state(t, up)
-		return s.Checked && s.Reachable && s.Reason == "Reachable", fmt.Sprintf("%+v", s)
-	})
-	if tp.changes.Load() == 0 {
-		t.Error("the owner was not told that the check ended")
-	}
-
-	down := Repository{Name: "ns/down", URL: "http://" + testenv.FreeAddr(t) + "/nothing.git"}
-	testenv.Eventually(t, 30*time.Second, "a remote where nothing listens found unreachable", func() (bool, string) {
-		s := tp.state(t, down)
-		return s.Checked && !s.Reachable && s.Reason == "Unreachable" && s.Usable, fmt.Sprintf("%+v", s)
-	})
-}
-
 // TestPoolOwnsOneWorkerPerBranch: a sink per (repository, branch), fetch on demand, a status
 // snapshot, and workers stopped when no longer asked for.
 func TestPoolOwnsOneWorkerPerBranch(t *testing.T) {
@@ -76,7 +47,7 @@ func TestPoolOwnsOneWorkerPerBranch(t *testing.T) {
 	MustRepo(t, srv, "state")
 	url := srv.AuthURL("state")
 	tp := startPool(t)
-	tp.state(t, Repository{Name: "ns/state", URL: url})
+	tp.SetRepositories([]Repository{{Name: "ns/state", URL: url}})
 	tp.SetWorkers([]Branch{{Repo: "ns/state", Branch: "main"}, {Repo: "ns/state", Branch: "main"}, {Repo: "ns/missing", Branch: "main"}})
 	if got := len(tp.Status()); got != 1 {
 		t.Fatalf("%d workers, want one for the one branch of a known repository", got)
@@ -112,54 +83,6 @@ func TestPoolOwnsOneWorkerPerBranch(t *testing.T) {
 	}
 	if _, err := tp.Fetch(context.Background(), url, "main"); !errors.Is(err, ErrStopped) {
 		t.Errorf("fetch without a worker: %v, want ErrStopped", err)
-	}
-}
-
-// TestPoolPushesStatusChanges: the owner hears at once when a worker starts and stops failing,
-// without polling, and a push that lands proves the remote reachable again.
-func TestPoolPushesStatusChanges(t *testing.T) {
-	srv := MustGitServer(t)
-	MustRepo(t, srv, "flaky")
-	url := srv.AuthURL("flaky")
-	tp := startPool(t)
-	repo := Repository{Name: "ns/flaky", URL: url}
-	testenv.Eventually(t, 30*time.Second, "the remote found reachable", func() (bool, string) {
-		s := tp.state(t, repo)
-		return s.Reachable, fmt.Sprintf("%+v", s)
-	})
-	tp.SetWorkers([]Branch{{Repo: "ns/flaky", Branch: "main"}})
-	sink, _ := tp.Sink(url, "main")
-	if err := sink.Enqueue(Change{Path: cmPath("before"), Content: configMap("before", "1", 100)}); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, 30*time.Second, "the first push", func() (bool, string) {
-		s, _ := tp.WorkerStatus(url, "main")
-		return s.LastPushed != "", fmt.Sprintf("%+v", s)
-	})
-
-	srv.SetAvailable(false)
-	tp.Recheck()
-	testenv.Eventually(t, 30*time.Second, "the remote found unreachable", func() (bool, string) {
-		s := tp.state(t, repo)
-		return s.Checked && !s.Reachable, fmt.Sprintf("%+v", s)
-	})
-	told := tp.changes.Load()
-	if err := sink.Enqueue(Change{Path: cmPath("during"), Content: configMap("during", "1", 100)}); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, 30*time.Second, "the owner told of the failing push", func() (bool, string) {
-		s, _ := tp.WorkerStatus(url, "main")
-		return tp.changes.Load() > told && s.LastError != nil && !s.FailingSince.IsZero() && s.Failures > 0, fmt.Sprintf("%+v", s)
-	})
-
-	told = tp.changes.Load()
-	srv.SetAvailable(true)
-	testenv.Eventually(t, 30*time.Second, "the owner told the push landed", func() (bool, string) {
-		s, _ := tp.WorkerStatus(url, "main")
-		return tp.changes.Load() > told && s.LastError == nil && s.Failures == 0 && s.Pending == 0, fmt.Sprintf("%+v", s)
-	})
-	if s := tp.state(t, repo); !s.Reachable {
-		t.Errorf("after a push landed the repository is %+v, want reachable without waiting for a recheck", s)
 	}
 }
 

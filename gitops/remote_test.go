@@ -243,6 +243,7 @@ func TestManyPushesKeepClonePacksBounded(t *testing.T) {
 	if err := w.stop(); err != nil {
 		t.Fatal(err)
 	}
+	mustVerifyClone(t, filepath.Join(workDir, WorkerKey(url, "main")))
 	w = StartWorker(t, url, workDir, BatchLimits{}) // the compacted clone is still valid
 	MustEnqueue(t, w, Change{Path: cmPath("after"), Content: configMap("after", "1", 100)})
 	MustFlush(t, w)

@@ -141,7 +141,7 @@ func (w *Worker) pushPending(ctx context.Context) error {
 }
 
 // send asks the fence, then sends pack; the send is cut off when the fence's time is up.
-func (w *Worker) send(ctx context.Context, pack []byte) error {
+func (w *Worker) send(ctx context.Context, pack encodedPack) error {
 	if w.fence != nil {
 		until, err := w.fence()
 		if err != nil {
@@ -151,7 +151,7 @@ func (w *Worker) send(ctx context.Context, pack []byte) error {
 		ctx, cancel = context.WithDeadline(ctx, until)
 		defer cancel()
 	}
-	return w.repo.sendPack(ctx, w.base, w.built.tip, pack)
+	return w.repo.sendPack(ctx, w.base, w.built.tip, pack.data)
 }
 
 // dropFenced forgets the commits the fence refused: the replica that leads now writes the same
@@ -192,13 +192,14 @@ func (w *Worker) buildPending() error {
 }
 
 // landed records a push the remote accepted: the objects join the clone as one pack.
-func (w *Worker) landed(pack []byte) {
+func (w *Worker) landed(pack encodedPack) {
 	tip, stats, author := w.built.tip, w.built.stats, w.built.author
 	w.m.landed(stats)
 	w.pending, w.built, w.base = nil, build{}, tip
-	if err := w.store.persist(pack); err != nil {
+	err := w.repo.keepPack(pack.write)
+	w.store.dropOverlay()
+	if err != nil {
 		w.log.Error("keep pushed objects in the clone", "err", err)
-		w.store.dropOverlay()
 		w.needFetch = true
 	} else if err := w.repo.setTip(tip); err != nil {
 		w.log.Error("record pushed tip", "err", err)

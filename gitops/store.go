@@ -20,7 +20,7 @@ type rawObject struct {
 
 // store reads objects from the clone and keeps the objects of the commits being built in an
 // in-memory overlay: they are exactly what the next push sends, and they reach the clone's disk
-// as one pack once the remote accepted them.
+// as one pack once the remote accepted them (repo.keepPushed).
 type store struct {
 	sto     *filesystem.Storage
 	overlay map[plumbing.Hash]rawObject
@@ -128,23 +128,6 @@ func (s *store) commitTree(h plumbing.Hash) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, fmt.Errorf("commit %s has a malformed tree line", h)
 	}
 	return t, nil
-}
-
-// persist writes an accepted pack into the clone and empties the overlay.
-func (s *store) persist(pack []byte) error {
-	w, err := s.sto.PackfileWriter()
-	if err != nil {
-		return fmt.Errorf("persist pushed objects: %w", err)
-	}
-	if _, err := w.Write(pack); err != nil {
-		_ = w.Close()
-		return fmt.Errorf("persist pushed objects: %w", err)
-	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("persist pushed objects: %w", err)
-	}
-	s.dropOverlay()
-	return nil
 }
 
 // treeCache is a small LRU of parsed trees, bounded by the bytes of their encoding.

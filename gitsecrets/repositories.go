@@ -1,7 +1,9 @@
 // Package gitsecrets reads what the Git side needs from Kubernetes Secrets: the credentials of
 // each repository's remote and the private key its commits are signed with. It follows those
 // Secrets with a watch, so a fixed or rotated Secret reaches the workers within seconds, and
-// hands the parsed values to the gitops.Pool, which holds no Kubernetes code.
+// hands the parsed values to the gitops.Pool, which holds no Kubernetes code. With the
+// credentials in hand it also checks, in the background, that each remote answers, and says
+// how each repository stands (RepoState).
 package gitsecrets
 
 import (
@@ -32,9 +34,10 @@ type Signing struct {
 // SecretRef names a Secret.
 type SecretRef struct{ Namespace, Name string }
 
-// Pool is what takes the repositories once their Secrets are read (gitops.Pool).
+// Pool is what takes the repositories once their Secrets are read (gitops.Pool). Its
+// OnRemoteWorks should be connected to RemoteWorks.
 type Pool interface {
-	SetRepositories(repos []gitops.Repository) map[string]gitops.RepoState
+	SetRepositories(repos []gitops.Repository)
 }
 
 // Config is what Repositories needs. Log and OnChange may be nil.
@@ -42,15 +45,15 @@ type Config struct {
 	Secrets corev1client.SecretsGetter // reads and watches the Secrets
 	Pool    Pool
 	WorkDir string // where the known_hosts of SSH credentials are written
-	// OnChange is told, without blocking, that a Secret a repository names changed: the next
-	// SetRepositories reads it again.
+	// OnChange is told, without blocking, that a Secret a repository names changed (the next
+	// SetRepositories reads it again) or that a check of a remote ended.
 	OnChange func()
 	Log      *slog.Logger
 }
 
-// Repositories loads the credentials and signing key of every repository from its Secrets and
-// hands the repositories that may push to the pool. Its methods are safe from any goroutine;
-// the watches it starts are joined by Run.
+// Repositories loads the credentials and signing key of every repository from its Secrets,
+// hands the repositories that may push to the pool and checks that their remotes answer. Its
+// methods are safe from any goroutine; the watches and checks it starts are joined by Run.
 type Repositories struct {
 	cfg    Config
 	log    *slog.Logger
@@ -62,6 +65,7 @@ type Repositories struct {
 	closed  bool
 	repos   map[string]*repoEntry      // by Repository.Name
 	secrets map[SecretRef]*secretWatch // one watch per referenced Secret
+	reach   map[string]*reachCheck     // by URL and credentials
 }
 
 type repoEntry struct {
@@ -84,11 +88,12 @@ func New(cfg Config) *Repositories {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Repositories{
 		cfg: cfg, log: cfg.Log, ctx: ctx, cancel: cancel,
-		repos: map[string]*repoEntry{}, secrets: map[SecretRef]*secretWatch{},
+		repos: map[string]*repoEntry{}, secrets: map[SecretRef]*secretWatch{}, reach: map[string]*reachCheck{},
 	}
 }
 
-// Run waits until ctx ends, then stops every Secret watch and returns once they have.
+// Run waits until ctx ends, then stops every Secret watch and remote check and returns once
+// they have.
 func (r *Repositories) Run(ctx context.Context) error {
 	<-ctx.Done()
 	r.mu.Lock()
@@ -100,9 +105,10 @@ func (r *Repositories) Run(ctx context.Context) error {
 }
 
 // SetRepositories declares the repositories: their credentials and signing keys are loaded (and
-// their Secrets watched), the ones that may push are handed to the pool, and the state of each
-// is returned by name: the pool's, unless a Secret has something to say.
-func (r *Repositories) SetRepositories(ctx context.Context, repos []Repository) map[string]gitops.RepoState {
+// their Secrets watched), the ones that may push are handed to the pool and their remotes
+// checked in the background, and the state of each is returned by name: its remote's, unless a
+// Secret has something to say.
+func (r *Repositories) SetRepositories(ctx context.Context, repos []Repository) map[string]RepoState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -111,6 +117,7 @@ func (r *Repositories) SetRepositories(ctx context.Context, repos []Repository) 
 	wantSecrets := map[SecretRef]bool{}
 	seen := map[string]bool{}
 	var usable []gitops.Repository
+	states := map[string]RepoState{}
 	for _, spec := range repos {
 		seen[spec.Name] = true
 		e := r.repos[spec.Name]
@@ -125,7 +132,9 @@ func (r *Repositories) SetRepositories(ctx context.Context, repos []Repository) 
 		r.loadCredentials(ctx, e)
 		r.loadSigner(ctx, e)
 		if e.ready() {
-			usable = append(usable, gitops.Repository{Name: spec.Name, URL: spec.URL, Credentials: e.creds.value, Signer: e.signing.value})
+			repo := gitops.Repository{Name: spec.Name, URL: spec.URL, Credentials: e.creds.value, Signer: e.signing.value}
+			usable = append(usable, repo)
+			states[spec.Name] = r.remoteState(repo)
 		}
 	}
 	for name := range r.repos {
@@ -139,8 +148,8 @@ func (r *Repositories) SetRepositories(ctx context.Context, repos []Repository) 
 			delete(r.secrets, ref)
 		}
 	}
-	states := r.cfg.Pool.SetRepositories(usable)
-	out := make(map[string]gitops.RepoState, len(repos))
+	r.cfg.Pool.SetRepositories(usable)
+	out := make(map[string]RepoState, len(repos))
 	for _, spec := range repos {
 		out[spec.Name] = r.repos[spec.Name].state(states[spec.Name])
 	}
@@ -159,13 +168,13 @@ func (e *repoEntry) refs() []SecretRef {
 	return out
 }
 
-// state is the repository's state: what its Secrets say first, then the pool's (st).
-func (e *repoEntry) state(st gitops.RepoState) gitops.RepoState {
+// state is the repository's state: what its Secrets say first, then its remote's (st).
+func (e *repoEntry) state(st RepoState) RepoState {
 	switch {
 	case e.creds.problem != "" && !e.creds.usable:
-		return gitops.RepoState{Reason: e.creds.problem, Message: e.creds.detail}
+		return RepoState{Reason: e.creds.problem, Message: e.creds.detail}
 	case e.signing.problem != "" && !e.signing.usable:
-		return gitops.RepoState{Reason: e.signing.problem, Message: e.signing.detail + "; nothing is pushed until commits can be signed"}
+		return RepoState{Reason: e.signing.problem, Message: e.signing.detail + "; nothing is pushed until commits can be signed"}
 	case e.creds.problem != "":
 		st.Reason, st.Message = e.creds.problem, e.creds.detail+"; using the credentials read before"
 	case e.signing.problem != "":

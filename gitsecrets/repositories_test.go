@@ -31,23 +31,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// recordingPool is the pool's side of the boundary: it keeps what it was handed and answers
-// every repository as reachable.
+// recordingPool is the pool's side of the boundary: it keeps what it was handed.
 type recordingPool struct {
 	mu    sync.Mutex
 	repos map[string]gitops.Repository
 }
 
-func (p *recordingPool) SetRepositories(repos []gitops.Repository) map[string]gitops.RepoState {
+func (p *recordingPool) SetRepositories(repos []gitops.Repository) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.repos = map[string]gitops.Repository{}
-	out := map[string]gitops.RepoState{}
 	for _, r := range repos {
 		p.repos[r.Name] = r
-		out[r.Name] = gitops.RepoState{Usable: true, Checked: true, Reachable: true, Reason: "Reachable"}
 	}
-	return out
 }
 
 func (p *recordingPool) handed(name string) (gitops.Repository, bool) {
@@ -84,8 +80,8 @@ func TestSecretsReachThePool(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	repo := Repository{Name: ns.Name + "/repo", URL: "https://git.example.com/repo.git", SecretRef: &SecretRef{Namespace: ns.Name, Name: "creds"}}
-	state := func() gitops.RepoState { return r.SetRepositories(ctx, []Repository{repo})[repo.Name] }
+	repo := Repository{Name: ns.Name + "/repo", URL: "http://" + testenv.FreeAddr(t) + "/repo.git", SecretRef: &SecretRef{Namespace: ns.Name, Name: "creds"}}
+	state := func() RepoState { return r.SetRepositories(ctx, []Repository{repo})[repo.Name] }
 
 	if s := state(); s.Usable || s.Reason != "SecretInvalid" {
 		t.Fatalf("without its Secret: %+v, want SecretInvalid", s)

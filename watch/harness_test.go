@@ -216,6 +216,7 @@ func (e *env) startManagerWith(discoveryRefresh time.Duration) (stop func()) {
 	repos := gitsecrets.New(gitsecrets.Config{
 		Secrets: e.kube.CoreV1(), Pool: pool, WorkDir: workDir, Log: log, OnChange: changes.Notify,
 	})
+	pool.OnRemoteWorks(repos.RemoteWorks)
 	var managed Repositories = repos
 	if e.wrapRepos != nil {
 		managed = e.wrapRepos(repos)

@@ -35,14 +35,14 @@ type Pool interface {
 	SetWorkers(wants []gitops.Branch)
 	Sink(url, branch string) (gitops.Sink, bool)
 	WorkerStatus(url, branch string) (gitops.WorkerStatus, bool)
-	Recheck()
 }
 
 // Repositories is what the manager needs of the reader of the repositories' Secrets
 // (gitsecrets.Repositories): it loads their credentials and signing keys, hands the
-// repositories to the pool, and says how each stands.
+// repositories to the pool, checks their remotes, and says how each stands.
 type Repositories interface {
-	SetRepositories(ctx context.Context, repos []gitsecrets.Repository) map[string]gitops.RepoState
+	SetRepositories(ctx context.Context, repos []gitsecrets.Repository) map[string]gitsecrets.RepoState
+	Recheck()
 }
 
 // Options are the daemon-wide settings of the mirror.
@@ -206,7 +206,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		case <-retry.C:
 		case <-refresh.C:
 			m.rediscover()
-			m.opts.Pool.Recheck()
+			m.opts.Repos.Recheck()
 		}
 		if err := m.reconcile(ctx); err != nil {
 			if ctx.Err() != nil {

@@ -89,7 +89,7 @@ type signingPool struct {
 	seen map[string]*gitsecrets.Signing
 }
 
-func (p *signingPool) SetRepositories(ctx context.Context, repos []gitsecrets.Repository) map[string]gitops.RepoState {
+func (p *signingPool) SetRepositories(ctx context.Context, repos []gitsecrets.Repository) map[string]gitsecrets.RepoState {
 	p.mu.Lock()
 	signed := map[string]*gitsecrets.Signing{}
 	plain := make([]gitsecrets.Repository, 0, len(repos))
@@ -106,7 +106,7 @@ func (p *signingPool) SetRepositories(ctx context.Context, repos []gitsecrets.Re
 		switch {
 		case !ok || s == nil:
 		case s.Secret.Name == "broken":
-			st = gitops.RepoState{Reason: "SigningKeyInvalid", Message: "Secret " + s.Secret.Namespace + "/broken: no usable key signingKey"}
+			st = gitsecrets.RepoState{Reason: "SigningKeyInvalid", Message: "Secret " + s.Secret.Namespace + "/broken: no usable key signingKey"}
 		default:
 			st.SigningKey = &gitops.SigningKey{Format: s.Format, PublicKey: "key-of-" + s.Secret.Name, Fingerprint: "SHA256:" + s.Secret.Name}
 		}
