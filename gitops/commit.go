@@ -73,7 +73,7 @@ func (w *Worker) commitRun(parent plumbing.Hash, r run, stats *buildStats) (plum
 		return parent, nil
 	}
 	msg := w.message(ops, s.written+s.deleted, trailers)
-	data := encodeCommit(newTree, parent, author, w.identity.Committer, msg, time.Now())
+	data := encodeCommit(commitFields{tree: newTree, parent: parent, author: author, committer: w.identity.Committer, at: time.Now()}, msg)
 	if w.signer != nil {
 		// A commit that cannot be signed is not made: pushing it unsigned would pass a check the
 		// user asked for. The push fails and is retried.
@@ -288,8 +288,16 @@ func (w *Worker) message(ops []op, n int, trailers [][2]string) string {
 	return b.String()
 }
 
+// commitFields are what a commit object says besides its message.
+type commitFields struct {
+	tree, parent      plumbing.Hash // parent zero: the first commit
+	author, committer Signature
+	at                time.Time
+}
+
 // encodeCommit writes a commit object in Git's canonical form.
-func encodeCommit(tree, parent plumbing.Hash, author, committer Signature, msg string, now time.Time) []byte {
+func encodeCommit(c commitFields, msg string) []byte {
+	tree, parent, author, committer, now := c.tree, c.parent, c.author, c.committer, c.at
 	b := make([]byte, 0, 256+len(msg))
 	b = append(b, "tree "+tree.String()+"\n"...)
 	if !parent.IsZero() {

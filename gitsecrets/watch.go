@@ -88,11 +88,20 @@ type fromSecret[T any] struct {
 	detail  string
 }
 
+// secretSource is where a value is read from: the Secret (nil: nothing is asked for), the reason
+// given when its content is unusable, and how the value is parsed from it.
+type secretSource[T any] struct {
+	ref     *SecretRef
+	invalid string
+	parse   func(*corev1.Secret) (T, error)
+}
+
 // loadFromSecret brings st up to date with the Secret ref (nil: nothing is asked for, the zero
 // value is usable), parsing it only when it changed. Content parse refuses with an errSecret
 // leaves nothing usable, with the reason invalid; a Secret that cannot be read for a passing
 // reason keeps the value read before, so workers keep going. Called with r.mu held.
-func loadFromSecret[T any](ctx context.Context, r *Repositories, st *fromSecret[T], ref *SecretRef, invalid string, parse func(*corev1.Secret) (T, error)) {
+func loadFromSecret[T any](ctx context.Context, r *Repositories, st *fromSecret[T], src secretSource[T]) {
+	ref, invalid, parse := src.ref, src.invalid, src.parse
 	if ref == nil {
 		*st = fromSecret[T]{usable: true}
 		return
@@ -118,9 +127,9 @@ func loadFromSecret[T any](ctx context.Context, r *Repositories, st *fromSecret[
 
 // loadCredentials brings e's credentials up to date with their Secret.
 func (r *Repositories) loadCredentials(ctx context.Context, e *repoEntry) {
-	loadFromSecret(ctx, r, &e.creds, e.repo.SecretRef, "SecretInvalid", func(s *corev1.Secret) (gitops.Credentials, error) {
+	loadFromSecret(ctx, r, &e.creds, secretSource[gitops.Credentials]{e.repo.SecretRef, "SecretInvalid", func(s *corev1.Secret) (gitops.Credentials, error) {
 		return credentialsFrom(s, r.cfg.WorkDir)
-	})
+	}})
 }
 
 // loadSigner brings e's signing key up to date with its Secret.
@@ -129,13 +138,13 @@ func (r *Repositories) loadSigner(ctx context.Context, e *repoEntry) {
 	if sg := e.repo.Signing; sg != nil {
 		ref = &sg.Secret
 	}
-	loadFromSecret(ctx, r, &e.signing, ref, "SigningKeyInvalid", func(secret *corev1.Secret) (gitops.Signer, error) {
+	loadFromSecret(ctx, r, &e.signing, secretSource[gitops.Signer]{ref, "SigningKeyInvalid", func(secret *corev1.Secret) (gitops.Signer, error) {
 		s, err := signerFrom(e.repo.Signing.Format, secret)
 		if err == nil && e.signing.value != nil && e.signing.value.Public().Fingerprint == s.Public().Fingerprint {
 			s = e.signing.value // the same key: the workers need not hear of it
 		}
 		return s, err
-	})
+	}})
 }
 
 func secretNotFound(ref SecretRef) error {
