@@ -156,6 +156,15 @@ func (c *treeCache) get(h plumbing.Hash) ([]TreeEntry, bool) {
 	return e.Value.(*treeCacheItem).entries, true
 }
 
+// drop forgets h, if cached.
+func (c *treeCache) drop(h plumbing.Hash) {
+	if e, ok := c.items[h]; ok {
+		c.ll.Remove(e)
+		delete(c.items, h)
+		c.size -= e.Value.(*treeCacheItem).size
+	}
+}
+
 func (c *treeCache) put(h plumbing.Hash, entries []TreeEntry, size int) {
 	if _, ok := c.items[h]; ok || size > c.max {
 		return
@@ -163,10 +172,6 @@ func (c *treeCache) put(h plumbing.Hash, entries []TreeEntry, size int) {
 	c.items[h] = c.ll.PushFront(&treeCacheItem{h: h, entries: entries, size: size})
 	c.size += size
 	for c.size > c.max {
-		old := c.ll.Back()
-		it := old.Value.(*treeCacheItem)
-		c.ll.Remove(old)
-		delete(c.items, it.h)
-		c.size -= it.size
+		c.drop(c.ll.Back().Value.(*treeCacheItem).h)
 	}
 }

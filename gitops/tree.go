@@ -188,6 +188,10 @@ func (s *store) updateDir(tree plumbing.Hash, ops []op, off int) (plumbing.Hash,
 	if !changed {
 		return tree, nil
 	}
+	// The commit replaces this tree, so its parsed entries leave the cache now instead of holding
+	// memory until newer trees push them out: the next commits build on the new one (a rebuild
+	// after a failed push reads it again from the clone).
+	s.trees.drop(tree)
 	out = append(out, entries[i:]...)
 	if len(out) == 0 {
 		return plumbing.ZeroHash, nil
