@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -28,14 +27,7 @@ var cp *testenv.ControlPlane
 // TestMain runs the tests against one control plane, then checks that every informer, worker
 // and Event sender a controller started ended with its Run.
 func TestMain(m *testing.M) {
-	code := testenv.RunMain(m, &cp)
-	if code == 0 {
-		if err := goleak.Find(testenv.LeakIgnores()...); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testenv.RunMainNoLeaks(m, &cp, testenv.LeakIgnores()...))
 }
 
 const converge = 20 * time.Second

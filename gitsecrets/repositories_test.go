@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -20,15 +19,8 @@ import (
 var cp *testenv.ControlPlane
 
 func TestMain(m *testing.M) {
-	code := testenv.RunMain(m, &cp)
-	if code == 0 {
-		// Every Secret watch a test started must have been joined by Run.
-		if err := goleak.Find(testenv.LeakIgnores()...); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	// Every Secret watch a test started must have been joined by Run.
+	os.Exit(testenv.RunMainNoLeaks(m, &cp, testenv.LeakIgnores()...))
 }
 
 // recordingPool is the pool's side of the boundary: it keeps what it was handed.

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,14 +33,7 @@ var cp *testenv.ControlPlane
 // TestMain runs the tests against one control plane, then checks that every controller, informer
 // and timer a test started was joined.
 func TestMain(m *testing.M) {
-	code := testenv.RunMain(m, &cp)
-	if code == 0 {
-		if err := goleak.Find(testenv.LeakIgnores()...); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testenv.RunMainNoLeaks(m, &cp, testenv.LeakIgnores()...))
 }
 
 // converge bounds every wait of these tests.

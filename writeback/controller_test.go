@@ -15,7 +15,6 @@ import (
 
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,14 +34,7 @@ var cp *testenv.ControlPlane
 // TestMain runs the tests against one control plane, then checks that every controller, informer
 // and Git worker a test started was joined.
 func TestMain(m *testing.M) {
-	code := testenv.RunMain(m, &cp)
-	if code == 0 {
-		if err := goleak.Find(testenv.LeakIgnores()...); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testenv.RunMainNoLeaks(m, &cp, testenv.LeakIgnores()...))
 }
 
 const converge = 30 * time.Second
