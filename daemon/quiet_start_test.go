@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -47,13 +48,16 @@ func TestLargeSeedStartsQuietly(t *testing.T) {
 		}
 		return n == objects, fmt.Sprintf("%d of %d", n, objects)
 	}, d.FailFast())
-	// Write-back's first run follows the seed: wait for it, so its warnings would be seen too.
-	testenv.Eventually(t, time.Minute, "write-back's first run", func() (bool, string) {
-		runs, err := dyn.Resource(crds.SyncRuns).Namespace(ns).List(ctx, metav1.ListOptions{})
+	// Write-back looks at the destination once the mirror's worker runs: wait for that, so its
+	// warnings would be seen too. (On a branch the mirror has not pushed to yet it records only
+	// the time, and its first SyncRun comes at the next interval.)
+	testenv.Eventually(t, time.Minute, "write-back's first look at the destination", func() (bool, string) {
+		u, err := dyn.Resource(crds.GitDestinations).Namespace(ns).Get(ctx, "dest", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		return len(runs.Items) > 0, "no SyncRun yet"
+		at, _, _ := unstructured.NestedString(u.Object, "status", "writeBack", "lastSyncTime")
+		return at != "", "no status.writeBack.lastSyncTime yet"
 	}, d.FailFast())
 
 	for _, line := range strings.Split(d.Output(), "\n") {
