@@ -92,7 +92,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return stopServers()
 }
 
-// leadOrStandBy runs lead while this replica leads: always without --leader-elect, else while it
+// leadOrStandBy runs work while this replica leads: always without --leader-elect, else while it
 // holds the Lease, with every push fenced by it.
 func leadOrStandBy(ctx context.Context, s shared, cfg LeaderConfig, ready *readiness, work lead) error {
 	if !cfg.Elect {
