@@ -26,8 +26,8 @@ import (
 )
 
 // Authors tells who made a change the watch saw; the admission webhook records them, write-back
-// its applies. op is CREATE, UPDATE or DELETE and content the canonical YAML the watch will write
-// (nil for DELETE).
+// its applies. op is CREATE, UPDATE or DELETE and content the canonical JSON of the sanitized
+// object (sanitize.JSON; nil for DELETE), which both sides compute the same way.
 type Authors interface {
 	Author(op string, gk schema.GroupKind, namespace, name string, content []byte) (gitops.Credit, bool)
 }
@@ -237,7 +237,8 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 	for i, t := range w.targets {
 		paths[i] = w.path(t, obj)
 	}
-	content, err := sanitize.YAML(sanitize.Object(obj.Object))
+	clean := sanitize.Object(obj.Object)
+	content, err := sanitize.YAML(clean)
 	if err != nil {
 		w.log.Error("render object; skipped", "object", w.describe(obj), "err", err)
 		return paths, skip, nil // its file, if any, stays
@@ -254,7 +255,7 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 	var managers []string
 	if opName != "" && h != skip {
 		var known bool
-		if credit, known = w.authors.Author(opName, w.groupKind(), obj.GetNamespace(), obj.GetName(), content); known {
+		if credit, known = w.authors.Author(opName, w.groupKind(), obj.GetNamespace(), obj.GetName(), canonicalJSON(clean)); known {
 			user = credit.Author.Name
 		}
 		managers = newestManagers(obj)
@@ -293,6 +294,16 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 		}
 	}
 	return paths, h, nil
+}
+
+// canonicalJSON is what Authors key a change on; nil when it cannot be rendered, which no
+// record matches.
+func canonicalJSON(clean map[string]any) []byte {
+	out, err := sanitize.JSON(clean)
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 // tooLarge reports an object whose file would exceed the cap: one such object must not bloat

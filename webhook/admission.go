@@ -256,7 +256,7 @@ func (h *admissionHandler) record(req *admissionRequest, body []byte) (string, e
 	if depth := jsonDepth(req.Object); depth > maxObjectDepth {
 		return metrics.ReviewError, fmt.Errorf("%w: %d levels, at most %d are attributed", errTooDeep, depth, maxObjectDepth)
 	}
-	// A plain decode into a map, as sanitize expects: numbers become float64, which sanitize.YAML
+	// A plain decode into a map, as sanitize expects: numbers become float64, which sanitize.JSON
 	// renders like the dynamic client's int64, so both sides hash the same bytes.
 	var obj map[string]any
 	if err := json.Unmarshal(req.Object, &obj); err != nil {
@@ -270,7 +270,7 @@ func (h *admissionHandler) record(req *admissionRequest, body []byte) (string, e
 		meta, _ := obj["metadata"].(map[string]any)
 		name, _ = meta["name"].(string)
 	}
-	content, err := sanitize.YAML(sanitize.Object(obj))
+	content, err := sanitize.JSON(sanitize.Object(obj))
 	if err != nil {
 		return metrics.ReviewError, fmt.Errorf("sanitize object: %w", err)
 	}

@@ -90,7 +90,7 @@ func TestAdmissionAllowsTooDeepObjectsWithoutAttributingThem(t *testing.T) {
 			if warns != tc.wantWarns || tc.wantWarns > 0 && !strings.Contains(logs.String(), "too deeply nested to attribute") {
 				t.Errorf("%d warnings; want %d saying the object is too deeply nested to attribute:\n%s", warns, tc.wantWarns, logs)
 			}
-			content, err := sanitize.YAML(sanitize.Object(deepWidget(tc.depth)))
+			content, err := sanitize.JSON(sanitize.Object(deepWidget(tc.depth)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -214,7 +214,7 @@ func TestAdmissionRecordIsAnAuthorHitForTheWatchedObject(t *testing.T) {
 			if r, _, _ := unstructured.NestedFieldNoCopy(watched.Object, "spec", "replicas"); r != int64(3) {
 				t.Fatalf("watched replicas = %#v; want int64(3)", r)
 			}
-			content, err := sanitize.YAML(sanitize.Object(watched.Object))
+			content, err := sanitize.JSON(sanitize.Object(watched.Object))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -240,7 +240,7 @@ func TestAdmissionGeneratedNameComesFromTheObject(t *testing.T) {
 	obj := cmObject("app-x7k2p", map[string]any{"k": "v"})
 	obj["metadata"].(map[string]any)["generateName"] = "app-"
 	post(h, http.MethodPost, "application/json", reviewCase{op: "CREATE", namespace: "team-a", object: obj}.review(t))
-	content, err := sanitize.YAML(sanitize.Object(obj))
+	content, err := sanitize.JSON(sanitize.Object(obj))
 	if err != nil {
 		t.Fatal(err)
 	}

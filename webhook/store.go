@@ -96,7 +96,7 @@ func NewStore(cfg StoreConfig) *Store {
 }
 
 // Change is one change the admission webhook saw: the operation, the object, and the canonical
-// YAML of the sanitized object (sanitize.YAML(sanitize.Object(obj))), which is hashed, not kept,
+// JSON of the sanitized object (sanitize.JSON(sanitize.Object(obj))), which is hashed, not kept,
 // and ignored for DELETE.
 type Change struct {
 	Op              string

@@ -96,7 +96,7 @@ func (c *Controller) serverSideApply(ctx context.Context, p *crds.Proposal, live
 	if err != nil {
 		return err
 	}
-	expected, err := sanitize.YAML(sanitize.Object(dry.Object))
+	expected, err := sanitize.JSON(sanitize.Object(dry.Object)) // as the watch keys the credit it asks for
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}
@@ -106,7 +106,7 @@ func (c *Controller) serverSideApply(ctx context.Context, p *crds.Proposal, live
 	if err != nil {
 		return err
 	}
-	if got, err := sanitize.YAML(sanitize.Object(applied.Object)); err == nil && string(got) != string(expected) {
+	if got, err := sanitize.JSON(sanitize.Object(applied.Object)); err == nil && string(got) != string(expected) {
 		c.cfg.Credits.Expect(gk, p.Spec.Target.Namespace, p.Spec.Target.Name, got, credit)
 	}
 	return nil

@@ -40,8 +40,8 @@ func NewCredits() *Credits {
 	return &Credits{entries: map[creditKey]creditEntry{}, now: time.Now}
 }
 
-// Expect records that the next watch event of the object with this canonical content (nil for a
-// delete) is credited to credit.
+// Expect records that the next watch event of the object with this content (its canonical JSON,
+// sanitize.JSON; nil for a delete) is credited to credit.
 func (c *Credits) Expect(gk schema.GroupKind, namespace, name string, content []byte, credit gitops.Credit) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
