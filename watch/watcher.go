@@ -66,7 +66,7 @@ type watcher struct {
 	skipped  *skipCounts
 
 	seed   maphash.Seed
-	hashes map[string]uint64 // namespace/name → hash of the canonical YAML last sent
+	hashes map[string]uint64 // namespace/name → hash of the canonical JSON last sent
 }
 
 const listPageSize = 500
@@ -238,24 +238,31 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 		paths[i] = w.path(t, obj)
 	}
 	clean := sanitize.Object(obj.Object)
-	content, err := sanitize.YAML(clean)
+	// The canonical JSON tells a change from a status-only update for a tenth of the YAML's cost,
+	// and is what Authors key on; only a change is rendered as YAML.
+	canon, err := sanitize.JSON(clean)
 	if err != nil {
 		w.log.Error("render object; skipped", "object", w.describe(obj), "err", err)
 		return paths, skip, nil // its file, if any, stays
 	}
-	h := maphash.Bytes(w.seed, content)
-	if len(content) > gitops.MaxFileBytes {
-		if h != skip {
-			w.tooLarge(obj, len(content))
+	h := maphash.Bytes(w.seed, canon)
+	var content []byte
+	if h != skip {
+		if content, err = sanitize.YAML(clean); err != nil {
+			w.log.Error("render object; skipped", "object", w.describe(obj), "err", err)
+			return paths, skip, nil // its file, if any, stays
 		}
-		return paths, h, nil // its file, if any, stays as it was
+		if len(content) > gitops.MaxFileBytes {
+			w.tooLarge(obj, len(content))
+			return paths, h, nil // its file, if any, stays as it was
+		}
 	}
 	var credit gitops.Credit
 	var user string
 	var managers []string
 	if opName != "" && h != skip {
 		var known bool
-		if credit, known = w.authors.Author(opName, w.groupKind(), obj.GetNamespace(), obj.GetName(), canonicalJSON(clean)); known {
+		if credit, known = w.authors.Author(opName, w.groupKind(), obj.GetNamespace(), obj.GetName(), canon); known {
 			user = credit.Author.Name
 		}
 		managers = newestManagers(obj)
@@ -294,16 +301,6 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 		}
 	}
 	return paths, h, nil
-}
-
-// canonicalJSON is what Authors key a change on; nil when it cannot be rendered, which no
-// record matches.
-func canonicalJSON(clean map[string]any) []byte {
-	out, err := sanitize.JSON(clean)
-	if err != nil {
-		return nil
-	}
-	return out
 }
 
 // tooLarge reports an object whose file would exceed the cap: one such object must not bloat
