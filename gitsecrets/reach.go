@@ -67,6 +67,14 @@ func (r *Repositories) reachability(url string, creds gitops.Credentials) *reach
 	}
 	rc := &reachCheck{url: url, creds: creds}
 	r.reach[k] = rc
+	if r.ctx != nil {
+		r.check(rc)
+	}
+	return rc
+}
+
+// check lists the remote of rc in the background. Called with r.mu held, once Run has begun.
+func (r *Repositories) check(rc *reachCheck) {
 	ctx := r.ctx
 	r.wg.Go(func() {
 		err := listRemote(ctx, rc.url, rc.creds.Auth)
@@ -78,7 +86,6 @@ func (r *Repositories) reachability(url string, creds gitops.Credentials) *reach
 		r.mu.Unlock()
 		r.cfg.OnChange()
 	})
-	return rc
 }
 
 // Recheck forgets what is known of the remotes, so the next SetRepositories contacts them again.

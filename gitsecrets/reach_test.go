@@ -135,3 +135,33 @@ func TestPushesTellTheOwnerAndProveTheRemote(t *testing.T) {
 		t.Errorf("after a push landed the repository is %+v, want reachable without waiting for a recheck", s)
 	}
 }
+
+// TestChecksAskedForBeforeRunStartWithIt: a repository declared before Run is checked once Run
+// starts, not before (New and SetRepositories start nothing), and is then found reachable.
+func TestChecksAskedForBeforeRunStartWithIt(t *testing.T) {
+	srv := testenv.MustGitServer(t, "user", "pass")
+	mustRepo(t, srv, "early")
+	var changes atomic.Int64
+	repos := New(Config{WorkDir: t.TempDir(), Pool: gitops.NewPool(gitops.PoolConfig{WorkDir: t.TempDir()}),
+		OnChange: func() { changes.Add(1) }})
+	early := Repository{Name: "ns/early", URL: srv.AuthURL("early")}
+	if s := repos.SetRepositories(context.Background(), []Repository{early})[early.Name]; s.Checked || s.Reason != "Checking" {
+		t.Fatalf("state before Run = %+v, want a check waiting", s)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- repos.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	testenv.Eventually(t, 30*time.Second, "the remote found reachable once Run started", func() (bool, string) {
+		s := repos.SetRepositories(context.Background(), []Repository{early})[early.Name]
+		return s.Checked && s.Reachable, fmt.Sprintf("%+v", s)
+	})
+	if changes.Load() == 0 {
+		t.Error("the owner was not told that the check ended")
+	}
+}

@@ -55,13 +55,14 @@ type Config struct {
 // hands the repositories that may push to the pool and checks that their remotes answer. Its
 // methods are safe from any goroutine; the watches and checks it starts are joined by Run.
 type Repositories struct {
-	cfg    Config
-	log    *slog.Logger
-	ctx    context.Context // parent of every watch; cancelled when Run ends
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cfg Config
+	log *slog.Logger
+	wg  sync.WaitGroup
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// ctx is the parent of every watch and check: nil until Run, which starts those asked for
+	// before it; cancelled when Run's context ends.
+	ctx     context.Context
 	closed  bool
 	repos   map[string]*repoEntry      // by Repository.Name
 	secrets map[SecretRef]*secretWatch // one watch per referenced Secret
@@ -85,9 +86,8 @@ func New(cfg Config) *Repositories {
 	if cfg.OnChange == nil {
 		cfg.OnChange = func() {}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	return &Repositories{
-		cfg: cfg, log: cfg.Log, ctx: ctx, cancel: cancel,
+		cfg: cfg, log: cfg.Log,
 		repos: map[string]*repoEntry{}, secrets: map[SecretRef]*secretWatch{}, reach: map[string]*reachCheck{},
 	}
 }
@@ -95,11 +95,19 @@ func New(cfg Config) *Repositories {
 // Run waits until ctx ends, then stops every Secret watch and remote check and returns once
 // they have.
 func (r *Repositories) Run(ctx context.Context) error {
+	r.mu.Lock()
+	r.ctx = ctx
+	for _, sw := range r.secrets { // asked for before Run
+		r.startWatch(sw)
+	}
+	for _, rc := range r.reach {
+		r.check(rc)
+	}
+	r.mu.Unlock()
 	<-ctx.Done()
 	r.mu.Lock()
 	r.closed = true
 	r.mu.Unlock()
-	r.cancel()
 	r.wg.Wait()
 	return nil
 }

@@ -50,9 +50,19 @@ func (r *Repositories) watchSecret(ref SecretRef) {
 		r.log.Warn("watch credentials Secret; it is read at each reconcile instead", "secret", ref.Namespace+"/"+ref.Name, "err", err)
 		return
 	}
+	sw := &secretWatch{informer: inf, cancel: func() {}}
+	r.secrets[ref] = sw
+	if r.ctx != nil {
+		r.startWatch(sw)
+	}
+}
+
+// startWatch runs a Secret's informer until Run's context ends or the Secret is no longer
+// followed. Called with r.mu held, once Run has begun.
+func (r *Repositories) startWatch(sw *secretWatch) {
 	ctx, cancel := context.WithCancel(r.ctx)
-	r.secrets[ref] = &secretWatch{informer: inf, cancel: cancel}
-	r.wg.Go(func() { inf.RunWithContext(ctx) })
+	sw.cancel = cancel
+	r.wg.Go(func() { sw.informer.RunWithContext(ctx) })
 }
 
 // readSecret returns the Secret from its watch once that has synced, else from the API (the
