@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -320,20 +321,57 @@ func removeDaemonArtifacts(t testing.TB, kube kubernetes.Interface) {
 	ignoreMissing(kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "gitops-reverser", metav1.DeleteOptions{}))
 	ignoreMissing(kube.CoreV1().Secrets(systemNamespace).Delete(ctx, "gitops-reverser-webhook-tls", metav1.DeleteOptions{}))
 	ext := crdClient()
+	// The apiserver deletes a CRD's objects before the CRD, and an object with a finalizer stays
+	// until someone removes it: this control plane runs no garbage collector to do so. So the
+	// objects go first, finalizers cleared, and the CRDs after.
+	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig())
+	for _, name := range crdResources {
+		removeObjects(t, dyn.Resource(crds.GroupVersion.WithResource(name)))
+	}
 	for _, name := range crdResources {
 		ignoreMissing(ext.Delete(ctx, name+"."+crds.Group, metav1.DeleteOptions{}))
 	}
 	for _, name := range crdResources {
-		// The apiserver deletes a CRD's objects before the CRD; with every package's tests on two
-		// cores, a minute has once not been enough.
+		// With every package's tests on two cores, a minute has once not been enough.
 		testenv.Eventually(t, 3*time.Minute, "CRD "+name+" gone after its delete", func() (bool, string) {
-			_, err := ext.Get(ctx, name+"."+crds.Group, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), fmt.Sprint(err)
+			crd, err := ext.Get(ctx, name+"."+crds.Group, metav1.GetOptions{})
+			if err != nil {
+				return apierrors.IsNotFound(err), err.Error()
+			}
+			left, _ := dyn.Resource(crds.GroupVersion.WithResource(name)).List(ctx, metav1.ListOptions{})
+			n := 0
+			if left != nil {
+				n = len(left.Items)
+			}
+			return false, fmt.Sprintf("still there (deleting since %v, %d objects left, conditions %+v)",
+				crd.DeletionTimestamp, n, crd.Status.Conditions)
 		})
 	}
 	t.Cleanup(func() {
 		_ = kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "gitops-reverser", metav1.DeleteOptions{})
 	})
+}
+
+// removeObjects deletes every object of a resource of ours, in every namespace, clearing the
+// finalizers of any that would otherwise stay. A resource whose CRD is gone has nothing to remove.
+func removeObjects(t testing.TB, client dynamic.NamespaceableResourceInterface) {
+	t.Helper()
+	ctx := context.Background()
+	list, err := client.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return // no such resource (yet): nothing to remove
+	}
+	for _, o := range list.Items {
+		if len(o.GetFinalizers()) > 0 {
+			patch := []byte(`{"metadata":{"finalizers":null}}`)
+			if _, err := client.Namespace(o.GetNamespace()).Patch(ctx, o.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Fatalf("clear the finalizers of %s/%s: %v", o.GetNamespace(), o.GetName(), err)
+			}
+		}
+		if err := client.Namespace(o.GetNamespace()).Delete(ctx, o.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("delete %s/%s: %v", o.GetNamespace(), o.GetName(), err)
+		}
+	}
 }
 
 // crdResources are the resources of the daemon's CRDs.
