@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -261,9 +262,16 @@ func TestControllerExpandsSuspendsAndRotates(t *testing.T) {
 		testenv.Eventually(t, converge, "the new path indexed, the old one gone", func() (bool, string) {
 			return e.idx.Lookup(newPath) != nil && e.idx.Lookup(oldPath) == nil, ""
 		})
-		if r := e.waitReady("all", metav1.ConditionTrue, ReasonReady); r.Status.WebhookPath != newPath {
-			t.Errorf("status.webhookPath = %q, want %q", r.Status.WebhookPath, newPath)
-		}
+		// The Receiver was Ready before the rotation too: wait for the status to name the new path.
+		testenv.Eventually(t, converge, "status.webhookPath the new path, Ready", func() (bool, string) {
+			r := e.getReceiver("all")
+			if r == nil {
+				return false, "missing"
+			}
+			ready := meta.FindStatusCondition(r.Status.Conditions, crds.ConditionReady)
+			return r.Status.WebhookPath == newPath && ready != nil && ready.Status == metav1.ConditionTrue,
+				fmt.Sprintf("webhookPath %q, Ready %+v", r.Status.WebhookPath, ready)
+		})
 	})
 
 	t.Run("suspended", func(t *testing.T) {
