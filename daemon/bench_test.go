@@ -31,7 +31,7 @@ var configMaps = corev1.SchemeGroupVersion.WithResource("configmaps")
 
 // mirrorBench is one namespace mirrored by one daemon, and what Git must end up holding.
 type mirrorBench struct {
-	b    *testing.B
+	tb   testing.TB
 	ns   string
 	srv  *testenv.GitServer
 	dyn  dynamic.ResourceInterface
@@ -39,9 +39,9 @@ type mirrorBench struct {
 	want map[string]string // path → blob hash
 }
 
-func newMirrorBench(b *testing.B, ns string) *mirrorBench {
-	srv, _ := mirrorSetup(b, ns)
-	return &mirrorBench{b: b, ns: ns, srv: srv, want: map[string]string{},
+func newMirrorBench(tb testing.TB, ns string) *mirrorBench {
+	srv, _ := mirrorSetup(tb, ns)
+	return &mirrorBench{tb: tb, ns: ns, srv: srv, want: map[string]string{},
 		dyn: dynamic.NewForConfigOrDie(cp.AdminConfig()).Resource(configMaps).Namespace(ns)}
 }
 
@@ -56,7 +56,7 @@ func (m *mirrorBench) expect(name string, obj *unstructured.Unstructured) {
 	}
 	content, err := sanitize.YAML(sanitize.Object(obj.Object))
 	if err != nil {
-		m.b.Fatal(err)
+		m.tb.Fatal(err)
 	}
 	m.want[path] = testenv.BlobHash(content)
 }
@@ -83,7 +83,7 @@ func (m *mirrorBench) parallel(from, to int, write func(ctx context.Context, i i
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		m.b.Fatal(err)
+		m.tb.Fatal(err)
 	}
 }
 
@@ -130,7 +130,7 @@ func (m *mirrorBench) delete(from, to int) {
 // converged waits until the files under live/ are exactly the expected ones and returns how long
 // that took from start.
 func (m *mirrorBench) converged(start time.Time) time.Duration {
-	testenv.Eventually(m.b, time.Until(start.Add(5*time.Minute)), "remote matching the cluster", func() (bool, string) {
+	testenv.Eventually(m.tb, time.Until(start.Add(5*time.Minute)), "remote matching the cluster", func() (bool, string) {
 		got, err := m.srv.FileHashes("state", "main")
 		if err != nil {
 			return false, err.Error()

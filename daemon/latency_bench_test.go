@@ -21,7 +21,7 @@ func (m *mirrorBench) waitMatched(deadline time.Duration) time.Time {
 		}
 		time.Sleep(2 * time.Millisecond) // pacing the git subprocesses, not synchronising
 	}
-	m.b.Fatalf("remote never matched the cluster within %v", deadline)
+	m.tb.Fatalf("remote never matched the cluster within %v", deadline)
 	return time.Time{}
 }
 
@@ -29,7 +29,7 @@ func (m *mirrorBench) waitMatched(deadline time.Duration) time.Time {
 func (m *mirrorBench) commits() int {
 	log, err := m.srv.Log("state", "main")
 	if err != nil {
-		m.b.Fatal(err)
+		m.tb.Fatal(err)
 	}
 	return len(log)
 }
@@ -38,7 +38,7 @@ func (m *mirrorBench) patch(name string, round int) {
 	patch := fmt.Sprintf(`{"data":{"payload":%q}}`, payload(0, round)["payload"])
 	got, err := m.dyn.Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err != nil {
-		m.b.Fatal(err)
+		m.tb.Fatal(err)
 	}
 	m.expect(name, got)
 }

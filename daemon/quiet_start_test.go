@@ -3,9 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,29 +23,18 @@ import (
 // reaches the remote, and the daemon logs no warning and raises no Warning Event on the way.
 func TestLargeSeedStartsQuietly(t *testing.T) {
 	const ns, objects = "quiet-start", 2500
-	srv, kube := mirrorSetup(t, ns)
+	m := newMirrorBench(t, ns)
 	ctx := context.Background()
 	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig())
 	patch := `{"spec":{"writeBack":{"enabled":true}}}`
 	if _, err := dyn.Resource(crds.GitDestinations).Namespace(ns).Patch(ctx, "dest", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	createConfigMaps(t, kube, ns, objects)
+	m.create(0, objects)
 
+	start := time.Now()
 	d := startDaemon(t, t.TempDir(), "--log-format", "json")
-	testenv.Eventually(t, 3*time.Minute, "every ConfigMap on the remote", func() (bool, string) {
-		files, err := srv.Files("state", "main")
-		if err != nil {
-			return false, err.Error()
-		}
-		n := 0
-		for _, f := range files {
-			if strings.HasPrefix(f, "live/"+ns+"/configmaps/cm-") {
-				n++
-			}
-		}
-		return n == objects, fmt.Sprintf("%d of %d", n, objects)
-	}, d.FailFast())
+	m.converged(start)
 	// Write-back looks at the destination once the mirror's worker runs: wait for that, so its
 	// warnings would be seen too. (On a branch the mirror has not pushed to yet it records only
 	// the time, and its first SyncRun comes at the next interval.)
@@ -66,42 +53,11 @@ func TestLargeSeedStartsQuietly(t *testing.T) {
 			t.Errorf("a normal start logged %s %q: %s", rec.Level, rec.Msg, line)
 		}
 	}
-	events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning})
+	events, err := kubernetes.NewForConfigOrDie(cp.AdminConfig()).CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range events.Items {
 		t.Errorf("a normal start raised a Warning Event: %s %s/%s: %s", e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message)
-	}
-}
-
-// createConfigMaps creates ConfigMaps cm-00000… of about 1 KiB each, eight at a time.
-func createConfigMaps(t *testing.T, kube kubernetes.Interface, ns string, n int) {
-	t.Helper()
-	next := make(chan int)
-	errs := make(chan error, 8)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for i := range next {
-				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%05d", i), Namespace: ns},
-					Data: map[string]string{"payload": strings.Repeat(fmt.Sprintf("%05d ", i), 170)}}
-				if _, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
-					select { // the first error is enough; keep taking work so the feeder never blocks
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		t.Fatal(err)
 	}
 }
