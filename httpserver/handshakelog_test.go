@@ -1,7 +1,6 @@
 package httpserver
 
 import (
-	"bytes"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -10,26 +9,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
-// syncBuffer is a log sink safe for the server's connection goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// lines returns the logged lines that contain s.
-func (b *syncBuffer) lines(s string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// linesWith returns the lines of log that contain s.
+func linesWith(log *testenv.SyncBuffer, s string) []string {
 	var out []string
-	for _, l := range strings.Split(b.buf.String(), "\n") {
+	for _, l := range strings.Split(log.String(), "\n") {
 		if strings.Contains(l, s) {
 			out = append(out, l)
 		}
@@ -68,7 +55,7 @@ func failHandshake(t *testing.T, s *Server, from string) {
 }
 
 func TestFailedHandshakesAreLoggedOnceAMinutePerSource(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	clock := &testClock{now: time.Now()}
 	dir := t.TempDir()
 	writeServingPair(t, dir, newTestCA(t))
@@ -91,25 +78,25 @@ func TestFailedHandshakesAreLoggedOnceAMinutePerSource(t *testing.T) {
 		waitFor(t, "every failed handshake of "+src+" to reach the log", func() bool {
 			return s.handshakes.droppedFrom(src) == attempts-1
 		})
-		if got := logs.lines("TLS handshake error from " + src + ":"); len(got) != 1 {
+		if got := linesWith(logs, "TLS handshake error from "+src+":"); len(got) != 1 {
 			t.Fatalf("%d failed handshakes from %s logged %d lines, want 1:\n%s", attempts, src, len(got), strings.Join(got, "\n"))
 		}
 	}
-	if got := logs.lines("level=WARN"); len(got) != len(sources) {
+	if got := linesWith(logs, "level=WARN"); len(got) != len(sources) {
 		t.Fatalf("%d warnings, want one per source:\n%s", len(got), strings.Join(got, "\n"))
 	}
 
 	clock.Advance(handshakeLogInterval)
 	failHandshake(t, s, sources[0])
 	want := fmt.Sprintf("and %d more failed handshakes from %s not logged", attempts-1, sources[0])
-	waitFor(t, "a line after the interval", func() bool { return len(logs.lines(want)) == 1 })
-	if got := logs.lines("TLS handshake error from " + sources[1] + ":"); len(got) != 1 {
+	waitFor(t, "a line after the interval", func() bool { return len(linesWith(logs, want)) == 1 })
+	if got := linesWith(logs, "TLS handshake error from "+sources[1]+":"); len(got) != 1 {
 		t.Fatalf("%s, quiet since, logged again: %q", sources[1], got)
 	}
 }
 
 func TestHandshakeLogPassesOtherLinesAndStaysBounded(t *testing.T) {
-	out := &syncBuffer{}
+	out := &testenv.SyncBuffer{}
 	h := newHandshakeLog(out)
 	clock := &testClock{now: time.Now()}
 	h.now, h.capacity = clock.Now, 3
@@ -117,7 +104,7 @@ func TestHandshakeLogPassesOtherLinesAndStaysBounded(t *testing.T) {
 	for range 3 {
 		_, _ = h.Write([]byte("http: superfluous response.WriteHeader call\n"))
 	}
-	if got := out.lines("superfluous"); len(got) != 3 {
+	if got := linesWith(out, "superfluous"); len(got) != 3 {
 		t.Fatalf("other lines: %d passed, want all 3", len(got))
 	}
 	for i := range 10 {
@@ -127,12 +114,12 @@ func TestHandshakeLogPassesOtherLinesAndStaysBounded(t *testing.T) {
 	if len(h.sources) > h.capacity {
 		t.Fatalf("%d sources remembered, want at most %d", len(h.sources), h.capacity)
 	}
-	if got := out.lines("handshake error"); len(got) != 10 {
+	if got := linesWith(out, "handshake error"); len(got) != 10 {
 		t.Fatalf("10 new sources logged %d lines, want 10", len(got))
 	}
 	_, _ = fmt.Fprintf(h, "%s[::1]:4242: EOF\n", handshakeErrorPrefix)
 	_, _ = fmt.Fprintf(h, "%s[::1]:4343: EOF\n", handshakeErrorPrefix)
-	if got := out.lines("[::1]"); len(got) != 1 || h.droppedFrom("::1") != 1 {
+	if got := linesWith(out, "[::1]"); len(got) != 1 || h.droppedFrom("::1") != 1 {
 		t.Fatalf("an IPv6 source from two ports logged %d lines, want 1", len(got))
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/configbutler/gitops-reverser/testenv"
 	"go.uber.org/goleak"
 )
 
@@ -204,11 +205,5 @@ func TestLimitsAreApplied(t *testing.T) {
 // waitFor polls cond until it holds, failing the test after 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, what, func() (bool, string) { return cond(), "" })
 }

@@ -40,7 +40,7 @@ type DaemonConfig struct {
 type Daemon struct {
 	cfg  DaemonConfig
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *SyncBuffer
 	done chan struct{}
 	err  error // how the process ended; written before done is closed
 }
@@ -49,7 +49,7 @@ type Daemon struct {
 // test failed.
 func StartDaemon(tb testing.TB, cfg DaemonConfig) *Daemon {
 	tb.Helper()
-	d := &Daemon{cfg: cfg, out: &syncBuffer{}, done: make(chan struct{})}
+	d := &Daemon{cfg: cfg, out: &SyncBuffer{}, done: make(chan struct{})}
 	d.cmd = exec.Command(cfg.Binary, cfg.Args...)
 	if cfg.Env != nil {
 		d.cmd.Env = append(os.Environ(), cfg.Env...)
@@ -199,19 +199,19 @@ func httpGet(url string) (int, string, error) {
 	return resp.StatusCode, string(body), nil
 }
 
-// syncBuffer is a bytes.Buffer safe to read while the process writes into it.
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe to read while another goroutine or process writes into it.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
