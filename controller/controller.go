@@ -1,5 +1,5 @@
 // Package controller is the one skeleton the daemon's controllers (write-back, receivers) share,
-// so each of them is only its reconcile logic: informers on a dynamic informer factory whose
+// so each of them is only its reconcile logic: informers of unstructured objects (Informers) whose
 // handlers only compute a key and enqueue it, a rate-limited workqueue with a retry cap, N workers,
 // and an event recorder whose sender runs inside Run. New starts nothing; Run returns only after
 // every goroutine it started (informers, workers, the event sender) has ended.
@@ -15,8 +15,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -42,7 +40,7 @@ type Keys func(obj any) string
 type Config struct {
 	Name    string // of the workqueue, and in logs
 	Dynamic dynamic.Interface
-	Events  corev1client.EventsGetter
+	Events  dynamic.Interface // of the Events; usually Dynamic
 	Handle  Handler
 	// Workers handle keys at once (a key is never handled by two at a time); 1 when zero.
 	Workers int
@@ -57,7 +55,7 @@ type Config struct {
 // queue, until Run's context ends.
 type Controller struct {
 	cfg     Config
-	factory dynamicinformer.DynamicSharedInformerFactory
+	factory *Informers
 	events  *Events
 	groups  []*Group
 
@@ -87,7 +85,7 @@ func New(cfg Config) *Controller {
 	}
 	return &Controller{
 		cfg:     cfg,
-		factory: dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, 0),
+		factory: NewInformers(cfg.Dynamic),
 		events:  NewEvents(cfg.Events, cfg.Log),
 	}
 }
@@ -98,7 +96,7 @@ func (c *Controller) Recorder() record.EventRecorder { return c.events }
 // Informer caches gvr in every namespace for as long as Run runs, and queues keys(obj) on every
 // change. Call it before Run.
 func (c *Controller) Informer(gvr schema.GroupVersionResource, keys Keys) (cache.SharedIndexInformer, error) {
-	inf := c.factory.ForResource(gvr).Informer()
+	inf := c.factory.ForResource(gvr)
 	if _, err := inf.AddEventHandler(c.enqueuer(keys)); err != nil {
 		return nil, fmt.Errorf("watch %s: %w", gvr.Resource, err)
 	}
@@ -177,8 +175,8 @@ func (c *Controller) Run(ctx context.Context) error {
 		return err
 	}
 	defer q.ShutDown()
-	c.factory.Start(ctx.Done())
-	for gvr, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
+	c.factory.Start(ctx)
+	for gvr, ok := range c.factory.WaitForCacheSync(ctx) {
 		if !ok && ctx.Err() == nil {
 			return fmt.Errorf("%s: sync the cache of %s", c.cfg.Name, gvr.Resource)
 		}

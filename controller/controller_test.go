@@ -207,7 +207,7 @@ func TestRecordedEventsReachTheAPIServerCounted(t *testing.T) {
 	w := newWorld(t)
 	ref := &corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: w.ns, Name: "subject"}
 	var c *Controller
-	c = New(Config{Name: "test", Dynamic: w.dyn, Events: w.kube.CoreV1(), Handle: func(_ context.Context, key string) (time.Duration, error) {
+	c = New(Config{Name: "test", Dynamic: w.dyn, Events: w.dyn, Handle: func(_ context.Context, key string) (time.Duration, error) {
 		c.Recorder().Eventf(ref, corev1.EventTypeWarning, "Tested", "handled %s", key)
 		return 0, nil
 	}})

@@ -9,13 +9,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/tools/reference"
+
+	"github.com/configbutler/gitops-reverser/kube"
 )
 
 // Component is the source of every Event the daemon records.
@@ -34,21 +35,21 @@ const (
 // goroutine that sends is Run's own, so it ends when Run returns. Events recorded before Run
 // wait for it; those recorded after it ended are dropped.
 type Events struct {
-	client corev1client.EventsGetter // nil: nothing is sent
+	client dynamic.Interface // nil: nothing is sent
 	log    *slog.Logger
 	queue  chan *corev1.Event
 }
 
 // NewEvents builds a recorder that sends through client; Run sends.
-func NewEvents(client corev1client.EventsGetter, log *slog.Logger) *Events {
+func NewEvents(client dynamic.Interface, log *slog.Logger) *Events {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Events{client: client, log: log, queue: make(chan *corev1.Event, maxQueuedEvents)}
 }
 
-// Event records an Event about object (a *corev1.ObjectReference or any object the client-go
-// scheme knows).
+// Event records an Event about object (a *corev1.ObjectReference, or an object that carries its
+// apiVersion and kind).
 func (e *Events) Event(object runtime.Object, eventtype, reason, message string) {
 	e.record(object, nil, eventtype, reason, message)
 }
@@ -66,7 +67,7 @@ func (e *Events) AnnotatedEventf(object runtime.Object, annotations map[string]s
 var _ record.EventRecorder = (*Events)(nil)
 
 func (e *Events) record(object runtime.Object, annotations map[string]string, eventtype, reason, message string) {
-	ref, err := reference.GetReference(scheme.Scheme, object)
+	ref, err := referenceTo(object)
 	if err != nil {
 		e.log.Error("event not recorded: no reference to its object", "reason", reason, "err", err)
 		return
@@ -140,7 +141,7 @@ func (e *Events) send(ctx context.Context, correlator *record.EventCorrelator, e
 
 // write patches the Event that ev repeats, or creates ev when it is the first (or that one is gone).
 func (e *Events) write(ctx context.Context, ev *corev1.Event, patch []byte) (*corev1.Event, error) {
-	client := e.client.Events(ev.Namespace)
+	client := kube.For(e.client, kube.Events, ev.Namespace)
 	if ev.Count > 1 && patch != nil {
 		written, err := client.Patch(ctx, ev.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		if !apierrors.IsNotFound(err) {
@@ -150,4 +151,21 @@ func (e *Events) write(ctx context.Context, ev *corev1.Event, patch []byte) (*co
 	fresh := ev.DeepCopy()
 	fresh.ResourceVersion = ""
 	return client.Create(ctx, fresh, metav1.CreateOptions{})
+}
+
+// referenceTo is the reference an Event names its object by.
+func referenceTo(object runtime.Object) (*corev1.ObjectReference, error) {
+	if ref, ok := object.(*corev1.ObjectReference); ok {
+		return ref, nil
+	}
+	m, err := meta.Accessor(object)
+	if err != nil {
+		return nil, fmt.Errorf("read the object's metadata: %w", err)
+	}
+	apiVersion, kind := object.GetObjectKind().GroupVersionKind().ToAPIVersionAndKind()
+	if kind == "" {
+		return nil, fmt.Errorf("object %s/%s does not say its kind", m.GetNamespace(), m.GetName())
+	}
+	return &corev1.ObjectReference{APIVersion: apiVersion, Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName(),
+		UID: m.GetUID(), ResourceVersion: m.GetResourceVersion()}, nil
 }

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -30,7 +29,7 @@ type groupInformer struct {
 }
 
 type groupRun struct {
-	factory   dynamicinformer.DynamicSharedInformerFactory
+	factory   *Informers
 	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
 	cancel    context.CancelFunc
 }
@@ -61,11 +60,11 @@ func (g *Group) Start(ctx context.Context) error {
 		return errors.New(g.c.cfg.Name + ": informers start only while the controller runs")
 	}
 	r := &groupRun{
-		factory:   dynamicinformer.NewDynamicSharedInformerFactory(g.c.cfg.Dynamic, 0),
+		factory:   NewInformers(g.c.cfg.Dynamic),
 		informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
 	}
 	for _, s := range g.specs {
-		inf := r.factory.ForResource(s.gvr).Informer()
+		inf := r.factory.ForResource(s.gvr)
 		if len(s.indexers) > 0 {
 			if err := inf.AddIndexers(s.indexers); err != nil {
 				return fmt.Errorf("index %s: %w", s.gvr.Resource, err)
@@ -78,8 +77,8 @@ func (g *Group) Start(ctx context.Context) error {
 	}
 	infCtx, cancel := context.WithCancel(runCtx)
 	r.cancel = cancel
-	r.factory.Start(infCtx.Done())
-	for gvr, ok := range r.factory.WaitForCacheSync(ctx.Done()) {
+	r.factory.Start(infCtx)
+	for gvr, ok := range r.factory.WaitForCacheSync(ctx) {
 		if !ok {
 			cancel()
 			r.factory.Shutdown()

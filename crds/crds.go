@@ -19,14 +19,16 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/configbutler/gitops-reverser/kube"
 )
 
 // FieldManager is the server-side apply field manager of the installer.
@@ -87,10 +89,11 @@ func installOrWait(ctx context.Context, cfg *rest.Config, log *slog.Logger, inst
 			return !slices.Contains(kinds, crd.Spec.Names.Kind)
 		})
 	}
-	client, err := clientset.NewForConfig(cfg)
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return fmt.Errorf("create apiextensions client: %w", err)
+		return fmt.Errorf("create CRD client: %w", err)
 	}
+	client := kube.For(dyn, kube.CustomResourceDefinitions, "")
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, defaultInstallTimeout)
@@ -114,14 +117,14 @@ func installOrWait(ctx context.Context, cfg *rest.Config, log *slog.Logger, inst
 	return errors.Join(errs...)
 }
 
-func apply(ctx context.Context, client clientset.Interface, crd *apiextensionsv1.CustomResourceDefinition, log *slog.Logger) error {
+func apply(ctx context.Context, client *kube.Client[apiextensionsv1.CustomResourceDefinition], crd *apiextensionsv1.CustomResourceDefinition, log *slog.Logger) error {
 	body, err := applyBody(crd)
 	if err != nil {
 		return fmt.Errorf("encode CRD %s: %w", crd.Name, err)
 	}
 	// Read the current version only to log what the apply did.
 	before := ""
-	cur, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+	cur, err := client.Get(ctx, crd.Name, metav1.GetOptions{})
 	switch {
 	case err == nil:
 		before = cur.ResourceVersion
@@ -129,7 +132,7 @@ func apply(ctx context.Context, client clientset.Interface, crd *apiextensionsv1
 		before = "unknown"
 	}
 	force := true
-	got, err := client.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, crd.Name, types.ApplyPatchType, body,
+	got, err := client.Patch(ctx, crd.Name, types.ApplyPatchType, body,
 		metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
 	if err != nil {
 		return fmt.Errorf("apply CRD %s: %w", crd.Name, err)
@@ -164,10 +167,10 @@ func applyBody(crd *apiextensionsv1.CustomResourceDefinition) ([]byte, error) {
 
 // waitEstablished polls until the CRD is Established and NamesAccepted. A name conflict
 // (NamesAccepted=False) fails at once instead of waiting for the deadline.
-func waitEstablished(ctx context.Context, client clientset.Interface, name string) error {
+func waitEstablished(ctx context.Context, client *kube.Client[apiextensionsv1.CustomResourceDefinition], name string) error {
 	var last string
 	err := wait.PollUntilContextCancel(ctx, establishedPollInterval, true, func(ctx context.Context) (bool, error) {
-		crd, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+		crd, err := client.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()
 			return false, nil

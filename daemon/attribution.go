@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	admissionv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
-
 	"github.com/configbutler/gitops-reverser/httpserver"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/watch"
@@ -63,25 +61,22 @@ func newAttribution(s shared, cfg WebhookConfig) (*attribution, error) {
 		log:       log,
 	}
 	a.handler = webhook.NewAdmissionHandler(a.store, a.watched, m, log, webhook.WithDecisions(a.decisions))
-	admission, err := admissionv1client.NewForConfig(s.kube)
-	if err != nil {
-		return nil, fmt.Errorf("build admission client: %w", err)
-	}
 	a.registrar = webhook.NewRegistrar(webhook.RegistrarConfig{
 		Registration: webhook.NewRegistration(webhook.RegistrationConfig{
-			Admission: admission, Name: controllerName, URL: cfg.URL,
+			Dynamic: s.dyn, Name: controllerName, URL: cfg.URL,
 			ServiceNamespace: s.namespace, ServiceName: cfg.ServiceName, ServicePort: int32(webhookPort(cfg)),
 			Path: webhook.AdmissionPath, CABundle: a.caBundle, TimeoutSeconds: 2,
 		}),
 		OnApply: a.registered, MaxBackoff: optionalMaxBackoff, Log: log,
 	})
 	if cfg.CertDir == "" {
+		var err error
 		var hosts []string
 		if u, err := url.Parse(cfg.URL); err == nil && u.Hostname() != "" {
 			hosts = append(hosts, u.Hostname())
 		}
 		a.selfMgd, err = webhook.NewSelfManaged(webhook.SelfManagedConfig{
-			Core: s.core, Namespace: s.namespace, SecretName: cfg.ServiceName + "-webhook-tls",
+			Dynamic: s.dyn, Namespace: s.namespace, SecretName: cfg.ServiceName + "-webhook-tls",
 			ServiceName: cfg.ServiceName, ExtraHosts: hosts, Now: time.Now, OnRotate: a.registrar.CARotated,
 		}, log)
 		if err != nil {

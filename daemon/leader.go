@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/kube"
 	"github.com/configbutler/gitops-reverser/metrics"
 )
 
@@ -70,7 +71,7 @@ func newLeadership(s shared, cfg LeaderConfig, work lead) (*leadership, error) {
 		}},
 	}
 	if cfg.PodName != "" {
-		l.pods = &podLabels{pods: s.core.Pods(s.namespace), own: cfg.PodName}
+		l.pods = &podLabels{pods: kube.For(s.dyn, kube.Pods, s.namespace), own: cfg.PodName}
 		s.optional.track(metrics.PartLeaderLabel, "the webhook and receiver Services do not route to the leader: changes are credited to "+
 			s.bot.Name+" and Git host webhooks are not answered")
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/kube"
 	"github.com/configbutler/gitops-reverser/writeback"
 )
 
@@ -49,7 +50,7 @@ func buildLeaderParts(ctx context.Context, s shared, cfg Config, d leaderDeps) (
 		authors:  creditChain{credits: credits, attr: p.attr},
 		fence:    d.fence,
 		writable: p.held,
-		sealer:   newSealer(s.core.Secrets(s.namespace), cfg.Webhook.ServiceName+"-sops-digest"),
+		sealer:   newSealer(kube.For(s.dyn, kube.Secrets, s.namespace), cfg.Webhook.ServiceName+"-sops-digest"),
 	}
 	if p.attr != nil {
 		deps.onWatched = p.attr.onWatched

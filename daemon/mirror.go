@@ -13,6 +13,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/gitsecrets"
+	"github.com/configbutler/gitops-reverser/kube"
 	"github.com/configbutler/gitops-reverser/watch"
 )
 
@@ -53,7 +54,7 @@ func newMirror(ctx context.Context, s shared, cfg MirrorConfig, d mirrorDeps) (*
 		Metrics: s.reg.Mirror, Log: s.log, OnChange: changes.Notify, Fence: d.fence,
 	})
 	mr.repos = gitsecrets.New(gitsecrets.Config{
-		Secrets: s.core, Pool: mr.pool, WorkDir: s.workDir, Log: s.log, OnChange: changes.Notify,
+		Dynamic: s.dyn, Pool: mr.pool, WorkDir: s.workDir, Log: s.log, OnChange: changes.Notify,
 	})
 	mr.pool.OnRemoteWorks(mr.repos.RemoteWorks) // a push that works proves the remote
 	opts := watch.Options{
@@ -123,7 +124,7 @@ const trailerInstanceID = "X-ConfigButler-InstanceID"
 // gitIdentity is the committer and the trailers of every commit. The cluster is identified by the
 // UID of its kube-system namespace, which is stable for the life of the cluster.
 func gitIdentity(ctx context.Context, s shared) (gitops.Identity, error) {
-	ns, err := s.core.Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+	ns, err := kube.For(s.dyn, kube.Namespaces, "").Get(ctx, "kube-system", metav1.GetOptions{})
 	if err != nil {
 		return gitops.Identity{}, fmt.Errorf("read the cluster's identity (namespace kube-system): %w", err)
 	}

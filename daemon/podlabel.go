@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/configbutler/gitops-reverser/kube"
 )
 
 // leaderLabel marks the Pod of the replica that leads; the webhook and receiver Services select it,
@@ -23,7 +25,7 @@ var (
 
 // podLabels puts the leader label on this replica's Pod and takes it off.
 type podLabels struct {
-	pods corev1client.PodInterface // of the daemon's namespace
+	pods *kube.Client[corev1.Pod] // of the daemon's namespace
 	own  string
 }
 
@@ -38,10 +40,10 @@ func (p *podLabels) lead(ctx context.Context) error {
 	}
 	var errs []error
 	for _, pod := range others.Items {
-		if pod.Name == p.own {
+		if pod.GetName() == p.own {
 			continue
 		}
-		if err := p.unlabel(ctx, pod.Name); err != nil {
+		if err := p.unlabel(ctx, pod.GetName()); err != nil {
 			errs = append(errs, err)
 		}
 	}

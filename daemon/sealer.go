@@ -11,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/configbutler/gitops-reverser/kube"
 	"github.com/configbutler/gitops-reverser/sops"
 )
 
@@ -27,14 +27,14 @@ const digestKeyTimeout = 15 * time.Second
 // the same file across restarts and replicas; the Secret is read, or created, the first time a
 // destination asks for encryption (Ready), and again at each Ready until that works.
 type sealer struct {
-	secrets corev1client.SecretInterface
+	secrets *kube.Client[corev1.Secret]
 	name    string
 
 	mu     sync.Mutex
 	sealer *sops.Sealer // nil until the key is loaded
 }
 
-func newSealer(secrets corev1client.SecretInterface, name string) *sealer {
+func newSealer(secrets *kube.Client[corev1.Secret], name string) *sealer {
 	return &sealer{secrets: secrets, name: name}
 }
 
@@ -76,7 +76,7 @@ func (s *sealer) CheckRecipient(r string) error { return sops.CheckRecipient(r) 
 func (s *sealer) CreationRules(recipients []string) []byte { return sops.CreationRules(recipients) }
 
 // digestKey reads the key from the Secret, creating the Secret with a random key when missing.
-func digestKey(ctx context.Context, secrets corev1client.SecretInterface, name string) ([]byte, error) {
+func digestKey(ctx context.Context, secrets *kube.Client[corev1.Secret], name string) ([]byte, error) {
 	for range 2 { // a create that lost a race with another replica reads the winner's key
 		s, err := secrets.Get(ctx, name, metav1.GetOptions{})
 		if err == nil {

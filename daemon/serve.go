@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"sync"
 
-	"k8s.io/client-go/discovery"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/kube"
 	"github.com/configbutler/gitops-reverser/metrics"
 )
 
@@ -21,7 +21,7 @@ import (
 // all parts share.
 type shared struct {
 	kube      *rest.Config
-	core      corev1client.CoreV1Interface
+	dyn       dynamic.Interface
 	reg       *metrics.Registry
 	optional  *optionalParts
 	log       *slog.Logger
@@ -34,23 +34,23 @@ type shared struct {
 // serve starts the components in dependency order, waits for ctx to end, and stops them in
 // reverse order.
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
-	kube, err := restConfig(cfg.Kubeconfig)
+	restCfg, err := restConfig(cfg.Kubeconfig)
 	if err != nil {
 		return err
 	}
-	core, err := corev1client.NewForConfig(kube)
+	dyn, err := dynamic.NewForConfig(restCfg)
 	if err != nil {
 		return fmt.Errorf("build kubernetes client: %w", err)
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(kube)
+	api, err := kube.RESTClient(restCfg)
 	if err != nil {
-		return fmt.Errorf("build discovery client: %w", err)
+		return err
 	}
 	reg := metrics.New()
-	s := shared{kube: kube, core: core, reg: reg, optional: newOptionalParts(reg.Health.Degraded, log), log: log,
+	s := shared{kube: restCfg, dyn: dyn, reg: reg, optional: newOptionalParts(reg.Health.Degraded, log), log: log,
 		namespace: cfg.Namespace, bot: cfg.Bot, workDir: cfg.WorkDir, inCluster: cfg.InCluster}
-	inst := newCRDInstall(kube, cfg.InstallCRDs, log)
-	ready := &readiness{api: disco.RESTClient(), optional: s.optional, crds: inst}
+	inst := newCRDInstall(restCfg, cfg.InstallCRDs, log)
+	ready := &readiness{api: api, optional: s.optional, crds: inst}
 
 	eps, err := listenEndpoints(cfg.Endpoints, reg, ready, log)
 	if err != nil {
@@ -68,7 +68,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	var installing sync.WaitGroup
 	installing.Go(func() { _ = inst.Run(ctx) })
 	defer func() { cancel(); installing.Wait() }()
-	log.Info("started", "host", kube.Host, "installCRDs", cfg.InstallCRDs, "watchIngestion", cfg.Mirror.Enabled)
+	log.Info("started", "host", restCfg.Host, "installCRDs", cfg.InstallCRDs, "watchIngestion", cfg.Mirror.Enabled)
 
 	if cfg.Mirror.Enabled {
 		// The mirror returns when ctx ends, or early when it cannot start at all (e.g. the

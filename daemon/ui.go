@@ -11,11 +11,11 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/httpserver"
+	"github.com/configbutler/gitops-reverser/kube"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/ui"
 )
@@ -64,36 +64,32 @@ type operatorPage struct {
 }
 
 func newOperatorPage(s shared, cfg UIConfig, pool *gitops.Pool) (*operatorPage, error) {
-	kube, optional, log := s.kube, s.optional, s.log.With("part", metrics.PartUI)
-	page, err := ui.New(ui.Config{Kube: kube, Auth: ui.Auth(cfg.Auth), Progress: pool.WorkerStatus, Log: log})
+	restCfg, optional, log := s.kube, s.optional, s.log.With("part", metrics.PartUI)
+	page, err := ui.New(ui.Config{Kube: restCfg, Auth: ui.Auth(cfg.Auth), Progress: pool.WorkerStatus, Log: log})
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(kube)
+	dyn, err := dynamic.NewForConfig(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("build dynamic client: %w", err)
-	}
-	auth, err := authenticationv1client.NewForConfig(kube)
-	if err != nil {
-		return nil, fmt.Errorf("build authentication client: %w", err)
 	}
 	optional.track(metrics.PartUI, "the operator page is not served: use kubectl to review proposals")
 	return &operatorPage{
 		cfg: cfg, page: page, optional: optional, log: log,
-		probe: func(ctx context.Context) error { return probePage(ctx, cfg, dyn, auth) },
+		probe: func(ctx context.Context) error { return probePage(ctx, cfg, dyn) },
 	}, nil
 }
 
 // probePage checks that the daemon may read what the page shows and, with token sign-in, check
 // tokens: a forbidden TokenReview would turn every person away.
-func probePage(ctx context.Context, cfg UIConfig, dyn dynamic.Interface, auth authenticationv1client.AuthenticationV1Interface) error {
+func probePage(ctx context.Context, cfg UIConfig, dyn dynamic.Interface) error {
 	if err := mayList(ctx, dyn, crds.GitRepoConfigs, crds.GitDestinations, crds.Proposals, crds.SyncRuns); err != nil {
 		return err
 	}
 	if cfg.Auth != uiAuthToken {
 		return nil
 	}
-	_, err := auth.TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "probe"}}, metav1.CreateOptions{})
+	_, err := kube.For(dyn, kube.TokenReviews, "").Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "probe"}}, metav1.CreateOptions{})
 	return err
 }
 

@@ -11,7 +11,7 @@ import (
 	"log/slog"
 	"sync"
 
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/configbutler/gitops-reverser/gitops"
 )
@@ -42,7 +42,7 @@ type Pool interface {
 
 // Config is what Repositories needs. Log and OnChange may be nil.
 type Config struct {
-	Secrets corev1client.SecretsGetter // reads and watches the Secrets
+	Dynamic dynamic.Interface // reads and watches the Secrets
 	Pool    Pool
 	WorkDir string // where the known_hosts of SSH credentials are written
 	// OnChange is told, without blocking, that a Secret a repository names changed (the next

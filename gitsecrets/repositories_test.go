@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/configbutler/gitops-reverser/gitops"
@@ -58,7 +59,7 @@ func TestSecretsReachThePool(t *testing.T) {
 	}
 	changed := make(chan struct{}, 1)
 	pool := &recordingPool{}
-	r := New(Config{Secrets: kube.CoreV1(), Pool: pool, WorkDir: t.TempDir(), OnChange: func() {
+	r := New(Config{Dynamic: dynamic.NewForConfigOrDie(cp.AdminConfig()), Pool: pool, WorkDir: t.TempDir(), OnChange: func() {
 		select {
 		case changed <- struct{}{}:
 		default:

@@ -8,12 +8,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/kube"
 )
 
 // secretWatch follows one credentials Secret, selected by name, so a fixed or rotated Secret
@@ -28,7 +30,7 @@ func (r *Repositories) watchSecret(ref SecretRef) {
 	if r.secrets[ref] != nil {
 		return
 	}
-	client := r.cfg.Secrets.Secrets(ref.Namespace)
+	client := kube.For(r.cfg.Dynamic, kube.Secrets, ref.Namespace)
 	byName := fields.OneTermEqualSelector("metadata.name", ref.Name).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -40,7 +42,7 @@ func (r *Repositories) watchSecret(ref SecretRef) {
 			return client.Watch(ctx, opts)
 		},
 	}
-	inf := cache.NewSharedIndexInformer(lw, &corev1.Secret{}, 0, cache.Indexers{})
+	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
 	changed := func() { r.cfg.OnChange() }
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { changed() },
@@ -76,9 +78,9 @@ func (r *Repositories) readSecret(ctx context.Context, ref SecretRef) (*corev1.S
 		case !exists:
 			return nil, secretNotFound(ref)
 		}
-		return obj.(*corev1.Secret), nil
+		return kube.Convert[corev1.Secret](obj)
 	}
-	secret, err := r.cfg.Secrets.Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	secret, err := kube.For(r.cfg.Dynamic, kube.Secrets, ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, secretNotFound(ref)
 	}

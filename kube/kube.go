@@ -95,6 +95,15 @@ func (c *Client[T]) Patch(ctx context.Context, name string, pt types.PatchType, 
 	return c.typed(c.api.Patch(ctx, name, pt, data, opts))
 }
 
+// Apply server-side applies obj as fieldManager opts.FieldManager.
+func (c *Client[T]) Apply(ctx context.Context, obj *T, opts metav1.ApplyOptions) (*T, error) {
+	u, err := c.unstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	return c.typed(c.api.Apply(ctx, u.GetName(), u, opts))
+}
+
 // Delete removes an object.
 func (c *Client[T]) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
 	return c.api.Delete(ctx, name, opts)

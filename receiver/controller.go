@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -51,7 +50,6 @@ type ControllerConfig struct {
 type Controller struct {
 	cfg       ControllerConfig
 	dyn       dynamic.Interface
-	kube      kubernetes.Interface
 	ctl       *controller.Controller
 	recorder  record.EventRecorder
 	receivers cache.SharedIndexInformer
@@ -80,17 +78,13 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build dynamic client: %w", err)
 	}
-	kube, err := kubernetes.NewForConfig(cfg.Kube)
-	if err != nil {
-		return nil, fmt.Errorf("build kubernetes client: %w", err)
-	}
 	c := &Controller{
-		cfg: cfg, dyn: dyn, kube: kube,
+		cfg: cfg, dyn: dyn,
 		observed: map[string]*observation{},
 		written:  map[string]written{},
 	}
 	c.ctl = controller.New(controller.Config{
-		Name: "receivers", Dynamic: dyn, Events: kube.CoreV1(), Handle: c.handle,
+		Name: "receivers", Dynamic: dyn, Events: dyn, Handle: c.handle,
 		BaseDelay: 100 * time.Millisecond, MaxDelay: 30 * time.Second, Log: cfg.Log,
 	})
 	c.recorder = c.ctl.Recorder()

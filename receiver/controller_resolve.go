@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/kube"
 )
 
 // Reasons of a Receiver's Ready condition.
@@ -74,7 +75,7 @@ func (c *Controller) resolve(ctx context.Context, r *crds.Receiver, byRepo map[s
 
 // token reads key "token" of the Secret with a GET; on failure it returns a reason and message.
 func (c *Controller) token(ctx context.Context, namespace, name string) ([]byte, string, string) {
-	s, err := c.kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	s, err := kube.For(c.dyn, kube.Secrets, namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, ReasonSecretNotFound, fmt.Sprintf("Secret %s/%s not found", namespace, name)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/kube"
 )
 
 // GeneratedByLabel marks a Receiver and Secret generated for a GitRepoConfig; its value is the
@@ -103,7 +104,7 @@ func owner(g *crds.GitRepoConfig) []metav1.OwnerReference {
 // ensureSecret returns the token of the generated Secret, creating it with a random token when it
 // is missing. An existing token is never changed.
 func (c *Controller) ensureSecret(ctx context.Context, g *crds.GitRepoConfig, name string) ([]byte, error) {
-	secrets := c.kube.CoreV1().Secrets(g.Namespace)
+	secrets := kube.For(c.dyn, kube.Secrets, g.Namespace)
 	s, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	if err == nil {
 		return s.Data[crds.ReceiverTokenKey], nil
@@ -223,7 +224,7 @@ func (c *Controller) ungenerate(ctx context.Context, g *crds.GitRepoConfig) erro
 	if !found && g.Status.Receiver == nil {
 		return nil
 	}
-	secrets := c.kube.CoreV1().Secrets(g.Namespace)
+	secrets := kube.For(c.dyn, kube.Secrets, g.Namespace)
 	s, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

@@ -15,7 +15,9 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/configbutler/gitops-reverser/kube"
 
 	"github.com/configbutler/gitops-reverser/crds"
 )
@@ -63,15 +65,15 @@ func (v *viewer) readOnly() bool { return v.token == "" }
 // remembers the answers for a short while.
 type authenticator struct {
 	mode  Auth
-	kube  kubernetes.Interface
+	dyn   dynamic.Interface
 	users *ttlcache.Cache[[sha256.Size]byte, authenticationv1.UserInfo]
 	lists *ttlcache.Cache[string, bool]
 }
 
-func newAuthenticator(mode Auth, kube kubernetes.Interface) *authenticator {
+func newAuthenticator(mode Auth, dyn dynamic.Interface) *authenticator {
 	return &authenticator{
 		mode: mode,
-		kube: kube,
+		dyn:  dyn,
 		users: ttlcache.New(ttlcache.WithTTL[[sha256.Size]byte, authenticationv1.UserInfo](reviewTTL),
 			ttlcache.WithCapacity[[sha256.Size]byte, authenticationv1.UserInfo](reviewCacheSize)),
 		lists: ttlcache.New(ttlcache.WithTTL[string, bool](reviewTTL),
@@ -113,7 +115,7 @@ func (a *authenticator) viewer(r *http.Request) (*viewer, error) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), reviewTimeout)
 	defer cancel()
-	review, err := a.kube.AuthenticationV1().TokenReviews().Create(ctx,
+	review, err := kube.For(a.dyn, kube.TokenReviews, "").Create(ctx,
 		&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("check the token with a TokenReview: %w", err)
@@ -167,7 +169,7 @@ func (a *authenticator) mayList(ctx context.Context, v *viewer, namespace string
 	for k, vals := range v.user.Extra {
 		extra[k] = authorizationv1.ExtraValue(vals)
 	}
-	review, err := a.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+	review, err := kube.For(a.dyn, kube.SubjectAccessReviews, "").Create(ctx, &authorizationv1.SubjectAccessReview{
 		Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: v.user.Username, UID: v.user.UID, Groups: v.user.Groups, Extra: extra,
 			ResourceAttributes: &authorizationv1.ResourceAttributes{

@@ -14,11 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/configbutler/gitops-reverser/controller"
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
 )
@@ -54,7 +53,7 @@ type Config struct {
 type Page struct {
 	cfg     Config
 	auth    *authenticator
-	factory dynamicinformer.DynamicSharedInformerFactory
+	factory *controller.Informers
 	stores  map[schema.GroupVersionResource]cache.SharedIndexInformer
 	views   map[string]*template.Template
 	mux     *http.ServeMux
@@ -68,10 +67,6 @@ func New(cfg Config) (*Page, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	kube, err := kubernetes.NewForConfig(cfg.Kube)
-	if err != nil {
-		return nil, fmt.Errorf("operator page: build kubernetes client: %w", err)
-	}
 	dyn, err := dynamic.NewForConfig(cfg.Kube)
 	if err != nil {
 		return nil, fmt.Errorf("operator page: build dynamic client: %w", err)
@@ -81,12 +76,12 @@ func New(cfg Config) (*Page, error) {
 		return nil, err
 	}
 	p := &Page{
-		cfg: cfg, auth: newAuthenticator(cfg.Auth, kube), views: views,
-		factory: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
+		cfg: cfg, auth: newAuthenticator(cfg.Auth, dyn), views: views,
+		factory: controller.NewInformers(dyn),
 		stores:  map[schema.GroupVersionResource]cache.SharedIndexInformer{},
 	}
 	for _, gvr := range []schema.GroupVersionResource{crds.GitRepoConfigs, crds.GitDestinations, crds.Proposals, crds.SyncRuns} {
-		inf := p.factory.ForResource(gvr).Informer()
+		inf := p.factory.ForResource(gvr)
 		if err := inf.SetTransform(dropManagedFields); err != nil {
 			return nil, fmt.Errorf("operator page: %w", err)
 		}
@@ -106,7 +101,7 @@ func dropManagedFields(obj any) (any, error) {
 
 // Run fills and keeps the page's caches until ctx ends.
 func (p *Page) Run(ctx context.Context) error {
-	p.factory.Start(ctx.Done())
+	p.factory.Start(ctx)
 	<-ctx.Done()
 	p.factory.Shutdown()
 	return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/kube"
 )
 
 // resolveEncryption reads the age recipients of every usable destination with spec.encryption.
@@ -51,7 +52,7 @@ func (m *Manager) recipients(ctx context.Context, namespace string, enc *crds.En
 	}
 	out := slices.Clone(enc.Age.Recipients)
 	if ref := enc.Age.RecipientsSecretRef; ref != nil {
-		s, err := m.secrets.Secrets(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		s, err := kube.For(m.dyn, kube.Secrets, namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("read the recipients Secret %s/%s: %w", namespace, ref.Name, err)
 		}

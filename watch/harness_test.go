@@ -214,7 +214,7 @@ func (e *env) startManagerWith(discoveryRefresh time.Duration) (stop func()) {
 		OnChange: changes.Notify,
 	})
 	repos := gitsecrets.New(gitsecrets.Config{
-		Secrets: e.kube.CoreV1(), Pool: pool, WorkDir: workDir, Log: log, OnChange: changes.Notify,
+		Dynamic: e.dyn, Pool: pool, WorkDir: workDir, Log: log, OnChange: changes.Notify,
 	})
 	pool.OnRemoteWorks(repos.RemoteWorks)
 	var managed Repositories = repos

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -98,9 +97,8 @@ type Manager struct {
 	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
 	resources []APIResource
 	watchers  map[string]*running
-	warned    map[string]bool // rules already warned about selecting Secrets, by uid/generation
-	coalesced map[string]int  // coalescings already reported, by destination
-	secrets   corev1client.SecretsGetter
+	warned    map[string]bool   // rules already warned about selecting Secrets, by uid/generation
+	coalesced map[string]int    // coalescings already reported, by destination
 	sopsRules map[string]string // the .sops.yaml last handed to each destination's worker, by destination
 	selected  atomic.Pointer[map[string][]Selection]
 }
@@ -126,22 +124,17 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	core, err := corev1client.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
 	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &Manager{
 		opts: opts, dyn: dyn, disco: disco,
-		reporter:  &reporter{dyn: dyn, recorder: controller.NewEvents(core, opts.Log)},
+		reporter:  &reporter{dyn: dyn, recorder: controller.NewEvents(dyn, opts.Log)},
 		trigger:   make(chan struct{}, 1),
 		watchers:  map[string]*running{},
 		warned:    map[string]bool{},
 		coalesced: map[string]int{},
-		secrets:   core,
 		sopsRules: map[string]string{},
 	}, nil
 }

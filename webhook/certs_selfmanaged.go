@@ -15,7 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/configbutler/gitops-reverser/kube"
 )
 
 // Lifetimes of the self-managed certificates. The serving certificate is renewed well before it
@@ -30,8 +32,8 @@ const (
 
 // SelfManagedConfig says where the certificates live and which names they must cover.
 type SelfManagedConfig struct {
-	// Core is the typed core client: the full clientset would cost binary size and memory.
-	Core corev1client.CoreV1Interface
+	// Dynamic reads and writes the Secret.
+	Dynamic dynamic.Interface
 	// Namespace and SecretName locate the kubernetes.io/tls Secret (plus ca.crt and ca.key).
 	Namespace, SecretName string
 	// ServiceName, if set, adds <service>.<namespace>.svc[.cluster.local] to the names.
@@ -65,7 +67,7 @@ type selfManagedState struct {
 // NewSelfManaged checks cfg and fills in its defaults. It does no I/O: Sync (or Run) reads the
 // Secret, so a daemon whose namespace or permissions are not there yet still starts.
 func NewSelfManaged(cfg SelfManagedConfig, log *slog.Logger) (*SelfManaged, error) {
-	if cfg.Core == nil || cfg.Namespace == "" || cfg.SecretName == "" {
+	if cfg.Dynamic == nil || cfg.Namespace == "" || cfg.SecretName == "" {
 		return nil, errors.New("self-managed webhook certificates: client, namespace and secret name are required")
 	}
 	if cfg.Now == nil {
@@ -159,7 +161,7 @@ func (s *SelfManaged) Run(ctx context.Context) error {
 // reports whether the serving certificate or CA bundle changed. Writes use the resourceVersion
 // read, so two replicas racing converge on whichever wrote first.
 func (s *SelfManaged) sync(ctx context.Context) (bool, error) {
-	secrets := s.cfg.Core.Secrets(s.cfg.Namespace)
+	secrets := kube.For(s.cfg.Dynamic, kube.Secrets, s.cfg.Namespace)
 	for range secretWriteAttempts {
 		secret, err := secrets.Get(ctx, s.cfg.SecretName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

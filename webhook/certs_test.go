@@ -88,7 +88,7 @@ func TestSelfManagedCertsPersistAndRotate(t *testing.T) {
 	clock := &whClock{}
 	clock.Set(time.Now())
 	rotated := make(chan struct{}, 1)
-	cfg := SelfManagedConfig{Core: whCore(t), Namespace: ns, SecretName: whSecret(t, ns, "persist-rotate"), ServiceName: "gitops-reverser",
+	cfg := SelfManagedConfig{Dynamic: whDynamic(t), Namespace: ns, SecretName: whSecret(t, ns, "persist-rotate"), ServiceName: "gitops-reverser",
 		ExtraHosts: []string{"127.0.0.1", "webhook.example.test"}, Now: clock.Now, CheckInterval: 10 * time.Millisecond,
 		OnRotate: func() {
 			select {
@@ -140,7 +140,7 @@ func TestSelfManagedRenewsCAAndKeepsTrustingTheOldOne(t *testing.T) {
 	clock := &whClock{}
 	clock.Set(time.Now())
 	ns := whNamespace(t, "webhook-certs")
-	cfg := SelfManagedConfig{Core: whCore(t), Namespace: ns, SecretName: whSecret(t, ns, "ca-renewal"),
+	cfg := SelfManagedConfig{Dynamic: whDynamic(t), Namespace: ns, SecretName: whSecret(t, ns, "ca-renewal"),
 		ExtraHosts: []string{"127.0.0.1"}, Now: clock.Now}
 	old := newSelfManagedT(t, cfg)
 
@@ -160,7 +160,7 @@ func TestSelfManagedRenewsCAAndKeepsTrustingTheOldOne(t *testing.T) {
 
 func TestSelfManagedCreateRaceConverges(t *testing.T) {
 	ns := whNamespace(t, "webhook-certs")
-	cfg := SelfManagedConfig{Core: whCore(t), Namespace: ns, SecretName: whSecret(t, ns, "create-race"),
+	cfg := SelfManagedConfig{Dynamic: whDynamic(t), Namespace: ns, SecretName: whSecret(t, ns, "create-race"),
 		ServiceName: "gitops-reverser"}
 	const replicas = 4
 	serials := make([]string, replicas)

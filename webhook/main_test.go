@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	admissionregistrationv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
@@ -30,6 +31,11 @@ func TestMain(m *testing.M) {
 // helpers of the handler and store tests in the same package.
 
 func whLogger() *slog.Logger { return slog.New(slog.NewTextHandler(os.Stderr, nil)) }
+
+func whDynamic(t *testing.T) dynamic.Interface {
+	t.Helper()
+	return dynamic.NewForConfigOrDie(cp.AdminConfig())
+}
 
 func whCore(t *testing.T) corev1client.CoreV1Interface {
 	t.Helper()

@@ -11,7 +11,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	admissionregistrationv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
+	"k8s.io/client-go/dynamic"
 	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
 )
 
@@ -58,7 +58,7 @@ func TestRegistrarAppliesTheLatestResourcesAndFollowsCARotation(t *testing.T) {
 	clock := &whClock{}
 	clock.Set(time.Now())
 	var reg *Registrar
-	certs, err := NewSelfManaged(SelfManagedConfig{Core: whCore(t), Namespace: ns, SecretName: whSecret(t, ns, "registrar-tls"),
+	certs, err := NewSelfManaged(SelfManagedConfig{Dynamic: whDynamic(t), Namespace: ns, SecretName: whSecret(t, ns, "registrar-tls"),
 		ExtraHosts: []string{"127.0.0.1"}, Now: clock.Now, CheckInterval: 10 * time.Millisecond,
 		OnRotate: func() { reg.CARotated() }}, whLogger())
 	if err != nil {
@@ -68,7 +68,7 @@ func TestRegistrarAppliesTheLatestResourcesAndFollowsCARotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	const name = "webhook-registrar"
-	registration := NewRegistration(RegistrationConfig{Admission: whAdmission(t), Name: name,
+	registration := NewRegistration(RegistrationConfig{Dynamic: whDynamic(t), Name: name,
 		URL: "https://127.0.0.1:1", Path: AdmissionPath, CABundle: certs.CABundle})
 	t.Cleanup(func() { _ = registration.Delete(context.Background()) })
 	reg = NewRegistrar(RegistrarConfig{Registration: registration, Log: whLogger()})
@@ -114,13 +114,13 @@ func TestRegistrarAppliesTheLatestResourcesAndFollowsCARotation(t *testing.T) {
 // backoff; once the permission is granted, the registration lands and OnApply says so.
 func TestRegistrarRetriesUntilItMayApply(t *testing.T) {
 	const name, user = "webhook-registrar-rbac", "registrar-without-rbac"
-	admission, err := admissionregistrationv1client.NewForConfig(cp.ImpersonatingConfig(user))
+	admission, err := dynamic.NewForConfig(cp.ImpersonatingConfig(user))
 	if err != nil {
 		t.Fatal(err)
 	}
-	registration := NewRegistration(RegistrationConfig{Admission: admission, Name: name, URL: "https://127.0.0.1:1", Path: AdmissionPath})
+	registration := NewRegistration(RegistrationConfig{Dynamic: admission, Name: name, URL: "https://127.0.0.1:1", Path: AdmissionPath})
 	t.Cleanup(func() {
-		_ = NewRegistration(RegistrationConfig{Admission: whAdmission(t), Name: name}).Delete(context.Background())
+		_ = NewRegistration(RegistrationConfig{Dynamic: whDynamic(t), Name: name}).Delete(context.Background())
 	})
 	var failures, successes atomic.Int32
 	reg := NewRegistrar(RegistrarConfig{Registration: registration, MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,

@@ -11,8 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
-	admissionregistrationv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+
+	"github.com/configbutler/gitops-reverser/kube"
 )
 
 // Names the daemon uses in the cluster for its webhook registration.
@@ -26,8 +28,8 @@ const (
 
 // RegistrationConfig says how the apiserver reaches the webhook server.
 type RegistrationConfig struct {
-	// Admission is the typed admissionregistration client (not the full clientset).
-	Admission admissionregistrationv1client.AdmissionregistrationV1Interface
+	// Dynamic writes the configuration.
+	Dynamic dynamic.Interface
 	// Name of the ValidatingWebhookConfiguration; empty means DefaultRegistrationName.
 	Name string
 	// URL is the server's base https://host:port when the daemon runs outside the cluster; when
@@ -63,7 +65,7 @@ func NewRegistration(cfg RegistrationConfig) *Registration {
 // resource. With no resources the webhook stays, with no rules, and matches nothing. Applying
 // unchanged content is a no-op in the apiserver: nothing is written and resourceVersion stays.
 func (r *Registration) Update(ctx context.Context, rs []Resource) error {
-	client := r.cfg.Admission.ValidatingWebhookConfigurations()
+	client := kube.For(r.cfg.Dynamic, kube.ValidatingWebhookConfigurations, "")
 	_, err := client.Apply(ctx, r.desired(rs), metav1.ApplyOptions{FieldManager: registrationManager, Force: true})
 	if err != nil {
 		return fmt.Errorf("apply validating webhook configuration %s: %w", r.cfg.Name, err)
@@ -73,42 +75,43 @@ func (r *Registration) Update(ctx context.Context, rs []Resource) error {
 
 // Delete removes the configuration; a configuration already gone is not an error.
 func (r *Registration) Delete(ctx context.Context) error {
-	err := r.cfg.Admission.ValidatingWebhookConfigurations().Delete(ctx, r.cfg.Name, metav1.DeleteOptions{})
+	err := kube.For(r.cfg.Dynamic, kube.ValidatingWebhookConfigurations, "").Delete(ctx, r.cfg.Name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete validating webhook configuration %s: %w", r.cfg.Name, err)
 	}
 	return nil
 }
 
-func (r *Registration) desired(rs []Resource) *admissionv1ac.ValidatingWebhookConfigurationApplyConfiguration {
-	client := admissionv1ac.WebhookClientConfig()
+func (r *Registration) desired(rs []Resource) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	var client admissionregistrationv1.WebhookClientConfig
 	if r.cfg.URL != "" {
-		client.WithURL(strings.TrimSuffix(r.cfg.URL, "/") + r.cfg.Path)
+		client.URL = ptr.To(strings.TrimSuffix(r.cfg.URL, "/") + r.cfg.Path)
 	} else {
-		client.WithService(admissionv1ac.ServiceReference().
-			WithNamespace(r.cfg.ServiceNamespace).WithName(r.cfg.ServiceName).
-			WithPath(cmp.Or(r.cfg.Path, "/")).WithPort(r.cfg.ServicePort))
+		client.Service = &admissionregistrationv1.ServiceReference{Namespace: r.cfg.ServiceNamespace, Name: r.cfg.ServiceName,
+			Path: ptr.To(cmp.Or(r.cfg.Path, "/")), Port: ptr.To(r.cfg.ServicePort)}
 	}
 	if r.cfg.CABundle != nil {
-		if ca := r.cfg.CABundle(); len(ca) > 0 {
-			client.WithCABundle(ca...)
-		}
+		client.CABundle = r.cfg.CABundle()
 	}
-	hook := admissionv1ac.ValidatingWebhook().
-		WithName(webhookName).
-		WithClientConfig(client).
-		WithRules(rules(rs)...).
-		WithFailurePolicy(admissionregistrationv1.Ignore).
-		WithSideEffects(admissionregistrationv1.SideEffectClassNone).
-		WithTimeoutSeconds(r.cfg.TimeoutSeconds).
-		WithAdmissionReviewVersions("v1").
-		WithMatchPolicy(admissionregistrationv1.Equivalent)
-	return admissionv1ac.ValidatingWebhookConfiguration(r.cfg.Name).WithWebhooks(hook)
+	hook := admissionregistrationv1.ValidatingWebhook{
+		Name:                    webhookName,
+		ClientConfig:            client,
+		Rules:                   rules(rs),
+		FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+		TimeoutSeconds:          ptr.To(r.cfg.TimeoutSeconds),
+		AdmissionReviewVersions: []string{"v1"},
+		MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+	}
+	return &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: r.cfg.Name},
+		Webhooks:   []admissionregistrationv1.ValidatingWebhook{hook},
+	}
 }
 
 // rules merges rs into one rule per GVR with the union of its operations, in a stable order so
 // that the same set of resources always yields the same object.
-func rules(rs []Resource) []*admissionv1ac.RuleWithOperationsApplyConfiguration {
+func rules(rs []Resource) []admissionregistrationv1.RuleWithOperations {
 	type merged struct {
 		namespaced bool
 		ops        []string
@@ -129,7 +132,7 @@ func rules(rs []Resource) []*admissionv1ac.RuleWithOperationsApplyConfiguration 
 	slices.SortFunc(gvrs, func(a, b schema.GroupVersionResource) int {
 		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Version, b.Version))
 	})
-	out := make([]*admissionv1ac.RuleWithOperationsApplyConfiguration, 0, len(gvrs))
+	out := make([]admissionregistrationv1.RuleWithOperations, 0, len(gvrs))
 	for _, gvr := range gvrs {
 		m := byGVR[gvr]
 		slices.Sort(m.ops)
@@ -141,9 +144,11 @@ func rules(rs []Resource) []*admissionv1ac.RuleWithOperationsApplyConfiguration 
 		if m.namespaced {
 			scope = admissionregistrationv1.NamespacedScope
 		}
-		out = append(out, admissionv1ac.RuleWithOperations().
-			WithAPIGroups(gvr.Group).WithAPIVersions(gvr.Version).WithResources(gvr.Resource).
-			WithOperations(ops...).WithScope(scope))
+		out = append(out, admissionregistrationv1.RuleWithOperations{
+			Operations: ops,
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{gvr.Group}, APIVersions: []string{gvr.Version},
+				Resources: []string{gvr.Resource}, Scope: ptr.To(scope)},
+		})
 	}
 	return out
 }

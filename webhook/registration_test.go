@@ -54,7 +54,7 @@ func getRegistration(t *testing.T, name string) *admissionregistrationv1.Validat
 
 func TestRegistrationFollowsResources(t *testing.T) {
 	ctx := context.Background()
-	reg := NewRegistration(RegistrationConfig{Admission: whAdmission(t), Name: "webhook-follows",
+	reg := NewRegistration(RegistrationConfig{Dynamic: whDynamic(t), Name: "webhook-follows",
 		URL: "https://127.0.0.1:1/", Path: AdmissionPath, CABundle: func() []byte { return nil }})
 	t.Cleanup(func() { _ = reg.Delete(context.Background()) })
 	namespaced, cluster := admissionregistrationv1.NamespacedScope, admissionregistrationv1.ClusterScope
@@ -100,7 +100,7 @@ func TestRegistrationFollowsResources(t *testing.T) {
 
 func TestRegistrationSettingsAndDelete(t *testing.T) {
 	ctx := context.Background()
-	reg := NewRegistration(RegistrationConfig{Admission: whAdmission(t), Name: "webhook-settings",
+	reg := NewRegistration(RegistrationConfig{Dynamic: whDynamic(t), Name: "webhook-settings",
 		URL: "https://127.0.0.1:1/", Path: AdmissionPath})
 	t.Cleanup(func() { _ = reg.Delete(context.Background()) })
 	if err := reg.Update(ctx, []Resource{{GVR: whConfigMaps, Namespaced: true}}); err != nil {
@@ -131,7 +131,7 @@ func TestRegistrationSettingsAndDelete(t *testing.T) {
 func TestRegistrationInClusterUsesTheService(t *testing.T) {
 	ctx := context.Background()
 	ca := newStaticCerts(t, "gitops-reverser.ops.svc").ca
-	reg := NewRegistration(RegistrationConfig{Admission: whAdmission(t), Name: "webhook-in-cluster",
+	reg := NewRegistration(RegistrationConfig{Dynamic: whDynamic(t), Name: "webhook-in-cluster",
 		ServiceNamespace: "ops", ServiceName: "gitops-reverser", Path: AdmissionPath, CABundle: func() []byte { return ca }})
 	t.Cleanup(func() { _ = reg.Delete(context.Background()) })
 	if err := reg.Update(ctx, []Resource{{GVR: whNamespaces}}); err != nil {

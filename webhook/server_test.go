@@ -114,7 +114,7 @@ func startWebhook(t *testing.T, name string, h http.Handler, rs func(ns string) 
 	t.Helper()
 	ctx := context.Background()
 	ns := whNamespace(t, name)
-	certs, err := NewSelfManaged(SelfManagedConfig{Core: whCore(t), Namespace: ns, SecretName: "webhook-tls",
+	certs, err := NewSelfManaged(SelfManagedConfig{Dynamic: whDynamic(t), Namespace: ns, SecretName: "webhook-tls",
 		ServiceName: "gitops-reverser", ExtraHosts: []string{"127.0.0.1"}}, whLogger())
 	if err == nil {
 		err = certs.Sync(ctx)
@@ -125,7 +125,7 @@ func startWebhook(t *testing.T, name string, h http.Handler, rs func(ns string) 
 	mux := http.NewServeMux()
 	mux.Handle("POST "+AdmissionPath, h)
 	srv := serveWebhook(t, certs, mux)
-	reg := NewRegistration(RegistrationConfig{Admission: whAdmission(t), Name: name, URL: "https://" + srv.addr,
+	reg := NewRegistration(RegistrationConfig{Dynamic: whDynamic(t), Name: name, URL: "https://" + srv.addr,
 		Path: AdmissionPath, CABundle: certs.CABundle, TimeoutSeconds: 10}) // a busy test machine is slow
 	if err := reg.Update(ctx, rs(ns)); err != nil {
 		t.Fatalf("register webhook: %v", err)

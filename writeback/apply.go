@@ -15,6 +15,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/kube"
 	"github.com/configbutler/gitops-reverser/sanitize"
 )
 
@@ -158,7 +159,7 @@ func (c *Controller) mayChange(ctx context.Context, who authenticationv1.UserInf
 			Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Name: p.Spec.Target.Name,
 		},
 	}}
-	res, err := c.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	res, err := kube.For(c.dyn, kube.SubjectAccessReviews, "").Create(ctx, review, metav1.CreateOptions{})
 	if err != nil {
 		return false, "", fmt.Errorf("check whether %s may %s %s: %w", who.Username, verbOf(p.Spec.Change), targetName(p.Spec.Target), err)
 	}

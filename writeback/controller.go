@@ -10,7 +10,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -75,7 +74,6 @@ type Config struct {
 type Controller struct {
 	cfg      Config
 	dyn      dynamic.Interface
-	kube     kubernetes.Interface
 	ctl      *controller.Controller
 	recorder record.EventRecorder
 	dests    cache.SharedIndexInformer
@@ -103,12 +101,8 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build dynamic client: %w", err)
 	}
-	kube, err := kubernetes.NewForConfig(kubeCfg)
-	if err != nil {
-		return nil, fmt.Errorf("build kubernetes client: %w", err)
-	}
 	c := &Controller{
-		cfg: cfg, dyn: dyn, kube: kube,
+		cfg: cfg, dyn: dyn,
 		triggers:  map[string]trigger{},
 		known:     map[string]bool{},
 		requested: map[string]string{},
@@ -116,7 +110,7 @@ func New(cfg Config) (*Controller, error) {
 		waits:     map[string]int{},
 	}
 	c.ctl = controller.New(controller.Config{
-		Name: "write-back", Dynamic: dyn, Events: kube.CoreV1(), Handle: c.handle,
+		Name: "write-back", Dynamic: dyn, Events: dyn, Handle: c.handle,
 		BaseDelay: time.Second, MaxDelay: 5 * time.Minute, Log: cfg.Log,
 	})
 	c.recorder = c.ctl.Recorder()
