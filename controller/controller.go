@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -91,7 +90,7 @@ func New(cfg Config) *Controller {
 }
 
 // Recorder records Events about the controller's objects; they are sent while Run runs.
-func (c *Controller) Recorder() record.EventRecorder { return c.events }
+func (c *Controller) Recorder() *Events { return c.events }
 
 // Informer caches gvr in every namespace for as long as Run runs, and queues keys(obj) on every
 // change. Call it before Run.

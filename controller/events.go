@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/configbutler/gitops-reverser/kube"
 )
@@ -29,9 +28,9 @@ const (
 	eventRetryDelay  = 10 * time.Second
 )
 
-// Events records Kubernetes Events (it is a record.EventRecorder). Recording never blocks: an
-// Event is queued, and Run sends it, correlated as client-go's recorder does (repeats counted
-// on one Event, floods of one object throttled). Unlike client-go's broadcaster, the one
+// Events records Kubernetes Events (it is what client-go calls an EventRecorder). Recording never
+// blocks: an Event is queued, and Run sends it, correlated as client-go's recorder does (repeats
+// counted on one Event, floods of one object throttled). Unlike client-go's broadcaster, the one
 // goroutine that sends is Run's own, so it ends when Run returns. Events recorded before Run
 // wait for it; those recorded after it ended are dropped.
 type Events struct {
@@ -64,8 +63,6 @@ func (e *Events) AnnotatedEventf(object runtime.Object, annotations map[string]s
 	e.record(object, annotations, eventtype, reason, fmt.Sprintf(messageFmt, args...))
 }
 
-var _ record.EventRecorder = (*Events)(nil)
-
 func (e *Events) record(object runtime.Object, annotations map[string]string, eventtype, reason, message string) {
 	ref, err := referenceTo(object)
 	if err != nil {
@@ -95,7 +92,7 @@ func (e *Events) record(object runtime.Object, annotations map[string]string, ev
 
 // Run sends the recorded Events until ctx ends.
 func (e *Events) Run(ctx context.Context) error {
-	correlator := record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{})
+	correlator := newCorrelator()
 	for {
 		select {
 		case <-ctx.Done():
@@ -110,18 +107,16 @@ func (e *Events) Run(ctx context.Context) error {
 
 // send writes one Event, or counts it on the Event it repeats; a failure to reach the apiserver
 // is retried a while, a refusal is not.
-func (e *Events) send(ctx context.Context, correlator *record.EventCorrelator, ev *corev1.Event) {
-	result, err := correlator.EventCorrelate(ev)
-	if err != nil {
-		e.log.Debug("correlate event", "err", err)
-	}
-	if result.Skip {
+func (e *Events) send(ctx context.Context, correlator *correlator, ev *corev1.Event) {
+	out, repeat, skip := correlator.correlate(ev)
+	if skip {
+		e.log.Debug("event not written: its object has too many", "object", ev.InvolvedObject.Name, "reason", ev.Reason)
 		return
 	}
 	for tries := 1; ; tries++ {
-		written, err := e.write(ctx, result.Event, result.Patch)
+		written, err := e.write(ctx, out, repeat)
 		if err == nil {
-			correlator.UpdateState(written)
+			correlator.remember(written)
 			return
 		}
 		// An answer of the apiserver is a refusal that retrying would not change; a failure to
@@ -139,11 +134,11 @@ func (e *Events) send(ctx context.Context, correlator *record.EventCorrelator, e
 	}
 }
 
-// write patches the Event that ev repeats, or creates ev when it is the first (or that one is gone).
-func (e *Events) write(ctx context.Context, ev *corev1.Event, patch []byte) (*corev1.Event, error) {
+// write counts ev on the Event it repeats, or creates ev when it is the first (or that one is gone).
+func (e *Events) write(ctx context.Context, ev *corev1.Event, repeat bool) (*corev1.Event, error) {
 	client := kube.For(e.client, kube.Events, ev.Namespace)
-	if ev.Count > 1 && patch != nil {
-		written, err := client.Patch(ctx, ev.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if repeat {
+		written, err := client.Patch(ctx, ev.Name, types.MergePatchType, countPatch(ev), metav1.PatchOptions{})
 		if !apierrors.IsNotFound(err) {
 			return written, err
 		}

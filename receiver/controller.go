@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/configbutler/gitops-reverser/controller"
 	"github.com/configbutler/gitops-reverser/crds"
@@ -51,7 +50,7 @@ type Controller struct {
 	cfg       ControllerConfig
 	dyn       dynamic.Interface
 	ctl       *controller.Controller
-	recorder  record.EventRecorder
+	recorder  *controller.Events
 	receivers cache.SharedIndexInformer
 	dests     cache.SharedIndexInformer
 	repos     cache.SharedIndexInformer

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/record"
 
+	"github.com/configbutler/gitops-reverser/controller"
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/layout"
 	"github.com/configbutler/gitops-reverser/metrics"
@@ -61,7 +61,7 @@ type watcher struct {
 	authors  Authors
 	sealer   Sealer // set for a Secrets watcher
 	metrics  *metrics.Mirror
-	recorder record.EventRecorder
+	recorder *controller.Events
 	log      *slog.Logger
 	skipped  *skipCounts
 

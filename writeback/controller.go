@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/configbutler/gitops-reverser/controller"
 	"github.com/configbutler/gitops-reverser/crds"
@@ -75,7 +74,7 @@ type Controller struct {
 	cfg      Config
 	dyn      dynamic.Interface
 	ctl      *controller.Controller
-	recorder record.EventRecorder
+	recorder *controller.Events
 	dests    cache.SharedIndexInformer
 	caches   *controller.Group // GitRepoConfigs and Proposals
 
