@@ -17,10 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
-	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/kube"
@@ -37,8 +35,7 @@ type leadership struct {
 	podNS    string // the namespace of this replica's Pod: the daemon's
 	work     lead   // what runs while this replica leads
 	identity string
-	lock     *fencedLock
-	leases   coordinationv1client.LeasesGetter
+	leases   *kube.Client[coordinationv1.Lease] // its own client, see newLeadership
 	fence    *leaseFence
 	pods     *podLabels // nil without --pod-name
 	gauge    prometheus.Gauge
@@ -55,20 +52,16 @@ func newLeadership(s shared, cfg LeaderConfig, work lead) (*leadership, error) {
 	// Its own client: renewals must never wait behind the mirror's requests in a rate limiter.
 	lc := rest.CopyConfig(s.kube)
 	lc.Timeout = cfg.RenewDeadline
-	leases, err := coordinationv1client.NewForConfig(lc)
+	dyn, err := dynamic.NewForConfig(lc)
 	if err != nil {
 		return nil, fmt.Errorf("build leases client: %w", err)
 	}
+	leases := kube.For(dyn, kube.Leases, cfg.Namespace)
 	identity := leaderIdentity(cfg.PodName)
 	fence := &leaseFence{renewDeadline: cfg.RenewDeadline, leaseDuration: cfg.LeaseDuration, now: time.Now}
 	l := &leadership{
 		cfg: cfg, podNS: s.namespace, work: work, identity: identity, fence: fence, leases: leases, gauge: s.reg.Health.Leader, optional: s.optional,
 		log: s.log.With("lease", cfg.Namespace+"/"+cfg.ID, "identity", identity),
-		lock: &fencedLock{fence: fence, Interface: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.ID},
-			Client:     leases,
-			LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
-		}},
 	}
 	if cfg.PodName != "" {
 		l.pods = &podLabels{pods: kube.For(s.dyn, kube.Pods, s.namespace), own: cfg.PodName}
@@ -112,26 +105,11 @@ func (l *leadership) term(ctx context.Context) error {
 	defer background.Wait()
 	defer stopElect()
 	started := make(chan context.Context, 1)
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            l.lock,
-		Name:            l.cfg.ID,
-		LeaseDuration:   l.cfg.LeaseDuration,
-		RenewDeadline:   l.cfg.RenewDeadline,
-		RetryPeriod:     l.cfg.RetryPeriod,
-		ReleaseOnCancel: true,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leadCtx context.Context) { started <- leadCtx },
-			OnStoppedLeading: l.fence.revoke,
-			OnNewLeader:      l.observe,
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("leader election: %w", err)
-	}
+	candidate := &elector{leases: l.leases, cfg: l.cfg, identity: l.identity, fence: l.fence, onNewLeader: l.observe, log: l.log}
 	electorDone := make(chan struct{})
 	background.Go(func() {
 		defer close(electorDone)
-		elector.Run(electCtx)
+		candidate.Run(electCtx, started)
 	})
 	l.log.Info("standing by for the leader lease")
 	released := make(chan struct{})
@@ -167,7 +145,7 @@ func (l *leadership) term(ctx context.Context) error {
 		stopWork()
 	})
 	wg.Go(func() { l.labelAsLeader(workCtx) })
-	err = l.work(workCtx, l.fence.check)
+	err := l.work(workCtx, l.fence.check)
 	stopWork()
 	wg.Wait()
 	l.gauge.Set(0)
@@ -184,7 +162,7 @@ func (l *leadership) term(ctx context.Context) error {
 // ctx ends; without a watch (no permission) it returns, and the standby finds out at its next retry.
 func (l *leadership) watchRelease(ctx context.Context, released chan<- struct{}) {
 	for {
-		w, err := l.leases.Leases(l.cfg.Namespace).Watch(ctx, metav1.ListOptions{
+		w, err := l.leases.Watch(ctx, metav1.ListOptions{
 			FieldSelector: fields.OneTermEqualSelector("metadata.name", l.cfg.ID).String(),
 		})
 		if err != nil {
@@ -192,8 +170,11 @@ func (l *leadership) watchRelease(ctx context.Context, released chan<- struct{})
 			return
 		}
 		for ev := range w.ResultChan() {
-			lease, ok := ev.Object.(*coordinationv1.Lease)
-			if ok && ev.Type == watch.Modified && (lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "") {
+			if ev.Type != watch.Modified {
+				continue
+			}
+			lease, err := kube.Convert[coordinationv1.Lease](ev.Object)
+			if err == nil && holderOf(lease.Spec) == "" {
 				w.Stop()
 				close(released)
 				return
@@ -286,6 +267,7 @@ func (f *leaseFence) check() (time.Time, error) {
 	return f.renewed.Add(f.leaseDuration), nil
 }
 
+// holds says whether this replica may push now: on /readyz, whether it leads.
 func (f *leaseFence) holds() bool {
 	_, err := f.check()
 	return err == nil
@@ -303,32 +285,5 @@ func (f *leaseFence) renewedAt(sent time.Time, held bool) {
 	}
 }
 
+// revoke forbids pushes until the next successful renewal: this replica stopped leading.
 func (f *leaseFence) revoke() { f.renewedAt(time.Time{}, false) }
-
-// fencedLock is the Lease lock that tells the fence of every successful renewal. The time taken
-// is the moment before the write was sent: a standby cannot have seen it earlier, so it cannot
-// take the Lease before that moment + the lease duration.
-type fencedLock struct {
-	resourcelock.Interface
-	fence *leaseFence
-}
-
-func (l *fencedLock) Create(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
-	sent := l.fence.now()
-	err := l.Interface.Create(ctx, rec)
-	l.wrote(sent, rec, err)
-	return err
-}
-
-func (l *fencedLock) Update(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
-	sent := l.fence.now()
-	err := l.Interface.Update(ctx, rec)
-	l.wrote(sent, rec, err)
-	return err
-}
-
-func (l *fencedLock) wrote(sent time.Time, rec resourcelock.LeaderElectionRecord, err error) {
-	if err == nil {
-		l.fence.renewedAt(sent, rec.HolderIdentity == l.Identity())
-	}
-}
