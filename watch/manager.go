@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -26,6 +25,7 @@ import (
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/gitsecrets"
+	"github.com/configbutler/gitops-reverser/kube"
 	"github.com/configbutler/gitops-reverser/metrics"
 )
 
@@ -91,7 +91,7 @@ type Sealer interface {
 type Manager struct {
 	opts      Options
 	dyn       dynamic.Interface
-	disco     discovery.DiscoveryInterface
+	api       rest.Interface // of discovery
 	reporter  *reporter
 	trigger   chan struct{}
 	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
@@ -124,12 +124,12 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	api, err := kube.RESTClient(cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &Manager{
-		opts: opts, dyn: dyn, disco: disco,
+		opts: opts, dyn: dyn, api: api,
 		reporter:  &reporter{dyn: dyn, recorder: controller.NewEvents(dyn, opts.Log)},
 		trigger:   make(chan struct{}, 1),
 		watchers:  map[string]*running{},
@@ -170,7 +170,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		informers.Go(func() { inf.RunWithContext(ctx) })
 	}
 	discovered := make(chan struct{})
-	informers.Go(func() { m.rediscover(); close(discovered) }) // beside the caches' first lists
+	informers.Go(func() { m.rediscover(ctx); close(discovered) }) // beside the caches' first lists
 	for _, inf := range m.informers {
 		cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
 	}
@@ -198,7 +198,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		case <-m.opts.Changes:
 		case <-retry.C:
 		case <-refresh.C:
-			m.rediscover()
+			m.rediscover(ctx)
 			m.opts.Repos.Recheck()
 		}
 		if err := m.reconcile(ctx); err != nil {
@@ -265,9 +265,12 @@ func (m *Manager) Selections(destination string) []Selection {
 	return (*p)[destination]
 }
 
-func (m *Manager) rediscover() {
-	resources, err := discover(m.disco)
+func (m *Manager) rediscover(ctx context.Context) {
+	resources, err := discover(ctx, m.api, m.opts.Log)
 	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
 		m.opts.Log.Error("discovery failed; keeping the previous resources", "err", err)
 		return
 	}
