@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/configbutler/gitops-reverser/kube"
 )
 
 // ToUnstructured converts obj (a struct or pointer to one) for the dynamic client. For the
@@ -41,14 +43,7 @@ func ToUnstructured(obj any) (*unstructured.Unstructured, error) {
 
 // FromUnstructured converts u into a new T. Fields T does not know are ignored.
 func FromUnstructured[T any](u *unstructured.Unstructured) (*T, error) {
-	out := new(T)
-	if u == nil {
-		return nil, fmt.Errorf("convert nil unstructured to %T", out)
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
-		return nil, fmt.Errorf("convert %s %s/%s to %T: %w", u.GetKind(), u.GetNamespace(), u.GetName(), out, err)
-	}
-	return out, nil
+	return kube.Convert[T](u)
 }
 
 func kindOf(obj any) string {

@@ -139,13 +139,13 @@ func (c *Client[T]) unstructured(obj *T) (*unstructured.Unstructured, error) {
 
 // Convert reads an unstructured object (from a Client's List or Watch, or an informer) as T.
 func Convert[T any](obj any) (*T, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("not an unstructured object: %T", obj)
-	}
 	out := new(T)
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || u == nil {
+		return nil, fmt.Errorf("convert %T to %T: not an unstructured object", obj, out)
+	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
-		return nil, fmt.Errorf("decode %s %s: %w", u.GetKind(), u.GetName(), err)
+		return nil, fmt.Errorf("convert %s %s/%s to %T: %w", u.GetKind(), u.GetNamespace(), u.GetName(), out, err)
 	}
 	return out, nil
 }
