@@ -39,6 +39,14 @@ const flowDepth = 64
 // with sorted keys (see renderer), so the bytes grow linearly with the object however deep it
 // nests.
 func YAML(obj map[string]any) ([]byte, error) {
+	if out, ok := fastYAML(obj); ok {
+		return out, nil
+	}
+	return yamlV3(obj)
+}
+
+// yamlV3 is YAML written through yaml.v3's node tree: every object, at its cost.
+func yamlV3(obj map[string]any) ([]byte, error) {
 	r := &renderer{}
 	root := &yaml.Node{Kind: yaml.MappingNode, Content: make([]*yaml.Node, 0, 2*len(obj))}
 	rest := make([]string, 0, len(obj))
@@ -174,22 +182,25 @@ func scalar(tag, value string) *yaml.Node {
 
 // floatNode writes integral values as integers, so an int64 from the dynamic client and the
 // float64 a plain encoding/json decode gives for the same number render the same.
-func floatNode(f float64) *yaml.Node {
+func floatNode(f float64) *yaml.Node { return scalar(formatFloat(f)) }
+
+// formatFloat is the tag and text of f: see floatNode.
+func formatFloat(f float64) (tag, text string) {
 	switch {
 	case f == math.Trunc(f) && math.Abs(f) < 1<<63:
-		return scalar("!!int", strconv.FormatInt(int64(f), 10))
+		return "!!int", strconv.FormatInt(int64(f), 10)
 	case math.IsNaN(f):
-		return scalar("!!float", ".nan")
+		return "!!float", ".nan"
 	case math.IsInf(f, 1):
-		return scalar("!!float", ".inf")
+		return "!!float", ".inf"
 	case math.IsInf(f, -1):
-		return scalar("!!float", "-.inf")
+		return "!!float", "-.inf"
 	}
 	format := byte('f') // as encoding/json does: plain digits unless the exponent is extreme
 	if abs := math.Abs(f); abs < 1e-6 || abs >= 1e21 {
 		format = 'e'
 	}
-	return scalar("!!float", strconv.FormatFloat(f, format, -1, 64))
+	return "!!float", strconv.FormatFloat(f, format, -1, 64)
 }
 
 // stringNode lets yaml.v3 quote strings that would read back as another type, shows multi-line
