@@ -9,6 +9,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
@@ -39,13 +40,16 @@ func (p encodedPack) write(w io.Writer) (plumbing.Hash, *idxfile.Writer, error) 
 	return p.name, p.idx, err
 }
 
+// compressors keeps the zlib writers of finished packs for the next: a compressor is hundreds of
+// KiB that a new one allocates and clears, and a mirror writes a pack on every push.
+var compressors = sync.Pool{New: func() any {
+	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed) // the level is valid: no error
+	return zw
+}}
+
 func newPackWriter(w io.Writer, count int) (*packWriter, error) {
 	p := &packWriter{w: w, sum: sha1.New(), crc: crc32.NewIEEE(), idx: new(idxfile.Writer)} //nolint:gosec // see above
-	zw, err := zlib.NewWriterLevel(p, zlib.BestSpeed)
-	if err != nil {
-		return nil, fmt.Errorf("encode pack: %w", err)
-	}
-	p.zw = zw
+	p.zw = compressors.Get().(*zlib.Writer)
 	_ = p.idx.OnHeader(uint32(count))
 	var hdr [12]byte
 	copy(hdr[:4], "PACK")
@@ -88,6 +92,10 @@ func (p *packWriter) add(h plumbing.Hash, typ plumbing.ObjectType, data []byte) 
 // close writes the trailer, the SHA-1 of everything before it, completes the index and
 // returns the pack's name.
 func (p *packWriter) close() (plumbing.Hash, error) {
+	if p.zw != nil {
+		compressors.Put(p.zw)
+		p.zw = nil
+	}
 	var name plumbing.Hash
 	p.sum.Sum(name[:0])
 	if _, err := p.w.Write(name[:]); err != nil {
