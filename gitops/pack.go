@@ -9,7 +9,6 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
-	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
@@ -40,16 +39,36 @@ func (p encodedPack) write(w io.Writer) (plumbing.Hash, *idxfile.Writer, error) 
 	return p.name, p.idx, err
 }
 
-// compressors keeps the zlib writers of finished packs for the next: a compressor is hundreds of
-// KiB that a new one allocates and clears, and a mirror writes a pack on every push.
-var compressors = sync.Pool{New: func() any {
-	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed) // the level is valid: no error
-	return zw
-}}
+// compressors keeps the zlib writers of finished packs for the next: a compressor is about half
+// a MiB that a new one allocates and clears, and a mirror writes a pack on every push. Unlike a
+// sync.Pool, which every GC empties (and a busy mirror collects about as often as it pushes), it
+// holds up to two between packs.
+var compressors = make(chan *zlib.Writer, 2)
+
+// compressor is a kept zlib writer, or a new one.
+func compressor() *zlib.Writer {
+	select {
+	case zw := <-compressors:
+		return zw
+	default:
+		zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed) // the level is valid: no error
+		return zw
+	}
+}
+
+// keepCompressor keeps zw for the next pack, unless two are kept already. It lets go of the pack
+// it wrote first.
+func keepCompressor(zw *zlib.Writer) {
+	zw.Reset(io.Discard)
+	select {
+	case compressors <- zw:
+	default:
+	}
+}
 
 func newPackWriter(w io.Writer, count int) (*packWriter, error) {
 	p := &packWriter{w: w, sum: sha1.New(), crc: crc32.NewIEEE(), idx: new(idxfile.Writer)} //nolint:gosec // see above
-	p.zw = compressors.Get().(*zlib.Writer)
+	p.zw = compressor()
 	_ = p.idx.OnHeader(uint32(count))
 	var hdr [12]byte
 	copy(hdr[:4], "PACK")
@@ -93,7 +112,7 @@ func (p *packWriter) add(h plumbing.Hash, typ plumbing.ObjectType, data []byte) 
 // returns the pack's name.
 func (p *packWriter) close() (plumbing.Hash, error) {
 	if p.zw != nil {
-		compressors.Put(p.zw)
+		keepCompressor(p.zw)
 		p.zw = nil
 	}
 	var name plumbing.Hash
