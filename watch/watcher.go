@@ -69,7 +69,10 @@ type watcher struct {
 	hashes map[string]uint64 // namespace/name → hash of the canonical JSON last sent
 }
 
-const listPageSize = 500
+// listPageSize is the objects a list reads per request. Every object of a page is decoded at
+// once, so the page bounds the mirror's peak memory during a seed: 250 keeps a 2,000-object
+// seed 1–2 MiB below client-go's 500, for twice the requests.
+const listPageSize = 250
 
 var errGone = errors.New("resource version expired")
 
