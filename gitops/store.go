@@ -69,11 +69,11 @@ func (s *store) dropOverlay() {
 
 // tree returns the parsed entries of tree h.
 func (s *store) tree(h plumbing.Hash) ([]TreeEntry, error) {
-	if entries, ok := s.trees.get(h); ok {
-		return entries, nil
-	}
 	if o, ok := s.overlay[h]; ok {
 		return parseTree(o.data)
+	}
+	if entries, ok := s.trees.get(h); ok {
+		return entries, nil
 	}
 	data, err := s.read(plumbing.TreeObject, h)
 	if err != nil {

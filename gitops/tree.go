@@ -189,18 +189,14 @@ func (s *store) updateDir(tree plumbing.Hash, ops []op, off int) (plumbing.Hash,
 		return tree, nil
 	}
 	// The commit replaces this tree, so its parsed entries leave the cache now instead of holding
-	// memory until newer trees push them out; the new tree's entries take their place, so the
-	// next commits build on it without reading and inflating it again from the clone once it is
-	// pushed (a rebuild after a failed push reads the old one again).
+	// memory until newer trees push them out: the next commits build on the new one (a rebuild
+	// after a failed push reads it again from the clone).
 	s.trees.drop(tree)
 	out = append(out, entries[i:]...)
 	if len(out) == 0 {
 		return plumbing.ZeroHash, nil
 	}
-	data := encodeTree(out)
-	h := s.put(plumbing.TreeObject, data)
-	s.trees.put(h, out, len(data)+treeEntrySize*len(out))
-	return h, nil
+	return s.put(plumbing.TreeObject, encodeTree(out)), nil
 }
 
 // applyFileOp applies o to the file entry cur (nil when missing) named name, appending the
