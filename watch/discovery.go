@@ -135,6 +135,7 @@ func discoverLegacy(ctx context.Context, client rest.Interface, log *slog.Logger
 	return mergeVersions(ok), nil
 }
 
+// boolRank orders true before false in a sort.
 func boolRank(b bool) int {
 	if b {
 		return 1

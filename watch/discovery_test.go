@@ -1,7 +1,6 @@
 package watch
 
 import (
-	"context"
 	"log/slog"
 	"slices"
 	"testing"
@@ -17,7 +16,7 @@ func TestDiscoveryAggregatedAndLegacyAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, log := context.Background(), slog.New(slog.DiscardHandler)
+	ctx, log := t.Context(), slog.New(slog.DiscardHandler)
 	if _, isAggregated, err := get(ctx, api, "/apis", aggregatedAccept); err != nil || !isAggregated {
 		t.Fatalf("the apiserver did not answer with aggregated discovery (err %v): the test would compare legacy with itself", err)
 	}
