@@ -63,10 +63,11 @@ func (f *Informers) Start(ctx context.Context) {
 	if f.ctx == nil {
 		f.ctx, f.cancel = context.WithCancel(ctx)
 	}
+	runCtx := f.ctx
 	for gvr, inf := range f.informers {
 		if !f.started[gvr] {
 			f.started[gvr] = true
-			f.running.Go(func() { inf.RunWithContext(f.ctx) })
+			f.running.Go(func() { inf.RunWithContext(runCtx) })
 		}
 	}
 }
