@@ -31,7 +31,7 @@ var trickyStrings = []string{
 }
 
 // commonStrings are the scalars most objects are made of.
-var commonStrings = []string{"0042-1 0042-1 ", "x: y","nginx:1.27", "25%", "10.0.0.1", "web", "app", "name", "team-a", "100Mi", "500m", "v1", "/data", "a b c", "k8s.io/x",
+var commonStrings = []string{"0042-1 0042-1 ", "x: y", "nginx:1.27", "25%", "10.0.0.1", "web", "app", "name", "team-a", "100Mi", "500m", "v1", "/data", "a b c", "k8s.io/x",
 	"line1\nline2\n", "script\n  indented\nend", "3", "true", "", "x-1", "Always", "TCP"}
 
 // randomValue builds a value of the shapes objects have, from trickyStrings (one pick in five)
