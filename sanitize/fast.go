@@ -51,7 +51,7 @@ func (w fastWriter) indent(n int) {
 // others on new lines at column indent. level is the nesting level of the values.
 func (w fastWriter) mapping(m map[string]any, keys []string, indent, level int) bool {
 	for i, k := range keys {
-		if !plainKey(k) {
+		if !simpleKey(k) {
 			return false
 		}
 		if i > 0 {
@@ -243,9 +243,9 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
-// plainKey says whether yaml.v3 writes key k plain or double-quoted as quotedScalar says: keys
-// follow the rules of values, and are simple keys only up to 128 bytes.
-func plainKey(k string) bool { return len(k) <= 128 }
+// simpleKey says whether yaml.v3 writes k as a simple key ("k: v"): only up to 128 bytes. Its
+// quoting follows the rules of values (str).
+func simpleKey(k string) bool { return len(k) <= 128 }
 
 // quotedScalar says how yaml.v3 surely writes s on one line: plain (quote false) or in double
 // quotes (quote true), the latter for strings that would read back as something else (a number,
