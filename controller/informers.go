@@ -41,8 +41,15 @@ func (f *Informers) ForResource(gvr schema.GroupVersionResource) cache.SharedInd
 	if inf, ok := f.informers[gvr]; ok {
 		return inf
 	}
-	api := f.dyn.Resource(gvr)
-	lw := &cache.ListWatch{
+	inf := cache.NewSharedIndexInformer(ListWatch(f.dyn.Resource(gvr)), &unstructured.Unstructured{}, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	f.informers[gvr] = inf
+	return inf
+}
+
+// ListWatch lists and watches the objects of api, for an informer of unstructured objects.
+func ListWatch(api dynamic.ResourceInterface) *cache.ListWatch {
+	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return api.List(ctx, opts)
 		},
@@ -50,10 +57,6 @@ func (f *Informers) ForResource(gvr schema.GroupVersionResource) cache.SharedInd
 			return api.Watch(ctx, opts)
 		},
 	}
-	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	f.informers[gvr] = inf
-	return inf
 }
 
 // Start runs every informer not yet running until ctx ends or Shutdown is called.

@@ -12,11 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -216,16 +213,7 @@ func (m *Manager) Run(ctx context.Context) error {
 
 // configInformer caches one of our kinds in every namespace.
 func (m *Manager) configInformer(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
-	client := m.dyn.Resource(gvr)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return client.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return client.Watch(ctx, opts)
-		},
-	}
-	return cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	return cache.NewSharedIndexInformer(controller.ListWatch(m.dyn.Resource(gvr)), &unstructured.Unstructured{}, 0, cache.Indexers{})
 }
 
 func (m *Manager) poke() {
