@@ -33,12 +33,11 @@ func newCorrelator() *correlator {
 // correlate returns what to write for ev: ev itself, or the Event it repeats with its count
 // raised (repeat true: patch that one). skip is true when ev's object is flooding.
 func (c *correlator) correlate(ev *corev1.Event) (out *corev1.Event, repeat, skip bool) {
-	obj := ev.InvolvedObject
-	objectKey := fmt.Sprintf("%s/%s/%s/%s/%s", obj.Kind, obj.Namespace, obj.Name, obj.UID, obj.APIVersion)
-	limiter, ok := c.floods.Get(objectKey)
+	object := objectKey(ev)
+	limiter, ok := c.floods.Get(object)
 	if !ok {
 		limiter = rate.NewLimiter(rate.Every(floodRefill), floodBurst)
-		c.floods.Add(objectKey, limiter)
+		c.floods.Add(object, limiter)
 	}
 	if !limiter.(*rate.Limiter).Allow() {
 		return nil, false, true
@@ -56,10 +55,15 @@ func (c *correlator) correlate(ev *corev1.Event) (out *corev1.Event, repeat, ski
 // remember records an Event written, for its repeats.
 func (c *correlator) remember(ev *corev1.Event) { c.written.Add(repeatKey(ev), ev) }
 
-func repeatKey(ev *corev1.Event) string {
+// objectKey names the object an Event is about.
+func objectKey(ev *corev1.Event) string {
 	obj := ev.InvolvedObject
-	return fmt.Sprintf("%s/%s/%s/%s/%s\x00%s\x00%s\x00%s", obj.Kind, obj.Namespace, obj.Name, obj.UID, obj.APIVersion,
-		ev.Type, ev.Reason, ev.Message)
+	return fmt.Sprintf("%s/%s/%s/%s/%s", obj.Kind, obj.Namespace, obj.Name, obj.UID, obj.APIVersion)
+}
+
+// repeatKey is the same for two Events that say the same of the same object.
+func repeatKey(ev *corev1.Event) string {
+	return objectKey(ev) + "\x00" + ev.Type + "\x00" + ev.Reason + "\x00" + ev.Message
 }
 
 // countPatch is the merge patch that counts a repeat on the Event written before.
