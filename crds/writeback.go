@@ -216,7 +216,8 @@ type SyncRunStatus struct {
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 	// CompletedAt is when the run ended; nil while Running.
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
-	// BaseRevision is the commit the previous complete run reconciled up to.
+	// BaseRevision is the commit the run counted edits from: the previous complete run's revision
+	// or, on a first run, the daemon's newest commit (the tip when it wrote none).
 	BaseRevision string `json:"baseRevision,omitempty"`
 	// Revision is the commit this run reconciled up to.
 	Revision string `json:"revision,omitempty"`

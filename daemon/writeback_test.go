@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,7 +30,8 @@ import (
 )
 
 // wbWorld is a mirrored namespace whose GitDestination (baseFolder "live") enables write-back,
-// with a running daemon whose webhook the apiserver calls, and a first run that set the baseline.
+// with a running daemon whose webhook the apiserver calls, and a first run that set the baseline
+// (when write-back is enabled from the start).
 type wbWorld struct {
 	t    testing.TB
 	root testing.TB // the test that owns the world (and its daemons)
@@ -63,6 +65,9 @@ func newWBWorld(t testing.TB, ns string, writeBack crds.WriteBack, prep func(*wb
 	}
 	w.d = startDaemon(t, t.TempDir(), append([]string{"--git-batch-quiet-ms", "200"}, flags...)...)
 	testenv.Eventually(t, time.Minute, "seed mirrored", remoteHas(srv, w.cmPath("seed")), w.d.FailFast())
+	if !writeBack.Enabled {
+		return w
+	}
 	testenv.Eventually(t, time.Minute, "write-back baseline", func() (bool, string) {
 		st := w.destStatus()
 		if st.LastRevision != "" {
@@ -753,5 +758,71 @@ func TestApprovalWithoutAKnownApproverIsAskedAgain(t *testing.T) {
 	})
 	if got := w.liveColor("unknown"); got != "blue" {
 		t.Errorf("an approval by nobody known changed the ConfigMap: %q", got)
+	}
+}
+
+// TestWriteBackSwallowsNoEdit: what a person pushes right after the mirror's first commit, before
+// write-back ever ran, becomes proposals (the baseline is the daemon's newest commit, not the
+// tip); after a force-push, a file a person changed becomes a proposal credited to the commit
+// that changed it, and the files the mirror wrote last do not.
+func TestWriteBackSwallowsNoEdit(t *testing.T) {
+	w := newWBWorld(t, "wb-baseline", crds.WriteBack{}, nil) // write-back is off until the edit is pushed
+	for _, name := range []string{"tuned", "doomed", "forced"} {
+		w.configMap(name, map[string]string{"color": "blue"})
+	}
+	log, err := w.srv.Log("state", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mirrored := log[0].SHA
+	tuned, doomed, forced := w.cmPath("tuned"), w.cmPath("doomed"), w.cmPath("forced")
+	elsewhere := layout.Path("live", "", "configmaps", "elsewhere", "stray")
+	person := w.edit(map[string]string{
+		tuned:     "# from alice\n" + w.replace(w.liveYAML("tuned"), "color: blue", "color: green"),
+		elsewhere: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stray\n  namespace: elsewhere\n",
+	}, doomed)
+
+	w.patch(crds.GitDestinations, "dest", map[string]any{"spec": map[string]any{"writeBack": map[string]any{"enabled": true}}})
+	fromPerson := func(change crds.ProposalChange) func(*crds.Proposal) bool {
+		return func(p *crds.Proposal) bool {
+			return p.Spec.Change == change && p.Spec.SourceCommit == person && p.Spec.Author.Email == alice.Email
+		}
+	}
+	w.waitProposal(tuned, "the edit pushed before the first run proposed", fromPerson(crds.ChangeUpdate))
+	w.waitProposal(doomed, "the deletion pushed before the first run proposed", fromPerson(crds.ChangeDestroy))
+	testenv.Eventually(t, time.Minute, "the first run done, the stray file refused", func() (bool, string) {
+		st := w.destStatus()
+		for _, r := range w.runs() {
+			for _, f := range r.Status.Refused {
+				if f.Path == elsewhere && st.LastRevision == person && r.Status.BaseRevision == mirrored {
+					return true, ""
+				}
+			}
+		}
+		return false, fmt.Sprintf("lastRevision %s, want %s", st.LastRevision, person)
+	}, w.d.FailFast())
+
+	rewritten, err := w.srv.ForcePush("state", "main", mirrored, alice, "rewrite by alice", map[string]string{
+		forced: "# rewritten\n" + w.replace(w.liveYAML("forced"), "color: blue", "color: red"),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.syncNow()
+	w.waitProposal(forced, "the file changed by the force-pushed commit proposed", func(p *crds.Proposal) bool {
+		return p.Spec.Change == crds.ChangeUpdate && p.Spec.SourceCommit == rewritten && p.Spec.Author.Email == alice.Email
+	})
+	run := w.lastRun()
+	var message string
+	if c := meta.FindStatusCondition(run.Status.Conditions, crds.ConditionComplete); c != nil {
+		message = c.Message
+	}
+	if !strings.Contains(message, "force-pushed") || run.Status.ProposalsOpened != 1 {
+		t.Errorf("run after the force-push: opened %d, message %q; want 1 and a word on the force-push", run.Status.ProposalsOpened, message)
+	}
+	for _, p := range w.proposals() {
+		if p.Spec.Path == w.cmPath("seed") {
+			t.Errorf("a file the mirror wrote last was proposed: %s %s", p.Name, p.Spec.Path)
+		}
 	}
 }

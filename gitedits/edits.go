@@ -38,7 +38,13 @@ const DefaultMaxCommits = 10000
 // revision.
 type Query struct {
 	Folder string // base folder (clean relative path, "" = whole repo)
-	Since  string // the last reconciled commit; "" = none yet: return the tip only
+	// Since is the last reconciled commit. "" = none yet: the baseline is the newest commit Ours
+	// claims, the last one the daemon wrote, or the tip when it wrote none there.
+	Since string
+	// Whole asks for every file under Folder at the tip instead of the changes since a revision
+	// (Since is not read), each credited to the newest commit that changed it; Edit.Mirror
+	// tells the files whose state is the mirror's. For a history that lost its baseline.
+	Whole bool
 	// Ours is true for a commit the daemon wrote (by its trailers); such commits are skipped.
 	// nil: every commit is someone else's.
 	Ours       func(message string) bool
@@ -55,11 +61,15 @@ type Edit struct {
 	Commit  string           // newest commit not written by the daemon that changed this path
 	Author  gitops.Signature // that commit's author
 	When    time.Time        // that commit's author time
+	// Mirror (Query.Whole only): the file's state is the mirror's, not a person's: the newest
+	// commit that changed it is the daemon's, or the mirror holds a change to it not pushed yet.
+	Mirror bool
 }
 
 // Result is the remote tip and the files changed since the query's revision.
 type Result struct {
 	Tip   string // "" when the remote has no such branch
+	Base  string // the commit the edits are counted from: Since or the baseline found ("" for Whole)
 	Edits []Edit // sorted by Path
 }
 
@@ -115,11 +125,24 @@ func (b Branch) Edits(ctx context.Context, q Query) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{Tip: fr.Tip}
-	if q.Since == "" {
+	if fr.Tip == "" && (q.Since == "" || q.Whole) {
 		return res, nil
 	}
 	err = b.Git.Read(ctx, b.URL, b.Name, func(r gitops.Reader) error {
+		h := &history{r: r, ctx: ctx, max: q.MaxCommits, folder: q.Folder}
 		var err error
+		switch {
+		case q.Whole:
+			res.Edits, err = whole(h, plumbing.NewHash(fr.Tip), q)
+			return err
+		case q.Since == "":
+			base, err := baseline(h, plumbing.NewHash(fr.Tip), q.Ours)
+			if err != nil {
+				return fmt.Errorf("the baseline of %s: %w", fr.Tip, err)
+			}
+			q.Since = base.String()
+		}
+		res.Base = q.Since
 		res.Edits, err = edits(ctx, r, fr.Tip, q)
 		return err
 	})

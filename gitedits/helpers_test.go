@@ -82,9 +82,16 @@ func (w *testWorker) File(ctx context.Context, commit, path string) ([]byte, err
 // StartWorker runs a worker on url/main until the test ends.
 func StartWorker(tb testing.TB, url string) *testWorker {
 	tb.Helper()
+	return startWorkerWith(tb, url, gitops.BatchLimits{})
+}
+
+// startWorkerWith is StartWorker with the given batch limits.
+func startWorkerWith(tb testing.TB, url string, limits gitops.BatchLimits) *testWorker {
+	tb.Helper()
 	w := gitops.NewWorker(gitops.WorkerConfig{
 		Remote:  gitops.Remote{URL: url, Branch: "main", Auth: &http.BasicAuth{Username: "user", Password: "pass"}},
 		WorkDir: tb.TempDir(),
+		Limits:  limits,
 		Identity: gitops.Identity{Committer: testBot, Bot: testBot, Trailers: [][2]string{
 			{"X-ConfigButler-ClusterUID", "uid-1"}, {"X-ConfigButler-InstanceID", "pod-0"},
 		}},

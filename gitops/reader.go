@@ -14,7 +14,10 @@ var ErrNoWorker = fmt.Errorf("no git worker for the branch: %w", ErrStopped)
 // yet: read-only access for what is built on Git history elsewhere (package gitedits). It is
 // valid only inside the function given to Read, which runs on the worker's goroutine: one
 // clone, one goroutine.
-type Reader struct{ s *store }
+type Reader struct {
+	s *store
+	w *Worker // nil: no worker, nothing pending
+}
 
 // Commit returns the encoding of commit h (its headers, a blank line, its message).
 func (r Reader) Commit(h plumbing.Hash) ([]byte, error) {
@@ -33,6 +36,28 @@ func (r Reader) Blob(h plumbing.Hash) ([]byte, error) { return r.s.blob(h) }
 // Size is the size of object h without reading it; an error when the clone has no such object.
 func (r Reader) Size(h plumbing.Hash) (int64, error) { return r.s.size(h) }
 
+// Pending returns the paths of the changes the worker holds that the remote has not accepted
+// yet, batched or committed and not pushed: there the remote says what the mirror is about to
+// replace.
+func (r Reader) Pending() map[string]struct{} {
+	out := map[string]struct{}{}
+	if r.w == nil {
+		return out
+	}
+	add := func(items []item) {
+		for _, it := range items {
+			if it.sync == nil && it.change.Path != "" {
+				out[it.change.Path] = struct{}{}
+			}
+		}
+	}
+	add(r.w.batch.items)
+	for _, run := range r.w.pending {
+		add(run.items)
+	}
+	return out
+}
+
 // Dir returns the entries of the directory at dir ("a/b", "" for the root) below the tree root,
 // nil when there is none.
 func (r Reader) Dir(root plumbing.Hash, dir string) ([]TreeEntry, error) {
@@ -50,7 +75,7 @@ func (r Reader) WalkFiles(entries []TreeEntry, prefix []byte, fn func(path []byt
 // may still run: it should watch ctx itself when it reads much).
 func (w *Worker) Read(ctx context.Context, fn func(Reader) error) error {
 	var ferr error
-	if err := w.call(ctx, func(context.Context) { ferr = fn(Reader{w.store}) }); err != nil {
+	if err := w.call(ctx, func(context.Context) { ferr = fn(Reader{s: w.store, w: w}) }); err != nil {
 		return err
 	}
 	return ferr

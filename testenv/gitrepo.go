@@ -143,6 +143,23 @@ func (s *GitServer) Log(repo, branch string) ([]Commit, error) {
 // rejected as non-fast-forward. It returns the SHA of the pushed commit.
 func (s *GitServer) PushCommit(repo, branch string, author Signature, message string,
 	write map[string]string, remove []string) (string, error) {
+	return s.pushCommit(repo, branch, "", author, message, write, remove)
+}
+
+// ForcePush plays another user rewriting history: it resets branch to the commit onto, commits
+// the given changes on it as PushCommit does and force-pushes the result, dropping every commit
+// after onto. It returns the SHA of the pushed commit.
+func (s *GitServer) ForcePush(repo, branch, onto string, author Signature, message string,
+	write map[string]string, remove []string) (string, error) {
+	if onto == "" {
+		return "", errors.New("force push: the commit to reset to is required")
+	}
+	return s.pushCommit(repo, branch, onto, author, message, write, remove)
+}
+
+// pushCommit is PushCommit, or ForcePush when onto is set.
+func (s *GitServer) pushCommit(repo, branch, onto string, author Signature, message string,
+	write map[string]string, remove []string) (string, error) {
 	if _, err := s.repoDir(repo); err != nil {
 		return "", fmt.Errorf("push commit: %w", err)
 	}
@@ -168,6 +185,11 @@ func (s *GitServer) PushCommit(repo, branch string, author Signature, message st
 	if err := s.checkoutForPush(run, repo, branch); err != nil {
 		return "", wrap(err)
 	}
+	if onto != "" {
+		if _, err := run("reset", "--quiet", "--hard", onto); err != nil {
+			return "", wrap(err)
+		}
+	}
 	if err := applyChanges(work, write, remove); err != nil {
 		return "", wrap(err)
 	}
@@ -175,18 +197,12 @@ func (s *GitServer) PushCommit(repo, branch string, author Signature, message st
 		[]string{"commit", "--quiet", "--allow-empty", "--no-verify", "-m", message}); err != nil {
 		return "", wrap(err)
 	}
-	for attempt := 1; ; attempt++ {
-		_, err := run("push", "--quiet", "origin", "HEAD:refs/heads/"+branch)
-		if err == nil {
-			break
-		}
-		if attempt == pushAttempts || !isNonFastForward(err) {
-			return "", wrap(fmt.Errorf("attempt %d: %w", attempt, err))
-		}
-		if err := runAll(run, []string{"fetch", "--quiet", "origin"},
-			[]string{"rebase", "--quiet", "origin/" + branch}); err != nil {
-			return "", wrap(err)
-		}
+	push := pushRebasing
+	if onto != "" {
+		push = pushForced
+	}
+	if err := push(run, branch); err != nil {
+		return "", wrap(err)
 	}
 	out, err := run("rev-parse", "HEAD")
 	if err != nil {
@@ -197,6 +213,30 @@ func (s *GitServer) PushCommit(repo, branch string, author Signature, message st
 
 // pushAttempts bounds PushCommit's rebase-and-retry loop.
 const pushAttempts = 10
+
+// pushRebasing pushes HEAD to branch, rebasing and retrying when the push is rejected as
+// non-fast-forward.
+func pushRebasing(run func(...string) ([]byte, error), branch string) error {
+	for attempt := 1; ; attempt++ {
+		_, err := run("push", "--quiet", "origin", "HEAD:refs/heads/"+branch)
+		if err == nil {
+			return nil
+		}
+		if attempt == pushAttempts || !isNonFastForward(err) {
+			return fmt.Errorf("attempt %d: %w", attempt, err)
+		}
+		if err := runAll(run, []string{"fetch", "--quiet", "origin"},
+			[]string{"rebase", "--quiet", "origin/" + branch}); err != nil {
+			return err
+		}
+	}
+}
+
+// pushForced replaces branch with HEAD.
+func pushForced(run func(...string) ([]byte, error), branch string) error {
+	_, err := run("push", "--quiet", "--force", "origin", "HEAD:refs/heads/"+branch)
+	return err
+}
 
 // checkoutForPush prepares the current directory of run as a clone of repo
 // with branch checked out, or unborn when the remote does not have it yet.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,39 +32,47 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 	}
 	since := d.status().LastRevision
 	git := gitedits.Branch{Git: c.cfg.Git, URL: d.url, Name: d.branch}
-	res, err := git.Edits(ctx, gitedits.Query{
-		Folder: d.folder, Since: since, Ours: c.cfg.Ours, MaxBytes: MaxDocumentBytes,
-	})
+	q := gitedits.Query{Folder: d.folder, Since: since, Ours: c.cfg.Ours, MaxBytes: MaxDocumentBytes}
+	res, err := git.Edits(ctx, q)
 	lost := errors.Is(err, gitedits.ErrUnknownRevision) || errors.Is(err, gitedits.ErrHistoryTooLong)
-	if lost { // the last reconciled revision is gone: start again from the tip
-		res, err = git.Edits(ctx, gitedits.Query{Folder: d.folder, Ours: c.cfg.Ours})
+	if lost { // the history since the last run is gone (force-push) or too long: compare every file
+		q.Whole = true
+		res, err = git.Edits(ctx, q)
 	}
 	switch {
 	case errors.Is(err, gitops.ErrStopped):
 		// The mirror has not started the destination's Git worker (yet): nothing to record, retry.
 		return true, fmt.Errorf("GitDestination %s: %w", d.key, err)
-	case err == nil && !lost && res.Tip == "" && since == "":
-		// The branch does not exist yet: the baseline is its first commit, next run.
+	case err == nil && res.Tip == "":
+		// The branch does not exist yet: the mirror's first commit will be the baseline.
 		return true, c.recordDestination(ctx, d, t, "", "")
 	case err == nil && !lost && t.kind == crds.TriggerInterval && since != "" && res.Tip == since:
 		// Nothing was pushed since the last run: a run that finds nothing is not worth a record.
 		return true, c.recordDestination(ctx, d, t, "", "")
 	}
-	run, runErr := c.startRun(ctx, d, t.kind, since)
+	base := since
+	if res.Base != "" {
+		base = res.Base
+	}
+	run, runErr := c.startRun(ctx, d, t.kind, base)
 	if runErr != nil {
 		return true, runErr
 	}
+	run.obj.Status.Revision = res.Tip
 	switch {
 	case err != nil:
+		run.obj.Status.Revision = ""
 		run.fail(fmt.Errorf("read the edits of %s@%s: %w", d.url, d.branch, err))
 	case lost:
-		run.obj.Status.Revision = res.Tip
-		run.fail(fmt.Errorf("revision %s is no longer in the history of %s (force-pushed?); edits before %s were not considered", since, d.branch, short(res.Tip)))
+		run.note = fmt.Sprintf("revision %s is no longer in the history of %s (force-pushed?) or too far from its tip: "+
+			"every file under the folder was compared with the cluster", short(since), d.branch)
+		c.consider(ctx, d, run, people(res.Edits))
+	case since == "" && res.Base == res.Tip:
+		run.note = fmt.Sprintf("first run: the daemon has written no commit on %s yet, so its tip %s is the baseline", d.branch, short(res.Tip))
 	case since == "":
-		run.obj.Status.Revision = res.Tip
-		run.note = fmt.Sprintf("first run: %s is the baseline; edits pushed after it become proposals", short(res.Tip))
+		run.note = fmt.Sprintf("first run: the baseline is %s, the daemon's newest commit; the commits after it were considered", short(res.Base))
+		c.consider(ctx, d, run, res.Edits)
 	default:
-		run.obj.Status.Revision = res.Tip
 		c.consider(ctx, d, run, res.Edits)
 	}
 	finishErr := c.finishRun(ctx, d, run)
@@ -74,6 +83,12 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 		next = run.obj.Status.Revision
 	}
 	return true, errors.Join(finishErr, c.recordDestination(ctx, d, t, next, run.obj.Name))
+}
+
+// people drops the files whose state is the mirror's from a whole-folder read: only files a
+// person changed last can hold an edit.
+func people(edits []gitedits.Edit) []gitedits.Edit {
+	return slices.DeleteFunc(edits, func(e gitedits.Edit) bool { return e.Mirror })
 }
 
 // consider turns the edits into proposals, at most MaxPerTick new ones.

@@ -1,0 +1,99 @@
+package gitedits
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// newestFirst visits the commits reachable from tip, newest committer time first, until visit
+// says stop. A commit's parents are loaded before it is visited. Past h.max commits it gives up
+// with ErrHistoryTooLong.
+func (h *history) newestFirst(tip plumbing.Hash, visit func(*commitNode) (stop bool, err error)) error {
+	h.nodes = map[plumbing.Hash]*commitNode{}
+	if err := h.mark(tip, false); err != nil {
+		return err
+	}
+	for h.queue.Len() > 0 {
+		if err := h.ctx.Err(); err != nil {
+			return err
+		}
+		n := heap.Pop(&h.queue).(*commitNode)
+		n.queued = false
+		if h.read++; h.read > h.max {
+			return fmt.Errorf("more than %d commits to read: %w", h.max, ErrHistoryTooLong)
+		}
+		for _, p := range n.parents {
+			if err := h.mark(p, false); err != nil {
+				return err
+			}
+		}
+		if stop, err := visit(n); stop || err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// baseline is the newest commit reachable from tip that ours claims, the last one the daemon
+// wrote; tip itself when the daemon wrote none there: edits are counted from it.
+func baseline(h *history, tip plumbing.Hash, ours func(string) bool) (plumbing.Hash, error) {
+	base := tip
+	err := h.newestFirst(tip, func(n *commitNode) (bool, error) {
+		if ours(n.message) {
+			base = n.hash
+			return true, nil
+		}
+		return false, nil
+	})
+	return base, err
+}
+
+// whole is Edits of Query.Whole on the worker's goroutine: every file under the folder at tip,
+// credited to the newest commit that changed it, among the newest q.MaxCommits.
+func whole(h *history, tip plumbing.Hash, q Query) ([]Edit, error) {
+	root, err := commitTree(h.r, tip)
+	if err != nil {
+		return nil, fmt.Errorf("whole folder: %w", err)
+	}
+	folder, err := h.folderTree(root)
+	if err != nil {
+		return nil, fmt.Errorf("whole folder: %w", err)
+	}
+	uncredited := map[string]struct{}{}
+	if err := diffTrees(h.r, plumbing.ZeroHash, folder, []byte(folderPrefix(q.Folder)), uncredited); err != nil {
+		return nil, fmt.Errorf("whole folder: %w", err)
+	}
+	pending := h.r.Pending()
+	out := make([]Edit, 0, len(uncredited))
+	err = h.newestFirst(tip, func(n *commitNode) (bool, error) {
+		paths, err := h.changed(n)
+		if err != nil {
+			return false, err
+		}
+		for p := range paths {
+			if _, ok := uncredited[p]; !ok {
+				continue
+			}
+			delete(uncredited, p)
+			_, isPending := pending[p]
+			e := Edit{Path: p, Commit: n.hash.String(), Author: n.author, When: n.when, Mirror: isPending || q.Ours(n.message)}
+			if err := readTip(h.r, root, &e, q.MaxBytes); err != nil {
+				return false, fmt.Errorf("read %s at the tip: %w", p, err)
+			}
+			out = append(out, e)
+		}
+		return len(uncredited) == 0, nil
+	})
+	if err != nil && !errors.Is(err, ErrHistoryTooLong) {
+		// Past the bound, the files no newer commit changed are left out: they are older than
+		// any edit write-back credits.
+		return nil, fmt.Errorf("whole folder: %w", err)
+	}
+	slices.SortFunc(out, func(a, b Edit) int { return strings.Compare(a.Path, b.Path) })
+	return out, nil
+}

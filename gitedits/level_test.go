@@ -1,0 +1,107 @@
+package gitedits
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/configbutler/gitops-reverser/gitops"
+)
+
+// TestEditsWithoutARevisionStartAtTheDaemonsLastCommit: on a first run (no revision yet) the
+// baseline is the newest commit the daemon wrote, not the tip, so what a person pushed right
+// after the mirror's first push is reported.
+func TestEditsWithoutARevisionStartAtTheDaemonsLastCommit(t *testing.T) {
+	srv := MustGitServer(t)
+	url := MustRepo(t, srv, "baseline")
+	tuned, doomed, added := cmPath("tuned"), cmPath("doomed"), cmPath("added")
+	w := StartWorker(t, url)
+	MustEnqueue(t, w, gitops.Change{Path: tuned, Content: []byte("v1\n")}, gitops.Change{Path: doomed, Content: []byte("d\n")})
+	MustFlush(t, w)
+	mirrored := mustLog(t, srv, "baseline")[0].SHA
+
+	person, err := srv.PushCommit("baseline", "main", testenvSig("erin"), "tune by hand",
+		map[string]string{tuned: "v2 by hand\n", added: "new\n"}, []string{doomed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustEdits(t, w, "", 0)
+	if r.Tip != person || r.Base != mirrored {
+		t.Fatalf("tip %s, base %s; want the person's commit %s on the daemon's %s", r.Tip, r.Base, person, mirrored)
+	}
+	want := []string{
+		fmt.Sprintf("%s=%q by erin <erin@example.com> @%s", added, "new\n", person),
+		fmt.Sprintf("%s=%q by erin <erin@example.com> @%s", doomed, "<deleted>", person),
+		fmt.Sprintf("%s=%q by erin <erin@example.com> @%s", tuned, "v2 by hand\n", person),
+	}
+	if got := describeEdits(r.Edits); !slices.Equal(got, want) {
+		t.Fatalf("edits =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// A branch the daemon never wrote to: the tip is the baseline.
+	url2 := MustRepo(t, srv, "foreign")
+	tip, err := srv.PushCommit("foreign", "main", testenvSig("carol"), "seed", map[string]string{tuned: "c\n"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := mustEdits(t, StartWorker(t, url2), "", 0); r.Tip != tip || r.Base != tip || len(r.Edits) != 0 {
+		t.Fatalf("edits of a branch without a daemon commit = %+v, want the tip %s as the baseline and no edits", r, tip)
+	}
+}
+
+// TestWholeFolderCreditsEachFileToItsNewestCommit: after a force-push, every file under the
+// folder is reported, credited to the newest commit that changed it; a file whose newest
+// commit is the daemon's, or to which the mirror holds a change it has not pushed, is the
+// mirror's.
+func TestWholeFolderCreditsEachFileToItsNewestCommit(t *testing.T) {
+	srv := MustGitServer(t)
+	url := MustRepo(t, srv, "whole")
+	byCarol, byDaemon, byErin, pending := cmPath("by-carol"), cmPath("by-daemon"), cmPath("by-erin"), cmPath("pending")
+	seed, err := srv.PushCommit("whole", "main", testenvSig("carol"), "seed",
+		map[string]string{byCarol: "c\n", byErin: "c\n", pending: "c\n", "README.md": "hi\n"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hour := time.Hour
+	w := startWorkerWith(t, url, gitops.BatchLimits{MaxWait: hour, Quiet: hour, IdleQuiet: hour})
+	MustEnqueue(t, w, gitops.Change{Path: byDaemon, Content: []byte("d\n")})
+	MustFlush(t, w)
+	person, err := srv.PushCommit("whole", "main", testenvSig("erin"), "by hand", map[string]string{byErin: "e\n"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	MustEnqueue(t, w, gitops.Change{Path: pending, Content: []byte("live\n")}) // batched for an hour
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := w.Edits(ctx, Query{Folder: "clusters/prod", Whole: true, Ours: ours})
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemon := mustLog(t, srv, "whole")[1].SHA
+	var got []string
+	for _, e := range r.Edits {
+		got = append(got, fmt.Sprintf("%s=%q by %s @%s mirror=%v", e.Path, e.Content, e.Author.Name, e.Commit, e.Mirror))
+	}
+	want := []string{
+		fmt.Sprintf("%s=%q by carol @%s mirror=false", byCarol, "c\n", seed),
+		fmt.Sprintf("%s=%q by gitops-reverser @%s mirror=true", byDaemon, "d\n", daemon),
+		fmt.Sprintf("%s=%q by erin @%s mirror=false", byErin, "e\n", person),
+		fmt.Sprintf("%s=%q by carol @%s mirror=true", pending, "c\n", seed),
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("whole folder =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// Bounded: past MaxCommits, files no newer commit changed are left out.
+	r, err = w.Edits(ctx, Query{Folder: "clusters/prod", Whole: true, Ours: ours, MaxCommits: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := describeEdits(r.Edits); len(got) != 1 || !strings.HasPrefix(got[0], byErin) {
+		t.Fatalf("whole folder within one commit = %v, want only the newest commit's file %s", got, byErin)
+	}
+}
