@@ -232,6 +232,8 @@ type WriteBackStatus struct {
 	LastHandledSyncNow string `json:"lastHandledSyncNow,omitempty"`
 	// PendingProposals counts this destination's Proposals in phase Pending.
 	PendingProposals int `json:"pendingProposals"`
+	// Conditions holds Ready: whether and how an approval is known to come from its approver.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // Operation is an admission operation a rule matches.

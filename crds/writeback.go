@@ -107,6 +107,9 @@ type ProposalSpec struct {
 	LiveDigest string `json:"liveDigest"`
 	// Decision is the reviewer's verdict; DecisionNone until reviewed.
 	Decision Decision `json:"decision,omitempty"`
+	// DecidedBy is who set Decision: written by the apiserver's admission policy, or checked by
+	// it to be the requester. Trusted only while that policy is in force.
+	DecidedBy *Reviewer `json:"decidedBy,omitempty"`
 }
 
 // ProposalTarget identifies the object a Proposal changes.
