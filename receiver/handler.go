@@ -61,7 +61,8 @@ type handler struct {
 // its status. A filtered event → 200, a ping → 200 "pong", a delivery id seen within the TTL →
 // 200 "duplicate delivery" (checked only once verified, so a forged request cannot burn an id).
 // When the event names repositories, only the targets whose RepoURL is one of them are
-// triggered (none → 403); otherwise every target is. Triggered → 202 with
+// triggered (none → 403). A Git host's event that names none (its payload lacks the repository)
+// is refused alike (403); a generic or CDEvents one that names none triggers every target. Triggered → 202 with
 // {"triggered": ["namespace/name", ...]}.
 func NewHandler(cfg HandlerConfig) http.Handler {
 	if cfg.Index == nil {
@@ -131,11 +132,14 @@ func (h *handler) handle(w http.ResponseWriter, r *http.Request, e *Entry) verdi
 	if d.ping {
 		return verdict{status: http.StatusOK, outcome: metrics.ReceiverPing, message: "pong"}
 	}
-	targets, others := matching(e.Targets, d.repos)
+	targets, others := matching(e.Targets, d.repos, namesRepository(e.Type))
 	if len(targets) == 0 {
 		h.mismatched(e, d, others)
-		return refusedVerdict(http.StatusForbidden, metrics.ReceiverRefused, reasonRepositoryMismatch,
-			"repository does not match")
+		msg := "repository does not match"
+		if len(d.repos) == 0 {
+			msg = "the payload names no repository"
+		}
+		return refusedVerdict(http.StatusForbidden, metrics.ReceiverRefused, reasonRepositoryMismatch, msg)
 	}
 	if h.cfg.Deliveries.Seen(e.Key(), d.id) {
 		return verdict{status: http.StatusOK, outcome: metrics.ReceiverDuplicate, message: "duplicate delivery"}
@@ -190,10 +194,14 @@ func verify(r *http.Request, e *Entry, body []byte) (verified, verdict, bool) {
 	return verified{name: ev.Name, id: ev.Delivery, repos: ev.Repository, ping: ev.Ping}, verdict{}, true
 }
 
-// matching splits targets into those the event may trigger and the others: every target may when
-// the event names no repository, else those whose RepoURL it names.
-func matching(targets []Target, repos []string) (match, others []Target) {
+// matching splits targets into those the event may trigger and the others: those whose RepoURL
+// the event names. An event that names no repository may trigger every target, unless its type
+// always names one (required): then it may trigger none.
+func matching(targets []Target, repos []string, required bool) (match, others []Target) {
 	if len(repos) == 0 {
+		if required {
+			return nil, targets
+		}
 		return targets, nil
 	}
 	ev := Event{Repository: repos}
@@ -208,11 +216,14 @@ func matching(targets []Target, repos []string) (match, others []Target) {
 }
 
 // mismatched logs and counts the targets a verified delivery is refused for because it names
-// another repository.
+// another repository, or none where its type always names one.
 func (h *handler) mismatched(e *Entry, d verified, others []Target) {
+	msg, repo := "receiver refused a delivery that names no repository", ""
+	if len(d.repos) > 0 {
+		msg, repo = "receiver refused a delivery for a destination of another repository", short(d.repos[0])
+	}
 	for _, t := range others {
-		h.log.Warn("receiver refused a delivery for a destination of another repository",
-			"receiver", e.Key(), "destination", t.Namespace+"/"+t.Name, "repository", short(d.repos[0]))
+		h.log.Warn(msg, "receiver", e.Key(), "destination", t.Namespace+"/"+t.Name, "repository", repo)
 		if m := h.cfg.Metrics; m != nil {
 			m.Mismatches.WithLabelValues(typeLabel(e)).Inc()
 		}
