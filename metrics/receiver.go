@@ -13,12 +13,13 @@ const (
 	ReceiverNotReady  = "not_ready"  // the Receiver is suspended, has no Secret or no destination
 	ReceiverTooLarge  = "too_large"  // the body is over the limit
 	ReceiverBadMethod = "bad_method" // not a POST
+	ReceiverBusy      = "busy"       // the bytes of bodies being read at once are at their limit: 503, retry later
 )
 
 // ReceiverOutcomes lists every outcome label value.
 var ReceiverOutcomes = []string{
 	ReceiverTriggered, ReceiverFiltered, ReceiverPing, ReceiverDuplicate, ReceiverRefused,
-	ReceiverNotFound, ReceiverNotReady, ReceiverTooLarge, ReceiverBadMethod,
+	ReceiverNotFound, ReceiverNotReady, ReceiverTooLarge, ReceiverBadMethod, ReceiverBusy,
 }
 
 // Receiver are the collectors of the webhook receiver: every request it answers, by the

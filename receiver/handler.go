@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +36,11 @@ type HandlerConfig struct {
 	Metrics *metrics.Receiver
 	// Log receives one line per delivery (refusals at Warn); nil discards.
 	Log *slog.Logger
+	// BodyBudget caps the bytes of request bodies held at once across every request: each
+	// reserves its Content-Length, or MaxBodyBytes when it has none, and one that cannot is
+	// answered 503 (so a budget under MaxBodyBytes refuses every body of unknown length). Zero
+	// means DefaultBodyBudget.
+	BodyBudget int64
 }
 
 // TriggerReason is the why a Trigger is called with.
@@ -50,18 +56,21 @@ const (
 
 // handler serves webhook deliveries: see NewHandler.
 type handler struct {
-	cfg HandlerConfig
-	log *slog.Logger
+	cfg    HandlerConfig
+	budget *bodyBudget
+	log    *slog.Logger
 }
 
 // NewHandler returns the handler of webhook deliveries. For each request, in order: not a POST
 // → 405; a path no Receiver has → 404; a Receiver that is not ready → 503; a body over
-// MaxBodyBytes → 413; then the delivery is verified by the Receiver's type (cdevents: a bearer
+// MaxBodyBytes → 413; a body whose bytes do not fit in what is left of the BodyBudget now → 503
+// with a Retry-After; then the delivery is verified by the Receiver's type (cdevents: a bearer
 // token or generic HMAC, then ParseCDEvent; the others: Verify), and a refusal is answered with
 // its status. A filtered event → 200, a ping → 200 "pong", a delivery id seen within the TTL →
 // 200 "duplicate delivery" (checked only once verified, so a forged request cannot burn an id).
 // When the event names repositories, only the targets whose RepoURL is one of them are
-// triggered (none → 403); otherwise every target is. Triggered → 202 with
+// triggered (none → 403). A Git host's event that names none (its payload lacks the repository)
+// is refused alike (403); a generic or CDEvents one that names none triggers every target. Triggered → 202 with
 // {"triggered": ["namespace/name", ...]}.
 func NewHandler(cfg HandlerConfig) http.Handler {
 	if cfg.Index == nil {
@@ -77,7 +86,7 @@ func NewHandler(cfg HandlerConfig) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &handler{cfg: cfg, log: log}
+	return &handler{cfg: cfg, budget: newBodyBudget(cfg.BodyBudget), log: log}
 }
 
 // verdict is how one request ends: the answer, its metric outcome and what the Observer hears.
@@ -120,6 +129,11 @@ func (h *handler) handle(w http.ResponseWriter, r *http.Request, e *Entry) verdi
 		return refusedVerdict(http.StatusServiceUnavailable, metrics.ReceiverNotReady, reasonNotReady,
 			"the receiver has no destination")
 	}
+	release, v, ok := h.budget.reserve(w, r)
+	if !ok {
+		return v
+	}
+	defer release()
 	body, v, ok := readBody(w, r)
 	if !ok {
 		return v
@@ -131,11 +145,14 @@ func (h *handler) handle(w http.ResponseWriter, r *http.Request, e *Entry) verdi
 	if d.ping {
 		return verdict{status: http.StatusOK, outcome: metrics.ReceiverPing, message: "pong"}
 	}
-	targets, others := matching(e.Targets, d.repos)
+	targets, others := matching(e.Targets, d.repos, namesRepository(e.Type))
 	if len(targets) == 0 {
 		h.mismatched(e, d, others)
-		return refusedVerdict(http.StatusForbidden, metrics.ReceiverRefused, reasonRepositoryMismatch,
-			"repository does not match")
+		msg := "repository does not match"
+		if len(d.repos) == 0 {
+			msg = "the payload names no repository"
+		}
+		return refusedVerdict(http.StatusForbidden, metrics.ReceiverRefused, reasonRepositoryMismatch, msg)
 	}
 	if h.cfg.Deliveries.Seen(e.Key(), d.id) {
 		return verdict{status: http.StatusOK, outcome: metrics.ReceiverDuplicate, message: "duplicate delivery"}
@@ -144,23 +161,23 @@ func (h *handler) handle(w http.ResponseWriter, r *http.Request, e *Entry) verdi
 	return h.trigger(e, d, targets)
 }
 
-// readBody reads at most MaxBodyBytes of the body; a larger one is answered 413.
+// readBody reads at most MaxBodyBytes of the body; a larger one is answered 413. A body of known
+// length is read into a buffer of that size, so it takes no more than the budget reserved for it.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, verdict, bool) {
-	tooLarge := refusedVerdict(http.StatusRequestEntityTooLarge, metrics.ReceiverTooLarge, ReasonBodyTooLarge,
-		fmt.Sprintf("the body is over %d bytes", MaxBodyBytes))
-	if r.ContentLength > MaxBodyBytes {
-		return nil, tooLarge, false
+	var buf bytes.Buffer
+	if r.ContentLength > 0 && r.ContentLength <= MaxBodyBytes {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead) // ReadFrom wants MinRead free to see the end
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		return nil, tooLarge, false
+		return nil, tooLargeVerdict(), false
 	case err != nil:
 		return nil, refusedVerdict(http.StatusBadRequest, metrics.ReceiverRefused, reasonUnreadable,
 			"the body could not be read"), false
 	}
-	return body, verdict{}, true
+	return buf.Bytes(), verdict{}, true
 }
 
 // verify checks a delivery by the Receiver's type. A refusal with status 200 is a filtered event.
@@ -190,10 +207,14 @@ func verify(r *http.Request, e *Entry, body []byte) (verified, verdict, bool) {
 	return verified{name: ev.Name, id: ev.Delivery, repos: ev.Repository, ping: ev.Ping}, verdict{}, true
 }
 
-// matching splits targets into those the event may trigger and the others: every target may when
-// the event names no repository, else those whose RepoURL it names.
-func matching(targets []Target, repos []string) (match, others []Target) {
+// matching splits targets into those the event may trigger and the others: those whose RepoURL
+// the event names. An event that names no repository may trigger every target, unless its type
+// always names one (required): then it may trigger none.
+func matching(targets []Target, repos []string, required bool) (match, others []Target) {
 	if len(repos) == 0 {
+		if required {
+			return nil, targets
+		}
 		return targets, nil
 	}
 	ev := Event{Repository: repos}
@@ -208,11 +229,14 @@ func matching(targets []Target, repos []string) (match, others []Target) {
 }
 
 // mismatched logs and counts the targets a verified delivery is refused for because it names
-// another repository.
+// another repository, or none where its type always names one.
 func (h *handler) mismatched(e *Entry, d verified, others []Target) {
+	msg, repo := "receiver refused a delivery that names no repository", ""
+	if len(d.repos) > 0 {
+		msg, repo = "receiver refused a delivery for a destination of another repository", short(d.repos[0])
+	}
 	for _, t := range others {
-		h.log.Warn("receiver refused a delivery for a destination of another repository",
-			"receiver", e.Key(), "destination", t.Namespace+"/"+t.Name, "repository", short(d.repos[0]))
+		h.log.Warn(msg, "receiver", e.Key(), "destination", t.Namespace+"/"+t.Name, "repository", repo)
 		if m := h.cfg.Metrics; m != nil {
 			m.Mismatches.WithLabelValues(typeLabel(e)).Inc()
 		}

@@ -58,10 +58,11 @@ type rig struct {
 	observed []observed
 }
 
-func newRig(tb testing.TB) *rig {
+// newRig builds the rig; each option may change the handler's config before it is built.
+func newRig(tb testing.TB, options ...func(*HandlerConfig)) *rig {
 	tb.Helper()
 	r := &rig{index: &Index{}, entries: map[string]*Entry{}, trig: &fakeTrigger{}, metrics: metrics.New().Receiver}
-	r.handler = NewHandler(HandlerConfig{
+	cfg := HandlerConfig{
 		Index:      r.index,
 		Deliveries: NewDeliveries(0, 0, nil),
 		Trigger:    r.trig.trigger,
@@ -71,7 +72,11 @@ func newRig(tb testing.TB) *rig {
 			r.observed = append(r.observed, observed{key, outcome, message})
 		},
 		Metrics: r.metrics,
-	})
+	}
+	for _, o := range options {
+		o(&cfg)
+	}
+	r.handler = NewHandler(cfg)
 	return r
 }
 

@@ -129,6 +129,17 @@ func authenticate(typ string, token []byte, h http.Header, body []byte) (deliver
 	return d, r
 }
 
+// namesRepository reports whether every event of a receiver type names its repository: the Git
+// hosts' payloads always do, so one that names none is refused rather than trusted for every
+// destination. Generic deliveries never name one; a CDEvent names one only for some event types.
+func namesRepository(typ string) bool {
+	switch typ {
+	case TypeGitHub, TypeGitLab, TypeGitea, TypeBitbucket:
+		return true
+	}
+	return false
+}
+
 // first is the first of names present in h, or names[0] when none is (so a refusal names it).
 func first(h http.Header, names ...string) string {
 	for _, n := range names {
