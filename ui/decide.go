@@ -50,7 +50,7 @@ func (p *Page) decide(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 	defer cancel()
-	if err := p.patchDecision(ctx, v.token, ns, name, decision); err != nil {
+	if err := p.patchDecision(ctx, v, ns, name, decision); err != nil {
 		status := http.StatusBadGateway
 		var apiErr apierrors.APIStatus
 		if errors.As(err, &apiErr) && apiErr.Status().Code >= 400 {
@@ -67,15 +67,17 @@ func (p *Page) decide(w http.ResponseWriter, r *http.Request) {
 }
 
 // patchDecision merge-patches spec.decision with a client that carries the person's token and
-// none of the daemon's credentials.
-func (p *Page) patchDecision(ctx context.Context, token, namespace, name string, decision crds.Decision) error {
+// none of the daemon's credentials. The patch names the person in spec.decidedBy, as the
+// apiserver's validating policy asks (where the mutating policy runs, it writes the same).
+func (p *Page) patchDecision(ctx context.Context, v *viewer, namespace, name string, decision crds.Decision) error {
 	cfg := rest.AnonymousClientConfig(p.cfg.Kube)
-	cfg.BearerToken = token
+	cfg.BearerToken = v.token
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("build a client for the viewer: %w", err)
 	}
-	body, err := json.Marshal(map[string]any{"spec": map[string]any{"decision": decision}})
+	decidedBy := crds.Reviewer{Username: v.user.Username, UID: v.user.UID, Groups: v.user.Groups}
+	body, err := json.Marshal(map[string]any{"spec": map[string]any{"decision": decision, "decidedBy": decidedBy}})
 	if err != nil {
 		return err
 	}
