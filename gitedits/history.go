@@ -5,7 +5,6 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -329,31 +328,6 @@ func parseCommit(data []byte) (*commitNode, error) {
 		return nil, fmt.Errorf("no tree line")
 	}
 	return n, nil
-}
-
-// parseSignature reads "Name <email> unix-time zone"; what is malformed is left zero.
-func parseSignature(s string) (gitops.Signature, time.Time) {
-	open, end := strings.IndexByte(s, '<'), strings.LastIndexByte(s, '>')
-	if open < 0 || end < open {
-		return gitops.Signature{Name: strings.TrimSpace(s)}, time.Time{}
-	}
-	sig := gitops.Signature{Name: strings.TrimSpace(s[:open]), Email: s[open+1 : end]}
-	fields := strings.Fields(s[end+1:])
-	if len(fields) == 0 {
-		return sig, time.Time{}
-	}
-	sec, err := strconv.ParseInt(fields[0], 10, 64)
-	if err != nil {
-		return sig, time.Time{}
-	}
-	when := time.Unix(sec, 0)
-	if len(fields) > 1 {
-		if t, err := time.Parse("-0700", fields[1]); err == nil {
-			_, off := t.Zone()
-			when = when.In(time.FixedZone(fields[1], off))
-		}
-	}
-	return sig, when
 }
 
 // commitQueue is a priority queue of commits, newest committer time first.

@@ -26,12 +26,22 @@ func (s Signature) IsZero() bool { return s.Name == "" && s.Email == "" }
 
 // Credit is who a change is committed as and the trailers its commit carries. It is the one
 // answer to "whose change is this": the admission webhook and write-back give it, the watch
-// passes it on in the Change, and the worker writes it into the commit unchanged.
+// passes it on in the Change, and the worker writes it into the commit as it is, only cleaned
+// (Signature.Clean) so that it is a valid Git ident.
 type Credit struct {
-	Author Signature // zero = the bot identity
+	Author Signature // zero, or nothing left once cleaned = the bot identity
 	// Trailers are appended after the identity's trailers in the message of the commit that
 	// holds the change; changes with different trailers never share a commit.
 	Trailers [][2]string
+}
+
+// credited is who a commit of the credit names as its author: the author, cleaned (see
+// Signature.Clean), or bot when that names nobody.
+func (c Credit) credited(bot Signature) Signature {
+	if a := c.Author.Clean(); !a.IsZero() {
+		return a
+	}
+	return bot
 }
 
 // MaxFileBytes caps one file the mirror writes. etcd keeps objects under ~1.5 MiB of JSON, whose

@@ -57,10 +57,7 @@ func (b *batch) take(bot Signature) []run {
 	for _, it := range b.items {
 		author, trailers := bot, [][2]string(nil)
 		if it.sync == nil && it.release == nil {
-			trailers = it.change.Trailers
-			if !it.change.Author.IsZero() {
-				author = it.change.Author
-			}
+			author, trailers = it.change.credited(bot), it.change.Trailers
 		}
 		if n := len(runs); n > 0 && it.release == nil && runs[n-1].items[0].release == nil &&
 			runs[n-1].author == author && slices.Equal(runs[n-1].trailers, trailers) {
@@ -133,7 +130,7 @@ func creditsAt(runs []run, bot Signature) bool {
 			if it.sync != nil || it.release != nil {
 				continue
 			}
-			if a := it.change.Author; !a.IsZero() && a != bot || len(it.change.Trailers) > 0 {
+			if it.change.credited(bot) != bot || len(it.change.Trailers) > 0 {
 				return true
 			}
 		}

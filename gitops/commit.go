@@ -50,10 +50,7 @@ func (w *Worker) commitRun(parent plumbing.Hash, r run, stats *buildStats) (plum
 	author, trailers := r.author, r.trailers
 	if len(r.items) == 1 && r.items[0].release != nil && r.items[0].release.out != nil {
 		c := r.items[0].release.out // a release alone credits what it commits
-		author, trailers = w.identity.Bot, c.Trailers
-		if !c.Author.IsZero() {
-			author = c.Author
-		}
+		author, trailers = c.credited(w.identity.Bot), c.Trailers
 	}
 	newTree, err := w.store.updateTree(tree, ops)
 	if err != nil {
@@ -309,20 +306,13 @@ func encodeCommit(c commitFields, msg string) []byte {
 	return append(b, msg...)
 }
 
+// appendSignature writes the ident of s, cleaned: whatever it is handed, the line is one Git
+// reads back as the same name and email.
 func appendSignature(b []byte, s Signature, t time.Time) []byte {
-	b = append(b, cleanIdent(s.Name)+" <"+cleanIdent(s.Email)+"> "...)
+	s = s.Clean()
+	b = append(b, s.Name+" <"+s.Email+"> "...)
 	b = strconv.AppendInt(b, t.Unix(), 10)
 	return append(b, " "+t.Format("-0700")+"\n"...)
-}
-
-// cleanIdent removes what would break a signature line.
-func cleanIdent(s string) string {
-	return strings.TrimSpace(strings.Map(func(r rune) rune {
-		if r == '<' || r == '>' || r == '\n' || r == '\r' || r == 0 {
-			return -1
-		}
-		return r
-	}, s))
 }
 
 func oneLine(s string) string {

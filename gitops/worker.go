@@ -66,6 +66,7 @@ type Worker struct {
 // NewWorker creates a worker; nothing happens until Run.
 func NewWorker(cfg WorkerConfig) *Worker {
 	id := cfg.Identity
+	id.Bot, id.Committer = id.Bot.Clean(), id.Committer.Clean()
 	if id.Bot.IsZero() {
 		id.Bot = Bot
 	}
