@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -23,8 +24,10 @@ import (
 type Config struct {
 	Kubeconfig  string
 	InstallCRDs bool
-	WorkDir     string
-	Namespace   string
+	// ApproverPolicy is which admission policies are applied with the CRDs (--approver-policy).
+	ApproverPolicy crds.ApproverPolicy
+	WorkDir        string
+	Namespace      string
 	// Bot is the daemon in Git: the committer of every commit, and the author of changes nobody
 	// can be credited with.
 	Bot gitops.Signature
@@ -178,14 +181,15 @@ func yamlScalar(v any) string {
 // configFrom reads the parsed flags into a Config and checks every value, naming the key at fault.
 func configFrom(c *cli.Context) (Config, error) {
 	cfg := Config{
-		Kubeconfig:  c.String(keyKubeconfig),
-		InstallCRDs: c.Bool(keyInstallCRDs),
-		WorkDir:     c.String(keyWorkDir),
-		Namespace:   c.String(keyNamespace),
-		Bot:         gitops.Signature{Name: strings.TrimSpace(c.String(keyGitCommitterName)), Email: strings.TrimSpace(c.String(keyGitCommitterEmail))},
-		InCluster:   inCluster(),
-		Log:         LogConfig{Format: c.String(keyLogFormat)},
-		Endpoints:   EndpointsConfig{MetricsBindAddress: c.String(keyMetricsBindAddress), HealthBindAddress: c.String(keyHealthBindAddress)},
+		Kubeconfig:     c.String(keyKubeconfig),
+		InstallCRDs:    c.Bool(keyInstallCRDs),
+		ApproverPolicy: crds.ApproverPolicy(c.String(keyApproverPolicy)),
+		WorkDir:        c.String(keyWorkDir),
+		Namespace:      c.String(keyNamespace),
+		Bot:            gitops.Signature{Name: strings.TrimSpace(c.String(keyGitCommitterName)), Email: strings.TrimSpace(c.String(keyGitCommitterEmail))},
+		InCluster:      inCluster(),
+		Log:            LogConfig{Format: c.String(keyLogFormat)},
+		Endpoints:      EndpointsConfig{MetricsBindAddress: c.String(keyMetricsBindAddress), HealthBindAddress: c.String(keyHealthBindAddress)},
 		Mirror: MirrorConfig{
 			Enabled:          c.Bool(keyEnableWatchIngestion),
 			DiscoveryRefresh: c.Duration(keyDiscoveryRefresh),
@@ -249,6 +253,8 @@ func configFrom(c *cli.Context) (Config, error) {
 	check(cfg.Namespace != "", keyNamespace, "must not be empty")
 	check(cfg.Webhook.CorrelationTTL >= time.Second, keyCorrelationTTL, "must be at least 1s, got %s", cfg.Webhook.CorrelationTTL)
 	check(cfg.Webhook.CorrelationCapacity >= 100, keyCorrelationCapacity, "must be at least 100, got %d", cfg.Webhook.CorrelationCapacity)
+	check(slices.Contains([]crds.ApproverPolicy{crds.ApproverPolicyMutating, crds.ApproverPolicyValidating, crds.ApproverPolicyNone}, cfg.ApproverPolicy),
+		keyApproverPolicy, "must be mutating, validating or none, got %q", cfg.ApproverPolicy)
 	check(cfg.WriteBack.Interval >= 10*time.Second, keyWriteBackInterval, "must be at least 10s, got %s", cfg.WriteBack.Interval)
 	check(cfg.WriteBack.MaxPerTick >= 1, keyMaxProposalsPerTick, "must be at least 1, got %d", cfg.WriteBack.MaxPerTick)
 	check(cfg.WriteBack.Retention >= time.Hour, keySyncRunRetention, "must be at least 1h, got %s", cfg.WriteBack.Retention)

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/configbutler/gitops-reverser/crds"
@@ -19,6 +20,8 @@ var mirrorKinds = []string{crds.KindGitRepoConfig, crds.KindGitDestination, crds
 const (
 	crdMinBackoff = 500 * time.Millisecond
 	crdMaxBackoff = 30 * time.Second
+	// policyInstallTimeout bounds the one attempt to apply the approver policies.
+	policyInstallTimeout = 30 * time.Second
 )
 
 // crdInstall applies the CRDs (or, with --install-crds=false, waits for another tool to): first
@@ -27,22 +30,28 @@ const (
 type crdInstall struct {
 	kube    *rest.Config
 	install bool
+	policy  crds.ApproverPolicy // the admission policies applied with the CRDs
 	log     *slog.Logger
 	// mirror is closed once the mirror's kinds are served, all once every kind is.
 	mirror, all chan struct{}
 	done        atomic.Bool
 }
 
-func newCRDInstall(kube *rest.Config, install bool, log *slog.Logger) *crdInstall {
-	return &crdInstall{kube: kube, install: install, log: log, mirror: make(chan struct{}), all: make(chan struct{})}
+func newCRDInstall(kube *rest.Config, install bool, policy crds.ApproverPolicy, log *slog.Logger) *crdInstall {
+	return &crdInstall{kube: kube, install: install, policy: policy, log: log, mirror: make(chan struct{}), all: make(chan struct{})}
 }
 
-// Run installs the mirror's kinds, then the rest, and returns once all are established or ctx ends.
+// Run installs the mirror's kinds, then the approver policies, then the rest, and returns once
+// all are established or ctx ends. The policies come before the Proposal CRD, whose schema has
+// the spec.decidedBy they guard.
 func (c *crdInstall) Run(ctx context.Context) error {
 	if !c.ensure(ctx, mirrorKinds) {
 		return nil
 	}
 	close(c.mirror)
+	if c.install {
+		c.installPolicies(ctx)
+	}
 	if !c.ensure(ctx, nil) {
 		return nil
 	}
@@ -75,6 +84,25 @@ func (c *crdInstall) ensure(ctx context.Context, kinds []string) bool {
 		}
 		backoff = min(2*backoff, crdMaxBackoff)
 	}
+}
+
+// installPolicies applies the approver policies --approver-policy asks for, once. Without them
+// write-back falls back on the webhook's record of who decided, and its Ready condition says so.
+func (c *crdInstall) installPolicies(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, policyInstallTimeout)
+	defer cancel()
+	dyn, err := dynamic.NewForConfig(c.kube)
+	if err == nil {
+		var installed []string
+		installed, err = crds.InstallApproverPolicies(ctx, dyn, c.policy)
+		if err == nil {
+			c.log.Info("approver policies in place", "policy", c.policy, "installed", installed)
+			return
+		}
+	}
+	c.log.Warn("approver policies not applied: who approves a Proposal is known from the admission webhook only",
+		"policy", c.policy, "err", err,
+		"fix", "grant the daemon create, patch and delete on its admission policies (deploy/rbac.yaml), or set --approver-policy=none")
 }
 
 // wait blocks until ch is closed (true) or ctx ends (false).

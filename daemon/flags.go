@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/webhook"
 	"github.com/configbutler/gitops-reverser/writeback"
@@ -22,6 +23,7 @@ const (
 	keyConfig               = "config"
 	keyKubeconfig           = "kubeconfig"
 	keyInstallCRDs          = "install-crds"
+	keyApproverPolicy       = "approver-policy"
 	keyEnableWatchIngestion = "enable-watch-ingestion"
 	keyDiscoveryRefresh     = "discovery-refresh"
 	keyWatchAll             = "watch-all"
@@ -119,6 +121,10 @@ func Flags() []cli.Flag {
 			Usage: "kubeconfig to use; empty means $KUBECONFIG, ~/.kube/config, then the in-cluster config"},
 		&cli.BoolFlag{Name: keyInstallCRDs, EnvVars: envs(keyInstallCRDs), Value: true,
 			Usage: "apply the configbutler.ai CRDs at start; set false where Helm or another tool owns them"},
+		&cli.StringFlag{Name: keyApproverPolicy, EnvVars: envs(keyApproverPolicy), Value: string(crds.ApproverPolicyMutating),
+			Usage: "admission policies applied with the CRDs that make a Proposal's approval carry its approver (spec.decidedBy): " +
+				"mutating (the apiserver writes it where it serves MutatingAdmissionPolicy, 1.36+, and refuses any other name), " +
+				"validating (an approval must name its approver, 1.30+) or none (the admission webhook alone tells)"},
 		&cli.BoolFlag{Name: keyEnableWatchIngestion, EnvVars: envs(keyEnableWatchIngestion), Value: true,
 			Usage: "list and watch the selected resources and mirror them into Git"},
 		&cli.DurationFlag{Name: keyDiscoveryRefresh, EnvVars: envs(keyDiscoveryRefresh), Value: 5 * time.Minute,

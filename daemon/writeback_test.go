@@ -744,10 +744,12 @@ func conditionOf(p *crds.Proposal, typ string) *metav1.Condition {
 	return nil
 }
 
-// TestApprovalWithoutAKnownApproverIsAskedAgain: without the webhook nobody is known to have set
-// the decision, so nothing is applied, the decision is cleared and the status says why.
+// TestApprovalWithoutAKnownApproverIsAskedAgain: without the webhook and the approver policies
+// nobody is known to have set the decision, so nothing is applied, the decision is cleared and
+// the status says why.
 func TestApprovalWithoutAKnownApproverIsAskedAgain(t *testing.T) {
-	w := newWBWorld(t, "wb-unknown", crds.WriteBack{Enabled: true}, nil, "--enable-webhook=false")
+	w := newWBWorld(t, "wb-unknown", crds.WriteBack{Enabled: true}, nil, "--enable-webhook=false", "--approver-policy=none")
+	w.waitReady("ApproverUnknown") // the policies an earlier test installed are gone
 	w.reviewers("carol")
 	grant(t, w.kube, w.ns, "carol")
 	path, p := w.pendingEdit("unknown")

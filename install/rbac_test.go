@@ -180,6 +180,11 @@ spec:
 var notExercised = map[string]string{
 	"update secrets": "webhook.SelfManaged renews the certificate Secret 30 days before it expires",
 	"patch events":   "client-go's event recorder patches an Event when it repeats (count, lastTimestamp)",
+	// The shipped daemon keeps both approver policies (--approver-policy=mutating).
+	"delete validatingadmissionpolicies.admissionregistration.k8s.io":       approverPoliciesRemoved,
+	"delete validatingadmissionpolicybindings.admissionregistration.k8s.io": approverPoliciesRemoved,
+	"delete mutatingadmissionpolicies.admissionregistration.k8s.io":         approverPoliciesRemoved,
+	"delete mutatingadmissionpolicybindings.admissionregistration.k8s.io":   approverPoliciesRemoved,
 	// Informers stream their initial list through a watch (WatchList) where the apiserver
 	// supports it, and list otherwise.
 	"list gitrepoconfigs.configbutler.ai":    "the configuration informers, on apiservers without WatchList",
@@ -218,6 +223,8 @@ var notExercised = map[string]string{
 	"patch receivers.configbutler.ai":         receiversExercised,
 	"delete receivers.configbutler.ai":        receiversExercised,
 }
+
+const approverPoliciesRemoved = "--approver-policy=validating or none removes the daemon's own policies (crds.InstallApproverPolicies)"
 
 const writeBackExercised = "write-back (writeback package) — exercised by writeback tests"
 

@@ -84,6 +84,8 @@ type Controller struct {
 	requested map[string]string    // the sync-now value last queued, per destination
 	started   map[string]time.Time // when each destination's last run started
 	waits     map[string]int       // runs in a row that found no Git worker yet, per destination
+	source    approvalSource       // how approvers are known, as last checked
+	probedAt  time.Time            // when that was checked
 }
 
 // trigger is why a destination is reconciled; value is the sync-now annotation it answers.

@@ -66,7 +66,7 @@ func (c *Controller) decide(ctx context.Context, namespace, name string) error {
 		if p.Status.Phase == crds.PhaseIgnored {
 			return nil
 		}
-		who, _ := c.approver(p)
+		who, _ := c.approver(ctx, p)
 		_, err := c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
 			s.Phase, s.ReviewedBy, s.DecidedAt = crds.PhaseIgnored, reviewer(who), now()
 			s.Message = "ignored: the file stays as written in Git until it is edited again or the live object changes"
@@ -81,10 +81,12 @@ func (c *Controller) decide(ctx context.Context, namespace, name string) error {
 
 // approve applies an approved proposal when nothing forbids it.
 func (c *Controller) approve(ctx context.Context, d *dest, p *crds.Proposal) error {
-	who, ok := c.approver(p)
+	who, ok := c.approver(ctx, p)
 	if !ok {
 		return c.refuseApproval(ctx, p, nil, refusal{ReasonApproverUnknown, reasonApproverUnknown,
-			"nobody is known to have approved it (the admission webhook did not see who set spec.decision); set spec.decision again"})
+			"nobody is known to have approved it (no spec.decidedBy the apiserver vouches for, and the admission webhook did not see " +
+				"who set spec.decision); set spec.decision again, naming yourself in spec.decidedBy where the GitDestination's " +
+				"write-back Ready condition asks for it"})
 	}
 	switch {
 	case c.cfg.Halt:
@@ -175,7 +177,7 @@ func (c *Controller) applyAndRecord(ctx context.Context, d *dest, p *crds.Propos
 
 // reject keeps the live state; the mirror writes it back over the edit.
 func (c *Controller) reject(ctx context.Context, d *dest, p *crds.Proposal, live *unstructured.Unstructured) error {
-	who, _ := c.approver(p)
+	who, _ := c.approver(ctx, p)
 	restore, err := restoreChange(p, live, "rejected")
 	if err != nil {
 		return err
@@ -244,20 +246,6 @@ func (c *Controller) refuseApproval(ctx context.Context, p *crds.Proposal, who *
 	})
 	c.recorder.Event(crds.ObjectReference(crds.KindProposal, p), corev1.EventTypeWarning, reason, message)
 	return err
-}
-
-// approver is who set the current decision: as the webhook saw it, or as recorded in the status
-// for this very generation of the proposal (a decision change bumps the generation).
-func (c *Controller) approver(p *crds.Proposal) (authenticationv1.UserInfo, bool) {
-	if c.cfg.Approvers != nil {
-		if u, ok := c.cfg.Approvers(p.UID, string(p.Spec.Decision)); ok {
-			return u, true
-		}
-	}
-	if r := p.Status.ReviewedBy; r != nil && p.Status.ObservedGeneration == p.Generation && p.Status.DecidedAt != nil {
-		return authenticationv1.UserInfo{Username: r.Username, UID: r.UID, Groups: r.Groups}, true
-	}
-	return authenticationv1.UserInfo{}, false
 }
 
 // fromGit checks that the proposal says exactly what Git holds at its source commit, so nothing

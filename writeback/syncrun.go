@@ -157,6 +157,7 @@ func (c *Controller) recordDestination(ctx context.Context, d *dest, t trigger, 
 		st.LastHandledSyncNow = t.value
 	}
 	st.PendingProposals = c.pendingCount(d.key)
+	meta.SetStatusCondition(&st.Conditions, readyCondition(c.approvalSource(ctx, d.obj.Namespace)))
 	body, err := json.Marshal(map[string]any{"status": map[string]any{"writeBack": st}})
 	if err != nil {
 		return err
