@@ -111,3 +111,36 @@ func TestApprovalsNamedUnderTheValidatingPolicy(t *testing.T) {
 		t.Errorf("reviewedBy %+v, want alice", p.Status.ReviewedBy)
 	}
 }
+
+// TestApprovalHonouredAfterAFailover: alice approves while replica a leads but may apply nothing
+// (--halt-write-back); a second replica, b, takes over when a stops and applies the approval,
+// reading its approver from the Proposal. The webhook is off, so only the Proposal tells.
+func TestApprovalHonouredAfterAFailover(t *testing.T) {
+	const lease = "wb-failover-leader"
+	flags := []string{"--enable-webhook=false", "--leader-election-lease-duration", "4s", "--leader-election-renew-deadline", "3s",
+		"--leader-election-retry-period", "1s"}
+	w := newWBWorld(t, "wb-failover", crds.WriteBack{Enabled: true}, func(w *wbWorld) {
+		replicaPods(t, w.kube, "wb-a", "wb-b")
+	}, append([]string{"--leader-elect", "--leader-election-id", lease, "--pod-name", "wb-a", "--halt-write-back"}, flags...)...)
+	w.reviewers("alice")
+	grant(t, w.kube, w.ns, "alice")
+	w.waitReady("ApproverFromMutatingPolicy")
+
+	path, p := w.pendingEdit("failover")
+	w.decide("alice", p, crds.DecisionApprove)
+	w.waitProposal(path, "the approval held by replica a", func(q *crds.Proposal) bool {
+		c := conditionOf(q, crds.ConditionApplied)
+		return q.Name == p.Name && c != nil && c.Reason == "Halted"
+	})
+	b := startReplica(t, "wb-b", lease, flags...)
+	waitStandingBy(t, b)
+	w.d.Stop(t)
+	w.d = b.Daemon
+	p = w.waitProposal(path, "the approval applied by replica b", applied(p.Name))
+	if p.Status.ReviewedBy == nil || p.Status.ReviewedBy.Username != "alice" {
+		t.Errorf("reviewedBy %+v, want alice", p.Status.ReviewedBy)
+	}
+	if got := w.liveColor("failover"); got != "green" {
+		t.Errorf("color %q after the failover, want green", got)
+	}
+}
