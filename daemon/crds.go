@@ -49,9 +49,8 @@ func (c *crdInstall) Run(ctx context.Context) error {
 		return nil
 	}
 	close(c.mirror)
-	if c.install {
-		c.installPolicies(ctx)
-	}
+	c.installPolicies(ctx) // also with --install-crds=false: --approver-policy governs them
+
 	if !c.ensure(ctx, nil) {
 		return nil
 	}
