@@ -175,6 +175,7 @@ func destinationStatus(generation int64) any {
 			LastSyncTime:       &fixtureTime,
 			LastHandledSyncNow: "2026-01-02T03:04:05Z",
 			PendingProposals:   3,
+			Conditions:         []metav1.Condition{condition(crds.ConditionReady, 1)},
 		},
 		Skipped: []crds.SkipCount{
 			{Reason: crds.SkipReasonKubeRootCA, Count: 12},
@@ -201,6 +202,7 @@ func fullProposal(namespace, name string) *crds.Proposal {
 			LiveResourceVersion: "12345",
 			LiveDigest:          liveDigest,
 			Decision:            crds.DecisionApprove,
+			DecidedBy:           &crds.Reviewer{Username: "alice", UID: "uid-alice", Groups: []string{"developers"}},
 		},
 	}
 }
