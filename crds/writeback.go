@@ -257,7 +257,7 @@ type RefusedFile struct {
 	// Path of the file in the repository.
 	Path string `json:"path"`
 	// Reason is a CamelCase identifier, e.g. TooLarge, MultipleDocuments, Unparseable,
-	// PathMismatch, OutsideBaseFolder or Secret (the writeback package's Reason constants).
+	// PathMismatch, OutsideBaseFolder, NotAFile or Secret (the writeback package's Reason constants).
 	Reason string `json:"reason"`
 	// Message explains the refusal.
 	Message string `json:"message"`

@@ -497,6 +497,7 @@ func guardRails(w *wbWorld) {
 		w.cmPath("bomb"):     {bomb, "AliasOrAnchor"},
 		w.cmPath("mismatch"): {cm(w.ns, "other-name"), "PathMismatch"},
 		w.cmPath("moved"):    {cm("another-ns", "moved"), "PathMismatch"},
+		layout.Path("live", "", "namespaces", "", "stray"): {"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: stray\n", "NotSelected"},
 	}
 	write := map[string]string{}
 	for path, f := range files {

@@ -58,6 +58,9 @@ type Edit struct {
 	Content []byte           // the file at the tip; nil when deleted there (or when Size > MaxBytes: check Size)
 	Deleted bool             // no file at Path at the tip
 	Size    int64            // blob size at the tip
+	// Link is true when the entry at the tip is not a file but a symbolic link or a submodule:
+	// there is no content to read.
+	Link bool
 	Commit  string           // newest commit not written by the daemon that changed this path
 	Author  gitops.Signature // that commit's author
 	When    time.Time        // that commit's author time
@@ -193,7 +196,8 @@ func readTip(r gitops.Reader, root plumbing.Hash, e *Edit, maxBytes int64) error
 		e.Deleted = true
 		return nil
 	}
-	if entry.Mode == gitlinkMode { // a submodule: no blob here
+	if entry.Mode == gitlinkMode || entry.Mode == symlinkMode { // a submodule, or a link's target
+		e.Link = true
 		return nil
 	}
 	if e.Size, err = r.Size(entry.Hash); err != nil {

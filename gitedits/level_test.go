@@ -3,6 +3,8 @@ package gitedits
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -103,5 +105,36 @@ func TestWholeFolderCreditsEachFileToItsNewestCommit(t *testing.T) {
 	}
 	if got := describeEdits(r.Edits); len(got) != 1 || !strings.HasPrefix(got[0], byErin) {
 		t.Fatalf("whole folder within one commit = %v, want only the newest commit's file %s", got, byErin)
+	}
+}
+
+// TestEditsMarkLinksAndSubmodules: a symbolic link or a submodule a person commits under the
+// folder is reported as a link, with no content to read.
+func TestEditsMarkLinksAndSubmodules(t *testing.T) {
+	srv := MustGitServer(t)
+	url := MustRepo(t, srv, "links")
+	seed, err := srv.PushCommit("links", "main", testenvSig("carol"), "seed", map[string]string{cmPath("real"): "v\n"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := StartWorker(t, url)
+	git := personClone(t, srv, "links")
+	dir := strings.TrimSpace(git("rev-parse", "--show-toplevel"))
+	if err := os.Symlink("real.yaml", filepath.Join(dir, filepath.FromSlash(cmPath("link")))); err != nil {
+		t.Fatal(err)
+	}
+	git("add", cmPath("link"))
+	git("update-index", "--add", "--cacheinfo", "160000,"+seed+","+cmPath("module"))
+	git("commit", "-q", "-m", "a link and a submodule")
+	git("push", "-q", "origin", "HEAD:main")
+
+	r := mustEdits(t, w, seed, 0)
+	var got []string
+	for _, e := range r.Edits {
+		got = append(got, fmt.Sprintf("%s link=%v content=%q", e.Path, e.Link, e.Content))
+	}
+	want := []string{cmPath("link") + ` link=true content=""`, cmPath("module") + ` link=true content=""`}
+	if !slices.Equal(got, want) {
+		t.Fatalf("edits = %v, want %v", got, want)
 	}
 }

@@ -13,6 +13,9 @@ import (
 // gitlinkMode is the mode of a submodule entry, whose hash names a commit of another repository.
 const gitlinkMode = "160000"
 
+// symlinkMode is the mode of a symbolic link, whose blob is the path it points to.
+const symlinkMode = "120000"
+
 // has reports whether the clone (or the worker's unpushed commits) holds object h.
 func has(r gitops.Reader, h plumbing.Hash) bool {
 	_, err := r.Size(h)

@@ -36,6 +36,7 @@ const (
 	ReasonPathMismatch  = "PathMismatch"      // path says namespace a / name x / resource r, object says otherwise
 	ReasonOutsideFolder = "OutsideBaseFolder" // the path is not below the destination's base folder
 	ReasonSecret        = "Secret"            // Secrets are never proposed nor applied from Git
+	ReasonNotAFile      = "NotAFile"          // a symbolic link or a submodule
 )
 
 // Refused is the error for an input write-back will not act on. Reason is one of the Reason

@@ -39,6 +39,9 @@ func (c *Controller) evaluate(ctx context.Context, d *dest, sels []Selection, e 
 	if e.Deleted {
 		return c.evaluateDeleted(ctx, d, sels, e)
 	}
+	if e.Link {
+		return nil, &Refused{Reason: ReasonNotAFile, Message: "a symbolic link or a submodule, not a file: only files are read"}
+	}
 	if e.Size > MaxDocumentBytes || e.Content == nil {
 		return nil, &Refused{Reason: ReasonTooLarge, Message: fmt.Sprintf("%d bytes, over the %d-byte limit", e.Size, MaxDocumentBytes)}
 	}

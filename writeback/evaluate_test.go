@@ -1,12 +1,15 @@
 package writeback
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitedits"
 	"github.com/configbutler/gitops-reverser/sanitize"
 )
 
@@ -79,5 +82,14 @@ func TestStaleness(t *testing.T) {
 		if got := verbOf(change); got != verb {
 			t.Errorf("verbOf(%s) = %s, want %s", change, got, verb)
 		}
+	}
+}
+
+// TestLinksAreRefused: a symbolic link or a submodule is refused before anything is read.
+func TestLinksAreRefused(t *testing.T) {
+	_, err := (&Controller{}).evaluate(context.Background(), nil, nil, gitedits.Edit{Path: "live/x/configmaps/l.yaml", Link: true})
+	var refused *Refused
+	if !errors.As(err, &refused) || refused.Reason != ReasonNotAFile {
+		t.Fatalf("evaluate of a link: %v, want a %s refusal", err, ReasonNotAFile)
 	}
 }
