@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/google/go-cmp/cmp"
 )
@@ -40,7 +41,7 @@ func TestDefaultsMatchTheSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{
-		InstallCRDs: true, WorkDir: filepath.Join(cache, "gitops-reverser"), Namespace: "gitops-reverser-system", Bot: gitops.Bot,
+		InstallCRDs: true, ApproverPolicy: crds.ApproverPolicyMutating, WorkDir: filepath.Join(cache, "gitops-reverser"), Namespace: "gitops-reverser-system", Bot: gitops.Bot,
 		Log:       LogConfig{Format: "text"},
 		Endpoints: EndpointsConfig{MetricsBindAddress: ":8080", HealthBindAddress: ":8081"},
 		Mirror: MirrorConfig{

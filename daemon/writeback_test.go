@@ -51,6 +51,9 @@ func newWBWorld(t testing.TB, ns string, writeBack crds.WriteBack, prep func(*wb
 	ctx := context.Background()
 	srv, kube := mirrorSetup(t, ns)
 	w := &wbWorld{t: t, root: t, ns: ns, srv: srv, kube: kube, dyn: dynamic.NewForConfigOrDie(cp.AdminConfig()), sync: new(int)}
+	t.Cleanup(func() { // after the daemon stopped: no later test's page or start sees these proposals
+		_ = w.dyn.Resource(crds.Proposals).Namespace(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{})
+	})
 	w.patch(crds.WatchRules, "cms", map[string]any{"spec": map[string]any{"rules": []any{
 		map[string]any{"resources": []any{"configmaps"}},
 		map[string]any{"apiGroups": []any{"apps"}, "resources": []any{"deployments"}},

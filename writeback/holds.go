@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/configbutler/gitops-reverser/crds"
@@ -12,7 +13,8 @@ import (
 // LoadHolds holds the file of every waiting proposal, so that the mirror, which writes every
 // live object when it starts, leaves them as people wrote them. The daemon calls it before it
 // starts the mirror. A proposal whose destination cannot be read is skipped (its file is then
-// written from the live state, and the proposal goes Stale when next looked at).
+// written from the live state, and the proposal goes Stale when next looked at), quietly when
+// the destination no longer exists.
 func (c *Controller) LoadHolds(ctx context.Context) (int, error) {
 	list, err := c.dyn.Resource(crds.Proposals).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -26,7 +28,11 @@ func (c *Controller) LoadHolds(ctx context.Context) (int, error) {
 			continue
 		}
 		d, err := c.getDestination(ctx, p.Namespace, p.Spec.DestinationRef.Name, repos)
-		if err != nil {
+		switch {
+		case apierrors.IsNotFound(err): // the destination is gone: there is no file to keep
+			c.cfg.Log.Debug("proposal of a missing destination not held", "proposal", p.Namespace+"/"+p.Name, "err", err)
+			continue
+		case err != nil:
 			c.cfg.Log.Warn("proposal's file not held", "proposal", p.Namespace+"/"+p.Name, "err", err)
 			continue
 		}
