@@ -39,7 +39,8 @@ const DefaultMaxCommits = 10000
 type Query struct {
 	Folder string // base folder (clean relative path, "" = whole repo)
 	// Since is the last reconciled commit. "" = none yet: the baseline is the newest commit Ours
-	// claims, the last one the daemon wrote, or the tip when it wrote none there.
+	// claims, the last one the daemon wrote, or the tip when it wrote none among the newest
+	// MaxCommits.
 	Since string
 	// Whole asks for every file under Folder at the tip instead of the changes since a revision
 	// (Since is not read), each credited to the newest commit that changed it; Edit.Mirror

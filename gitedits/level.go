@@ -40,7 +40,7 @@ func (h *history) newestFirst(tip plumbing.Hash, visit func(*commitNode) (stop b
 }
 
 // baseline is the newest commit reachable from tip that ours claims, the last one the daemon
-// wrote; tip itself when the daemon wrote none there: edits are counted from it.
+// wrote; tip itself when the daemon wrote none among the newest h.max: edits are counted from it.
 func baseline(h *history, tip plumbing.Hash, ours func(string) bool) (plumbing.Hash, error) {
 	base := tip
 	err := h.newestFirst(tip, func(n *commitNode) (bool, error) {
@@ -50,6 +50,9 @@ func baseline(h *history, tip plumbing.Hash, ours func(string) bool) (plumbing.H
 		}
 		return false, nil
 	})
+	if errors.Is(err, ErrHistoryTooLong) {
+		return tip, nil
+	}
 	return base, err
 }
 

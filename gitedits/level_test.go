@@ -43,6 +43,12 @@ func TestEditsWithoutARevisionStartAtTheDaemonsLastCommit(t *testing.T) {
 		t.Fatalf("edits =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 
+	// No commit of the daemon within the bound: the tip is the baseline.
+	bounded, err := w.Edits(context.Background(), Query{Folder: "clusters/prod", Ours: ours, MaxCommits: 1})
+	if err != nil || bounded.Base != person || len(bounded.Edits) != 0 {
+		t.Fatalf("edits within one commit = %+v, %v; want the tip %s as the baseline and no edits", bounded, err, person)
+	}
+
 	// A branch the daemon never wrote to: the tip is the baseline.
 	url2 := MustRepo(t, srv, "foreign")
 	tip, err := srv.PushCommit("foreign", "main", testenvSig("carol"), "seed", map[string]string{tuned: "c\n"}, nil)
