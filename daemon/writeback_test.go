@@ -518,8 +518,8 @@ func guardRails(w *wbWorld) {
 			t.Errorf("%s: refused as %q, want %q", path, got[path], f.reason)
 		}
 	}
-	if run.Status.RefusedTotal != len(files) || run.Status.ProposalsOpened != 0 {
-		t.Errorf("run refused %d (want %d), opened %d (want 0)", run.Status.RefusedTotal, len(files), run.Status.ProposalsOpened)
+	if run.Status.Phase != crds.SyncRunPartial || run.Status.RefusedTotal != len(files) || run.Status.ProposalsOpened != 0 {
+		t.Errorf("run %s, refused %d (want Partial, %d), opened %d (want 0)", run.Status.Phase, run.Status.RefusedTotal, len(files), run.Status.ProposalsOpened)
 	}
 	for _, p := range w.proposals() {
 		if _, bad := files[p.Spec.Path]; bad {

@@ -77,9 +77,11 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 	}
 	finishErr := c.finishRun(ctx, d, run)
 	next := ""
-	if run.obj.Status.Phase == crds.SyncRunSuccess || lost {
-		// Only a complete run moves on; after a partial or failed one the next run reads the
-		// same edits again, and the proposals it already opened are found, not opened twice.
+	if (run.obj.Status.Phase != crds.SyncRunFailed && !run.capped) || lost {
+		// Only a complete run moves on, partial or not: a refused file stays refused until it is
+		// pushed again, and a proposal whose auto-apply was not made waits for a person. After a
+		// capped or failed run the next one reads the same edits again, and the proposals it
+		// already opened are found, not opened twice.
 		next = run.obj.Status.Revision
 	}
 	return true, errors.Join(finishErr, c.recordDestination(ctx, d, t, next, run.obj.Name))
@@ -112,7 +114,7 @@ func (c *Controller) consider(ctx context.Context, d *dest, run *runRecord, edit
 			continue // Git already says what the cluster says
 		}
 		if run.obj.Status.ProposalsOpened >= c.cfg.MaxPerTick {
-			run.obj.Status.Phase = crds.SyncRunPartial
+			run.capped = true
 			run.note = fmt.Sprintf("%d proposals opened, the cap per run; %d more edited files wait for the next runs",
 				run.obj.Status.ProposalsOpened, len(edits)-i)
 			return
@@ -137,6 +139,8 @@ func (c *Controller) consider(ctx context.Context, d *dest, run *runRecord, edit
 		}
 		if applied {
 			run.obj.Status.Applied++
+		} else {
+			run.unapplied++
 		}
 	}
 }

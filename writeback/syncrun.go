@@ -23,6 +23,12 @@ type runRecord struct {
 	counts map[crds.DifferenceCount]int // by group, kind and change (Count unused in the key)
 	errs   []string
 	note   string
+	// capped: the run stopped at MaxPerTick with edits left, so the next run must read the same
+	// edits again. A run that is partial for any other reason is complete and moves on.
+	capped bool
+	// unapplied counts auto-applies that were tried and not made (the apiserver refused them, or
+	// the object moved); their proposals wait for a person.
+	unapplied int
 }
 
 func (r *runRecord) fail(err error) { r.errs = append(r.errs, err.Error()) }
@@ -76,11 +82,17 @@ func (c *Controller) finishRun(ctx context.Context, d *dest, r *runRecord) error
 	case len(r.errs) > 0:
 		st.Phase = crds.SyncRunFailed
 		st.Error = strings.Join(r.errs, "; ")
-	case st.Phase == crds.SyncRunRunning:
+	case r.capped || st.RefusedTotal > 0 || r.unapplied > 0:
+		// It ended, but not every edit it read became a proposal, or an auto-apply was not made.
+		st.Phase = crds.SyncRunPartial
+	default:
 		st.Phase = crds.SyncRunSuccess
 	}
 	message := fmt.Sprintf("%s at %s: %d differences, %d proposals opened, %d applied, %d files refused",
 		st.Phase, short(st.Revision), st.DifferenceTotal, st.ProposalsOpened, st.Applied, st.RefusedTotal)
+	if r.unapplied > 0 {
+		message += fmt.Sprintf("; %d auto-applies not made (their proposals say why)", r.unapplied)
+	}
 	if r.note != "" {
 		message += "; " + r.note
 	}
