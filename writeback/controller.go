@@ -86,6 +86,9 @@ type Controller struct {
 	waits     map[string]int       // runs in a row that found no Git worker yet, per destination
 	source    approvalSource       // how approvers are known, as last checked
 	probedAt  time.Time            // when that was checked
+	idle      map[string]time.Time // when each destination's last idle run was recorded, by clock
+
+	clock func() time.Time // time.Now; a test's own clock
 }
 
 // trigger is why a destination is reconciled; value is the sync-now annotation it answers.
@@ -109,6 +112,8 @@ func New(cfg Config) (*Controller, error) {
 		requested: map[string]string{},
 		started:   map[string]time.Time{},
 		waits:     map[string]int{},
+		idle:      map[string]time.Time{},
+		clock:     time.Now,
 	}
 	c.ctl = controller.New(controller.Config{
 		Name: "write-back", Dynamic: dyn, Events: dyn, Handle: c.handle,

@@ -49,6 +49,10 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 	case err == nil && !lost && t.kind == crds.TriggerInterval && since != "" && res.Tip == since:
 		// Nothing was pushed since the last run: a run that finds nothing is not worth a record.
 		return true, c.recordDestination(ctx, d, t, "", "")
+	case err == nil && !lost && since != "" && !edited(res.Edits) && !c.recordIdle(d.key, t):
+		// Only the daemon's own commits since the last run: recorded at most once per
+		// idleRunSpacing, but the destination moves on.
+		return true, c.recordDestination(ctx, d, t, res.Tip, "")
 	}
 	base := since
 	if res.Base != "" {
@@ -98,7 +102,7 @@ func (c *Controller) consider(ctx context.Context, d *dest, run *runRecord, edit
 	sels := c.cfg.Selections(d.key)
 	wb := d.writeBack()
 	for i, e := range edits {
-		if !strings.HasSuffix(e.Path, ".yaml") {
+		if !considered(e.Path) {
 			continue // a README or the like: the mirror writes only .yaml files
 		}
 		cand, err := c.evaluate(ctx, d, sels, e)

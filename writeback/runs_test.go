@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,24 @@ import (
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
+// testClock is the controller's clock in a test, moved by hand.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
 // oursTrailer marks the commits a test pushes as the daemon's own (the mirror's).
 const oursTrailer = "X-Test-Mirror: yes"
 
@@ -33,25 +52,26 @@ var (
 )
 
 // runsEnv is a write-back destination whose repository people and the mirror push to, with a
-// controller that runs only when the test asks (its interval is an hour).
+// controller that runs only when the test asks (its interval is an hour) and the test's clock.
 // The destination selects nothing, so every object file people push is refused.
 type runsEnv struct {
 	*wbEnv
-	c *Controller
+	c     *Controller
+	clock *testClock
 }
 
 // newRunsEnv starts the controller once the mirror made the first commit, and waits for the first
 // run, which takes that commit as its baseline.
 func newRunsEnv(t *testing.T) *runsEnv {
 	t.Helper()
-	r := &runsEnv{wbEnv: newWBEnv(t, &crds.WriteBack{Enabled: true})}
+	r := &runsEnv{wbEnv: newWBEnv(t, &crds.WriteBack{Enabled: true}), clock: &testClock{now: time.Now()}}
 	base := r.push(true, map[string]string{"clusters/test/README.md": "mirrored\n"})
 	pool := r.startPool()
 	pool.SetRepositories([]gitops.Repository{{Name: r.ns + "/repo", URL: r.git.RepoURL("repo"),
 		Credentials: gitops.Credentials{Auth: &githttp.BasicAuth{Username: r.git.Username, Password: r.git.Password}, Key: "test"}}})
 	pool.SetWorkers([]gitops.Branch{{Repo: r.ns + "/repo", Branch: "main"}})
 	cfg := Config{Kube: cp.AdminConfig(), Git: pool, Ours: isOurs, Interval: time.Hour, Log: slog.New(slog.DiscardHandler)}
-	r.c = r.start(cfg, nil)
+	r.c = r.start(cfg, func(c *Controller) { c.clock = r.clock.Now })
 	r.waitRevision(base)
 	return r
 }
@@ -185,5 +205,41 @@ func TestRefusedFilesMakeAPartialRunThatMovesOn(t *testing.T) {
 	if next.Status.Phase != crds.SyncRunSuccess || next.Status.RefusedTotal != 0 || next.Status.BaseRevision != hostile {
 		t.Errorf("next run %s: phase %s, refused %d, base %s; want Success, 0, %s",
 			next.Name, next.Status.Phase, next.Status.RefusedTotal, short(next.Status.BaseRevision), short(hostile))
+	}
+}
+
+// TestIdleRunsAreRecordedAtMostHourly: runs that find only the mirror's own commits are recorded
+// once per idleRunSpacing per destination, though each moves the destination on; a run a person
+// asked for with sync-now always is.
+func TestIdleRunsAreRecordedAtMostHourly(t *testing.T) {
+	r := newRunsEnv(t)
+	path := layout.Path("clusters/test", "", "configmaps", r.ns, "mirrored")
+	mirrored := func(i int) string {
+		return r.push(true, map[string]string{path: fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: mirrored\n  namespace: %s\ndata:\n  i: %q\n", r.ns, fmt.Sprint(i))})
+	}
+	recorded := len(r.runs()) // the first run, which set the baseline
+	steps := []struct {
+		what    string
+		advance time.Duration
+		trigger string
+		new     int // SyncRuns it adds
+	}{
+		{"the first idle run", 0, crds.TriggerInterval, 1},
+		{"an idle run within the hour", 0, crds.TriggerInterval, 0},
+		{"an idle run an hour later", idleRunSpacing, crds.TriggerInterval, 1},
+		{"an idle run a person asked for", 0, crds.TriggerSyncNow, 1},
+		{"an idle run a receiver asked for within the hour", 0, crds.TriggerReceiver, 0},
+	}
+	for i, s := range steps {
+		r.clock.Advance(s.advance)
+		r.runOn(s.trigger, mirrored(i))
+		runs := r.runs()
+		if len(runs) != recorded+s.new {
+			t.Fatalf("%s: %d SyncRuns, want %d", s.what, len(runs), recorded+s.new)
+		}
+		recorded = len(runs)
+		if last := runs[len(runs)-1]; s.new > 0 && (last.Spec.Trigger != s.trigger || last.Status.Phase != crds.SyncRunSuccess) {
+			t.Errorf("%s: trigger %s, phase %s", s.what, last.Spec.Trigger, last.Status.Phase)
+		}
 	}
 }
