@@ -44,7 +44,7 @@ func newWriteBack(s shared, cfg WriteBackConfig, d writeBackDeps) (*writeBack, e
 	wc := writeback.Config{
 		Kube: s.kube, Git: mr.pool, Selections: selections(mr.manager), Credits: d.credits, Ours: mr.ours,
 		Interval: cfg.Interval, MaxPerTick: cfg.MaxPerTick, Halt: cfg.Halt,
-		Retention: cfg.Retention, FailedRetention: cfg.FailedRetention,
+		Retention: cfg.Retention, FailedRetention: cfg.FailedRetention, ProposalRetention: cfg.ProposalRetention,
 		Metrics: s.reg.WriteBack, Log: log.With("part", metrics.PartWriteBack),
 	}
 	if attr != nil {

@@ -39,6 +39,7 @@ const (
 	DefaultMaxPerTick        = 25
 	DefaultRetention         = 90 * 24 * time.Hour
 	DefaultFailedRetention   = 365 * 24 * time.Hour
+	DefaultProposalRetention = 30 * 24 * time.Hour // once a proposal ended: Applied, Rejected, Stale or Superseded
 	defaultOperationDeadline = 2 * time.Minute
 	// receiverSpacing is the least time between the starts of two runs a webhook triggers.
 	receiverSpacing = time.Second
@@ -65,6 +66,9 @@ type Config struct {
 	Retention, FailedRetention time.Duration // of SyncRuns: success / failed and partial
 	Metrics                    *metrics.WriteBack
 	Log                        *slog.Logger
+	// ProposalRetention is how long a proposal is kept once it ended (Applied, Rejected, Stale,
+	// Superseded).
+	ProposalRetention time.Duration
 }
 
 // Controller runs write-back for every GitDestination that enables it. It always follows the
@@ -147,6 +151,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.FailedRetention <= 0 {
 		cfg.FailedRetention = DefaultFailedRetention
+	}
+	if cfg.ProposalRetention <= 0 {
+		cfg.ProposalRetention = DefaultProposalRetention
 	}
 	if cfg.Credits == nil {
 		cfg.Credits = NewCredits()

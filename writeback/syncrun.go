@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -124,34 +122,6 @@ func (c *Controller) finishRun(ctx context.Context, d *dest, r *runRecord) error
 		"differences", st.DifferenceTotal, "opened", st.ProposalsOpened, "applied", st.Applied, "refused", st.RefusedTotal, "error", st.Error)
 	c.prune(ctx, d)
 	return nil
-}
-
-// prune deletes the destination's SyncRuns past their retention: Retention for successful ones,
-// FailedRetention for failed and partial ones.
-func (c *Controller) prune(ctx context.Context, d *dest) {
-	client := c.dyn.Resource(crds.SyncRuns).Namespace(d.obj.Namespace)
-	list, err := client.List(ctx, metav1.ListOptions{LabelSelector: crds.LabelDestination + "=" + d.obj.Name})
-	if err != nil {
-		c.cfg.Log.Warn("list SyncRuns to prune", "destination", d.key, "err", err)
-		return
-	}
-	now := time.Now()
-	for i := range list.Items {
-		run, err := crds.FromUnstructured[crds.SyncRun](&list.Items[i])
-		if err != nil || run.Status.CompletedAt == nil {
-			continue
-		}
-		keep := c.cfg.Retention
-		if run.Status.Phase != crds.SyncRunSuccess {
-			keep = c.cfg.FailedRetention
-		}
-		if now.Sub(run.Status.CompletedAt.Time) < keep {
-			continue
-		}
-		if err := client.Delete(ctx, run.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			c.cfg.Log.Warn("prune SyncRun", "run", run.Name, "err", err)
-		}
-	}
 }
 
 // recordDestination writes the destination's write-back status: the revision the next run starts
