@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -48,7 +49,7 @@ const (
 	clientBurst = 100
 )
 
-// Config is everything the controller needs. Approvers, Credits, Metrics and Log may be nil.
+// Config is everything the controller needs. Approvers, Credits, Fence, Metrics and Log may be nil.
 type Config struct {
 	Kube *rest.Config
 	Git  Git
@@ -69,6 +70,10 @@ type Config struct {
 	// ProposalRetention is how long a proposal is kept once it ended (Applied, Rejected, Stale,
 	// Superseded).
 	ProposalRetention time.Duration
+	// Fence, when set, is asked just before every apply and delete whether this replica may still
+	// change the cluster (it holds the leader Lease); nil means always. A refused apply is not made
+	// and its proposal keeps its decision, for the replica that leads now.
+	Fence gitops.Fence
 }
 
 // Controller runs write-back for every GitDestination that enables it. It always follows the
@@ -92,7 +97,8 @@ type Controller struct {
 	probedAt  time.Time            // when that was checked
 	idle      map[string]time.Time // when each destination's last idle run was recorded, by clock
 
-	clock func() time.Time // time.Now; a test's own clock
+	clock  func() time.Time // time.Now; a test's own clock
+	fenced atomic.Bool      // the last apply was fenced: said once, and again when applies resume
 }
 
 // trigger is why a destination is reconciled; value is the sync-now annotation it answers.
