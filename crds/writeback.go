@@ -199,7 +199,8 @@ const (
 	SyncRunRunning SyncRunPhase = "Running"
 	SyncRunSuccess SyncRunPhase = "Success"
 	SyncRunFailed  SyncRunPhase = "Failed"
-	// SyncRunPartial: the run completed but refused some files or failed some applies.
+	// SyncRunPartial: the run completed but refused some files, failed some applies, or stopped at
+	// the cap of proposals per run (only then does the next run read the same edits again).
 	SyncRunPartial SyncRunPhase = "Partial"
 )
 

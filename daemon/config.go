@@ -79,7 +79,8 @@ type WriteBackConfig struct {
 	Halt                       bool
 	Interval                   time.Duration
 	MaxPerTick                 int
-	Retention, FailedRetention time.Duration
+	Retention, FailedRetention time.Duration // of SyncRuns
+	ProposalRetention          time.Duration
 }
 
 // ServerConfig is where an optional server listens (empty: off) and where its TLS certificate is
@@ -215,11 +216,12 @@ func configFrom(c *cli.Context) (Config, error) {
 			CorrelationCapacity: c.Int(keyCorrelationCapacity),
 		},
 		WriteBack: WriteBackConfig{
-			Halt:            c.Bool(keyHaltWriteBack),
-			Interval:        c.Duration(keyWriteBackInterval),
-			MaxPerTick:      c.Int(keyMaxProposalsPerTick),
-			Retention:       c.Duration(keySyncRunRetention),
-			FailedRetention: c.Duration(keySyncRunRetentionFail),
+			Halt:              c.Bool(keyHaltWriteBack),
+			Interval:          c.Duration(keyWriteBackInterval),
+			MaxPerTick:        c.Int(keyMaxProposalsPerTick),
+			Retention:         c.Duration(keySyncRunRetention),
+			FailedRetention:   c.Duration(keySyncRunRetentionFail),
+			ProposalRetention: c.Duration(keyProposalRetention),
 		},
 		Receivers: ServerConfig{BindAddress: c.String(keyReceiverBindAddress), CertDir: c.String(keyReceiverCertDir)},
 		UI:        UIConfig{ServerConfig: ServerConfig{BindAddress: c.String(keyUIBindAddress), CertDir: c.String(keyUICertDir)}, Auth: c.String(keyUIAuth)},
@@ -259,6 +261,7 @@ func configFrom(c *cli.Context) (Config, error) {
 	check(cfg.WriteBack.MaxPerTick >= 1, keyMaxProposalsPerTick, "must be at least 1, got %d", cfg.WriteBack.MaxPerTick)
 	check(cfg.WriteBack.Retention >= time.Hour, keySyncRunRetention, "must be at least 1h, got %s", cfg.WriteBack.Retention)
 	check(cfg.WriteBack.FailedRetention >= time.Hour, keySyncRunRetentionFail, "must be at least 1h, got %s", cfg.WriteBack.FailedRetention)
+	check(cfg.WriteBack.ProposalRetention >= time.Hour, keyProposalRetention, "must be at least 1h, got %s", cfg.WriteBack.ProposalRetention)
 	if cfg.Receivers.BindAddress != "" {
 		_, port, err := net.SplitHostPort(cfg.Receivers.BindAddress)
 		check(err == nil && port != "", keyReceiverBindAddress, "must be host:port or :port, got %q", cfg.Receivers.BindAddress)

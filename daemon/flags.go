@@ -53,6 +53,7 @@ const (
 	keyMaxProposalsPerTick  = "max-proposals-per-tick"
 	keySyncRunRetention     = "syncrun-retention"
 	keySyncRunRetentionFail = "syncrun-retention-failed"
+	keyProposalRetention    = "proposal-retention"
 	keyReceiverBindAddress  = "receiver-bind-address"
 	keyReceiverCertDir      = "receiver-cert-dir"
 	keyUIBindAddress        = "ui-bind-address"
@@ -179,6 +180,8 @@ func Flags() []cli.Flag {
 			Usage: "how long successful SyncRuns are kept"},
 		&cli.DurationFlag{Name: keySyncRunRetentionFail, EnvVars: envs(keySyncRunRetentionFail), Value: writeback.DefaultFailedRetention,
 			Usage: "how long failed and partial SyncRuns are kept"},
+		&cli.DurationFlag{Name: keyProposalRetention, EnvVars: envs(keyProposalRetention), Value: writeback.DefaultProposalRetention,
+			Usage: "how long a Proposal is kept once it ended (Applied, Rejected, Stale, Superseded); Pending and Ignored ones are kept"},
 		&cli.StringFlag{Name: keyReceiverBindAddress, EnvVars: envs(keyReceiverBindAddress),
 			Usage: "address of the Receivers' webhook server (Git hosts, CDEvents), e.g. :9292; empty means off"},
 		&cli.StringFlag{Name: keyReceiverCertDir, EnvVars: envs(keyReceiverCertDir),

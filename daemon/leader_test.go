@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
@@ -324,4 +325,53 @@ func TestDeposedLeaderPushesNothing(t *testing.T) {
 		t.Errorf("replica a pushes_fenced_total = %v: it never tried to push, the test proves nothing", fenced)
 	}
 	testenv.Eventually(t, time.Minute, "replica b labelled", labelledLeader(t, kube, "fence-b"), b.FailFast())
+}
+
+// TestDeposedLeaderAppliesNothing: carol approves a proposal while its leader is paused (SIGSTOP)
+// past its lease and the standby leads; the standby's write-back is halted, so it applies nothing
+// itself. Resumed, the old leader sees the approval before it learns it was deposed: its apply is
+// fenced and counted, the ConfigMap keeps its data, and the proposal keeps its decision for the
+// leader. The old leader stands by again.
+func TestDeposedLeaderAppliesNothing(t *testing.T) {
+	w := prepareWBWorld(t, "fence-wb", crds.WriteBack{Enabled: true})
+	replicaPods(t, w.kube, "fence-wb-a", "fence-wb-b")
+	w.reviewers("carol")
+	grant(t, w.kube, w.ns, "carol")
+	const lease = "fence-wb-leader"
+	// A renew deadline of 4s: what the resumed leader has to see the approval before it steps down.
+	short := []string{"--leader-election-lease-duration", "5s", "--leader-election-renew-deadline", "4s", "--leader-election-retry-period", "1s"}
+	a := startReplica(t, "fence-wb-a", lease, short...)
+	waitLeading(t, a, time.Minute)
+	w.d = a.Daemon
+	w.waitBaseline(true)
+	b := startReplica(t, "fence-wb-b", lease, append(short, "--halt-write-back")...)
+	waitStandingBy(t, b)
+	path, p := w.pendingEdit("contested")
+
+	a.Signal(t, syscall.SIGSTOP)
+	waitLeading(t, b, time.Minute)
+	w.d = b.Daemon
+	waitRegistered(t, b.Daemon, w.kube, w.ns) // so b's webhook sees who approves
+	w.decide("carol", p, crds.DecisionApprove)
+	w.waitProposal(path, "the approval held by b's kill switch", func(q *crds.Proposal) bool {
+		c := conditionOf(q, crds.ConditionApplied)
+		return q.Name == p.Name && c != nil && c.Reason == "Halted"
+	})
+
+	a.Signal(t, syscall.SIGCONT)
+	testenv.Eventually(t, time.Minute, "replica a's apply fenced",
+		metricAtLeast(t, a.Daemon, "gitops_reverser_writeback_applies_fenced_total", 1), a.FailFast())
+	waitStandingBy(t, a)
+	if got := w.liveColor("contested"); got != "blue" {
+		t.Errorf("the deposed leader applied the proposal: color %q", got)
+	}
+	if v := a.Metric(t, `gitops_reverser_proposals_applied_total{mode="approved"}`); v != 0 {
+		t.Errorf("replica a proposals_applied_total{mode=approved} = %v", v)
+	}
+	p = w.waitProposal(path, "the proposal", func(q *crds.Proposal) bool { return q.Name == p.Name })
+	if c := conditionOf(p, crds.ConditionApplied); p.Status.Phase != crds.PhasePending || p.Spec.Decision != crds.DecisionApprove ||
+		p.Status.AppliedAt != nil || c == nil || c.Reason != "Halted" {
+		t.Errorf("after the fenced apply: phase %s, decision %q, appliedAt %v, condition %+v; want it as b left it", p.Status.Phase,
+			p.Spec.Decision, p.Status.AppliedAt, c)
+	}
 }

@@ -59,7 +59,7 @@ func buildLeaderParts(ctx context.Context, s shared, cfg Config, d leaderDeps) (
 	if p.mirror, err = newMirror(ctx, s, cfg.Mirror, deps); err != nil {
 		return nil, err
 	}
-	if p.wb, err = newWriteBack(s, cfg.WriteBack, writeBackDeps{mirror: p.mirror, attr: p.attr, credits: credits}); err != nil {
+	if p.wb, err = newWriteBack(s, cfg.WriteBack, writeBackDeps{mirror: p.mirror, attr: p.attr, credits: credits, fence: d.fence}); err != nil {
 		return nil, err
 	}
 	p.beside = []part{p.wb}

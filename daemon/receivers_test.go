@@ -44,6 +44,7 @@ func TestReceiversMakeDestinationsReconcileNow(t *testing.T) {
 		return "sha256=" + hex.EncodeToString(mac.Sum(nil))
 	}
 	runs := w.runsBy("receiver")
+	w.pushedByAPerson("by-github")
 	if got := w.post(addr, path, push, map[string]string{"X-GitHub-Event": "push", "X-GitHub-Delivery": "d-1", "X-Hub-Signature-256": sign(push, "wrong")}); got != http.StatusForbidden {
 		t.Errorf("tampered signature: %d, want 403", got)
 	}
@@ -60,6 +61,7 @@ func TestReceiversMakeDestinationsReconcileNow(t *testing.T) {
 	cdPath := w.receiverPath("cd")
 	event := w.cdevent("change_merged.json", w.srv.RepoURL("state"))
 	runs = w.runsBy("receiver")
+	w.pushedByAPerson("by-cdevents")
 	cdHeaders := map[string]string{"Authorization": "Bearer s3cret-token", "ce-id": "cd-1", "ce-specversion": "1.0",
 		"ce-source": "/event/source/123", "ce-type": "dev.cdevents.change.merged.0.3.0"}
 	if got := w.post(addr, cdPath, event, cdHeaders); got != http.StatusAccepted {
@@ -94,12 +96,21 @@ func TestReceiversMakeDestinationsReconcileNow(t *testing.T) {
 		p["project"].(map[string]any)["git_http_url"] = w.srv.RepoURL("state")
 	})
 	runs = w.runsBy("receiver")
+	w.pushedByAPerson("by-gitlab")
 	headers := map[string]string{"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": string(tokenSecret.Data["token"])}
 	testenv.Eventually(t, time.Minute, "the generated receiver serving", func() (bool, string) {
 		got := w.post(addr, generated.WebhookPath, gitlab, headers)
 		return got == http.StatusAccepted, fmt.Sprintf("status %d", got)
 	}, w.d.FailFast())
 	w.waitRun("receiver", runs)
+}
+
+// pushedByAPerson pushes a new ConfigMap's file as alice, which a Git host's push event would
+// announce: the run the event makes finds that edit, so it is recorded as a SyncRun (a run that
+// finds none is recorded at most once an hour).
+func (w *wbWorld) pushedByAPerson(name string) {
+	w.t.Helper()
+	w.edit(map[string]string{w.cmPath(name): fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  k: v\n", name, w.ns)})
 }
 
 // receiverFor creates a Receiver of the type for the destination, with the token of Secret "hook".

@@ -32,11 +32,13 @@ type writeBack struct {
 }
 
 // writeBackDeps are the parts write-back uses: the mirror's pool, selections and own commits, the
-// record of who decided each proposal (nil without the webhook) and the credits of its applies.
+// record of who decided each proposal (nil without the webhook), the credits of its applies and
+// the fence of the mirror's pushes, which fences its applies too (nil without leader election).
 type writeBackDeps struct {
 	mirror  *mirror
 	attr    *attribution
 	credits *writeback.Credits
+	fence   gitops.Fence
 }
 
 func newWriteBack(s shared, cfg WriteBackConfig, d writeBackDeps) (*writeBack, error) {
@@ -44,7 +46,8 @@ func newWriteBack(s shared, cfg WriteBackConfig, d writeBackDeps) (*writeBack, e
 	wc := writeback.Config{
 		Kube: s.kube, Git: mr.pool, Selections: selections(mr.manager), Credits: d.credits, Ours: mr.ours,
 		Interval: cfg.Interval, MaxPerTick: cfg.MaxPerTick, Halt: cfg.Halt,
-		Retention: cfg.Retention, FailedRetention: cfg.FailedRetention,
+		Retention: cfg.Retention, FailedRetention: cfg.FailedRetention, ProposalRetention: cfg.ProposalRetention,
+		Fence:   d.fence,
 		Metrics: s.reg.WriteBack, Log: log.With("part", metrics.PartWriteBack),
 	}
 	if attr != nil {

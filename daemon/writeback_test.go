@@ -48,7 +48,19 @@ var alice = testenv.Signature{Name: "Alice Example", Email: "alice@example.com"}
 // prep, if set, runs before the daemon starts (its edits are before the baseline).
 func newWBWorld(t testing.TB, ns string, writeBack crds.WriteBack, prep func(*wbWorld), flags ...string) *wbWorld {
 	t.Helper()
-	ctx := context.Background()
+	w := prepareWBWorld(t, ns, writeBack)
+	if prep != nil {
+		prep(w)
+	}
+	w.d = startDaemon(t, t.TempDir(), append([]string{"--git-batch-quiet-ms", "200"}, flags...)...)
+	w.waitBaseline(writeBack.Enabled)
+	return w
+}
+
+// prepareWBWorld is a world without its daemon: the namespace with a ConfigMap "seed", its
+// repository, rules selecting ConfigMaps and Deployments, and the destination enabling writeBack.
+func prepareWBWorld(t testing.TB, ns string, writeBack crds.WriteBack) *wbWorld {
+	t.Helper()
 	srv, kube := mirrorSetup(t, ns)
 	w := &wbWorld{t: t, root: t, ns: ns, srv: srv, kube: kube, dyn: dynamic.NewForConfigOrDie(cp.AdminConfig()), sync: new(int)}
 	t.Cleanup(func() { // after the daemon stopped: no later test's page or start sees these proposals
@@ -60,18 +72,21 @@ func newWBWorld(t testing.TB, ns string, writeBack crds.WriteBack, prep func(*wb
 	}}})
 	w.patch(crds.GitDestinations, "dest", map[string]any{"spec": map[string]any{"writeBack": writeBack}})
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "seed", Namespace: ns}, Data: map[string]string{"k": "v"}}
-	if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+	if _, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if prep != nil {
-		prep(w)
+	return w
+}
+
+// waitBaseline waits until the world's daemon mirrored the seed and, when writeBack is enabled,
+// write-back took a baseline.
+func (w *wbWorld) waitBaseline(writeBack bool) {
+	w.t.Helper()
+	testenv.Eventually(w.t, time.Minute, "seed mirrored", remoteHas(w.srv, w.cmPath("seed")), w.d.FailFast())
+	if !writeBack {
+		return
 	}
-	w.d = startDaemon(t, t.TempDir(), append([]string{"--git-batch-quiet-ms", "200"}, flags...)...)
-	testenv.Eventually(t, time.Minute, "seed mirrored", remoteHas(srv, w.cmPath("seed")), w.d.FailFast())
-	if !writeBack.Enabled {
-		return w
-	}
-	testenv.Eventually(t, time.Minute, "write-back baseline", func() (bool, string) {
+	testenv.Eventually(w.t, time.Minute, "write-back baseline", func() (bool, string) {
 		st := w.destStatus()
 		if st.LastRevision != "" {
 			return true, ""
@@ -79,7 +94,6 @@ func newWBWorld(t testing.TB, ns string, writeBack crds.WriteBack, prep func(*wb
 		w.syncNow()
 		return false, fmt.Sprintf("status.writeBack = %+v", st)
 	}, w.d.FailFast())
-	return w
 }
 
 func (w *wbWorld) patch(gvr schema.GroupVersionResource, name string, body map[string]any) {
@@ -518,8 +532,8 @@ func guardRails(w *wbWorld) {
 			t.Errorf("%s: refused as %q, want %q", path, got[path], f.reason)
 		}
 	}
-	if run.Status.RefusedTotal != len(files) || run.Status.ProposalsOpened != 0 {
-		t.Errorf("run refused %d (want %d), opened %d (want 0)", run.Status.RefusedTotal, len(files), run.Status.ProposalsOpened)
+	if run.Status.Phase != crds.SyncRunPartial || run.Status.RefusedTotal != len(files) || run.Status.ProposalsOpened != 0 {
+		t.Errorf("run %s, refused %d (want Partial, %d), opened %d (want 0)", run.Status.Phase, run.Status.RefusedTotal, len(files), run.Status.ProposalsOpened)
 	}
 	for _, p := range w.proposals() {
 		if _, bad := files[p.Spec.Path]; bad {

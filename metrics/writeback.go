@@ -16,6 +16,7 @@ type WriteBack struct {
 	ProposalsRefused *prometheus.CounterVec // by reason: a refused Git file or a refused approval
 	SyncRuns         *prometheus.CounterVec // by status: success | failed | partial
 	Pending          prometheus.Gauge       // proposals waiting for a decision, over every destination
+	AppliesFenced    prometheus.Counter     // applies and deletes not made because this replica no longer held the lease
 }
 
 func newWriteBack(reg prometheus.Registerer) *WriteBack {
@@ -30,6 +31,8 @@ func newWriteBack(reg prometheus.Registerer) *WriteBack {
 			Help: "Write-back reconciles finished, by status (success, failed, partial)."}, []string{"status"}),
 		Pending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "proposals_pending",
 			Help: "Proposals waiting for a decision, over every destination."}),
+		AppliesFenced: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "writeback_applies_fenced_total",
+			Help: "Applies and deletes of proposals not made because this replica no longer held the leader Lease; the leader makes them."}),
 	}
 	for _, c := range []string{"create", "update", "destroy"} {
 		w.ProposalsOpened.WithLabelValues(c)
@@ -40,6 +43,6 @@ func newWriteBack(reg prometheus.Registerer) *WriteBack {
 	for _, s := range []string{"success", "failed", "partial"} {
 		w.SyncRuns.WithLabelValues(s)
 	}
-	reg.MustRegister(w.ProposalsOpened, w.ProposalsApplied, w.ProposalsRefused, w.SyncRuns, w.Pending)
+	reg.MustRegister(w.ProposalsOpened, w.ProposalsApplied, w.ProposalsRefused, w.SyncRuns, w.Pending, w.AppliesFenced)
 	return w
 }

@@ -3,6 +3,7 @@ package writeback
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -18,6 +19,11 @@ import (
 	"github.com/configbutler/gitops-reverser/kube"
 	"github.com/configbutler/gitops-reverser/sanitize"
 )
+
+// ErrFenced is why an apply or delete was not made: this replica no longer holds the leader
+// Lease (Config.Fence refused it). The proposal keeps its decision; the replica that leads now
+// applies it.
+var ErrFenced = errors.New("apply fenced: this replica does not hold the leader lease")
 
 // applyAttempts bounds the retries when the object's resourceVersion moves without its content
 // changing (a status update between the check and the apply).
@@ -39,14 +45,14 @@ type outcome struct {
 
 // apply makes the cluster say what the proposal says: server-side apply (field manager
 // gitops-reverser, forcing ownership of the fields the file sets) for create and update, delete
-// for a destroy, each conditional on the live resourceVersion whose content was checked. The
-// resulting watch event is credited to credit. Only a failure to talk to the apiserver is an error.
+// for a destroy, each conditional on the live resourceVersion whose content was checked, and each
+// only while the fence allows it. The resulting watch event is credited to credit. Only a failure
+// to talk to the apiserver, or a fenced apply (ErrFenced), is an error.
 func (c *Controller) apply(ctx context.Context, p *crds.Proposal, credit gitops.Credit) (outcome, error) {
 	gvr, err := gvrOf(p.Spec.Target)
 	if err != nil {
 		return outcome{kind: outcomeRefused, reason: reasonApplyFailed, message: err.Error()}, nil
 	}
-	client := c.dyn.Resource(gvr).Namespace(p.Spec.Target.Namespace)
 	gk := schema.GroupKind{Group: gvr.Group, Kind: p.Spec.Target.Kind}
 	for range applyAttempts {
 		live, err := c.live(ctx, p)
@@ -57,21 +63,60 @@ func (c *Controller) apply(ctx context.Context, p *crds.Proposal, credit gitops.
 			return outcome{kind: outcomeStale, message: why, live: live}, nil
 		}
 		if p.Spec.Change == crds.ChangeDestroy {
-			rv := live.GetResourceVersion()
-			c.cfg.Credits.Expect(gk, p.Spec.Target.Namespace, p.Spec.Target.Name, nil, credit)
-			err = client.Delete(ctx, p.Spec.Target.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
-			if apierrors.IsNotFound(err) {
-				err = nil
-			}
+			err = c.delete(ctx, p, live, credit, gk)
 		} else {
 			err = c.serverSideApply(ctx, p, live, credit, gk)
 		}
-		if apierrors.IsConflict(err) {
+		switch {
+		case errors.Is(err, ErrFenced):
+			return outcome{}, err
+		case apierrors.IsConflict(err):
 			continue // the resourceVersion moved: check the content again
 		}
 		return classify(p, err)
 	}
 	return outcome{kind: outcomeRefused, reason: reasonApplyFailed, message: "the object kept changing while it was applied; approve again"}, nil
+}
+
+// delete deletes the proposal's target at the live resourceVersion, once the fence allows it.
+func (c *Controller) delete(ctx context.Context, p *crds.Proposal, live *unstructured.Unstructured, credit gitops.Credit, gk schema.GroupKind) error {
+	gvr, _ := gvrOf(p.Spec.Target)
+	client := c.dyn.Resource(gvr).Namespace(p.Spec.Target.Namespace)
+	rv := live.GetResourceVersion()
+	ctx, done, err := c.fence(ctx, p)
+	if err != nil {
+		return err
+	}
+	defer done()
+	c.cfg.Credits.Expect(gk, p.Spec.Target.Namespace, p.Spec.Target.Name, nil, credit)
+	err = client.Delete(ctx, p.Spec.Target.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// fence asks Config.Fence whether this replica may still change the cluster. When it may, the
+// context it returns ends when the lease may end, so a request still under way then is cut off;
+// done releases it. A refusal is counted, and logged once until an apply is allowed again.
+func (c *Controller) fence(ctx context.Context, p *crds.Proposal) (_ context.Context, done func(), _ error) {
+	if c.cfg.Fence == nil {
+		return ctx, func() {}, nil
+	}
+	until, err := c.cfg.Fence()
+	if err != nil {
+		c.cfg.Metrics.AppliesFenced.Inc()
+		if !c.fenced.Swap(true) {
+			c.cfg.Log.Warn("apply not made: this replica no longer leads; the proposal is left to the leader",
+				"proposal", p.Namespace+"/"+p.Name, "err", err)
+		}
+		return ctx, func() {}, fmt.Errorf("%s %s: %w: %w", verbOf(p.Spec.Change), targetName(p.Spec.Target), ErrFenced, err)
+	}
+	if c.fenced.Swap(false) {
+		c.cfg.Log.Info("applies allowed again: this replica holds the leader lease")
+	}
+	ctx, cancel := context.WithDeadline(ctx, until)
+	return ctx, cancel, nil
 }
 
 // serverSideApply applies the proposal's desired object. A dry run first gives the exact
@@ -101,6 +146,11 @@ func (c *Controller) serverSideApply(ctx context.Context, p *crds.Proposal, live
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}
+	ctx, done, err := c.fence(ctx, p)
+	if err != nil {
+		return err
+	}
+	defer done()
 	c.cfg.Credits.Expect(gk, p.Spec.Target.Namespace, p.Spec.Target.Name, expected, credit)
 	opts.DryRun = nil
 	applied, err := client.Patch(ctx, p.Spec.Target.Name, types.ApplyPatchType, data, opts)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -39,6 +40,7 @@ const (
 	DefaultMaxPerTick        = 25
 	DefaultRetention         = 90 * 24 * time.Hour
 	DefaultFailedRetention   = 365 * 24 * time.Hour
+	DefaultProposalRetention = 30 * 24 * time.Hour // once a proposal ended: Applied, Rejected, Stale or Superseded
 	defaultOperationDeadline = 2 * time.Minute
 	// receiverSpacing is the least time between the starts of two runs a webhook triggers.
 	receiverSpacing = time.Second
@@ -47,7 +49,7 @@ const (
 	clientBurst = 100
 )
 
-// Config is everything the controller needs. Approvers, Credits, Metrics and Log may be nil.
+// Config is everything the controller needs. Approvers, Credits, Fence, Metrics and Log may be nil.
 type Config struct {
 	Kube *rest.Config
 	Git  Git
@@ -65,6 +67,13 @@ type Config struct {
 	Retention, FailedRetention time.Duration // of SyncRuns: success / failed and partial
 	Metrics                    *metrics.WriteBack
 	Log                        *slog.Logger
+	// ProposalRetention is how long a proposal is kept once it ended (Applied, Rejected, Stale,
+	// Superseded).
+	ProposalRetention time.Duration
+	// Fence, when set, is asked just before every apply and delete whether this replica may still
+	// change the cluster (it holds the leader Lease); nil means always. A refused apply is not made
+	// and its proposal keeps its decision, for the replica that leads now.
+	Fence gitops.Fence
 }
 
 // Controller runs write-back for every GitDestination that enables it. It always follows the
@@ -86,6 +95,10 @@ type Controller struct {
 	waits     map[string]int       // runs in a row that found no Git worker yet, per destination
 	source    approvalSource       // how approvers are known, as last checked
 	probedAt  time.Time            // when that was checked
+	idle      map[string]time.Time // when each destination's last idle run was recorded, by clock
+
+	clock  func() time.Time // time.Now; a test's own clock
+	fenced atomic.Bool      // the last apply was fenced: said once, and again when applies resume
 }
 
 // trigger is why a destination is reconciled; value is the sync-now annotation it answers.
@@ -109,6 +122,8 @@ func New(cfg Config) (*Controller, error) {
 		requested: map[string]string{},
 		started:   map[string]time.Time{},
 		waits:     map[string]int{},
+		idle:      map[string]time.Time{},
+		clock:     time.Now,
 	}
 	c.ctl = controller.New(controller.Config{
 		Name: "write-back", Dynamic: dyn, Events: dyn, Handle: c.handle,
@@ -142,6 +157,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.FailedRetention <= 0 {
 		cfg.FailedRetention = DefaultFailedRetention
+	}
+	if cfg.ProposalRetention <= 0 {
+		cfg.ProposalRetention = DefaultProposalRetention
 	}
 	if cfg.Credits == nil {
 		cfg.Credits = NewCredits()

@@ -103,9 +103,19 @@ func (e *wbEnv) create(gvr schema.GroupVersionResource, obj any) {
 // run runs a write-back controller on git until the test ends.
 func (e *wbEnv) run(git Git, log *slog.Logger) *Controller {
 	e.t.Helper()
-	c, err := New(Config{Kube: cp.AdminConfig(), Git: git, Log: log})
+	return e.start(Config{Kube: cp.AdminConfig(), Git: git, Log: log}, nil)
+}
+
+// start runs a write-back controller with cfg until the test ends; prep, if set, is given the
+// controller before it runs.
+func (e *wbEnv) start(cfg Config, prep func(*Controller)) *Controller {
+	e.t.Helper()
+	c, err := New(cfg)
 	if err != nil {
 		e.t.Fatal(err)
+	}
+	if prep != nil {
+		prep(c)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

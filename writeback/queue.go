@@ -28,6 +28,10 @@ const (
 	noWorkerMaxWait = 5 * time.Second
 )
 
+// fencedRetry is when a proposal whose apply the fence refused is decided again: by then this
+// replica has stepped down (and stopped), or renewed the lease it was late to renew.
+const fencedRetry = 5 * time.Second
+
 // errNotWriteBack says a destination is gone or does not enable write-back.
 var errNotWriteBack = errors.New("not a write-back destination")
 
@@ -101,6 +105,9 @@ func (c *Controller) handle(ctx context.Context, key string) (time.Duration, err
 	case strings.HasPrefix(key, proposalKeyPrefix):
 		ns, name, _ := strings.Cut(strings.TrimPrefix(key, proposalKeyPrefix), "/")
 		err = c.decide(ctx, ns, name)
+		if errors.Is(err, ErrFenced) { // said once where it was refused; not a failure to retry
+			after, err = fencedRetry, nil
+		}
 	}
 	c.cfg.Metrics.Pending.Set(float64(c.pendingCount("")))
 	return after, err

@@ -49,6 +49,10 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 	case err == nil && !lost && t.kind == crds.TriggerInterval && since != "" && res.Tip == since:
 		// Nothing was pushed since the last run: a run that finds nothing is not worth a record.
 		return true, c.recordDestination(ctx, d, t, "", "")
+	case err == nil && !lost && since != "" && !edited(res.Edits) && !c.recordIdle(d.key, t):
+		// Only the daemon's own commits since the last run: recorded at most once per
+		// idleRunSpacing, but the destination moves on.
+		return true, c.recordDestination(ctx, d, t, res.Tip, "")
 	}
 	base := since
 	if res.Base != "" {
@@ -77,9 +81,11 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 	}
 	finishErr := c.finishRun(ctx, d, run)
 	next := ""
-	if run.obj.Status.Phase == crds.SyncRunSuccess || lost {
-		// Only a complete run moves on; after a partial or failed one the next run reads the
-		// same edits again, and the proposals it already opened are found, not opened twice.
+	if (run.obj.Status.Phase != crds.SyncRunFailed && !run.capped) || lost {
+		// Only a complete run moves on, partial or not: a refused file stays refused until it is
+		// pushed again, and a proposal whose auto-apply was not made waits for a person. After a
+		// capped or failed run the next one reads the same edits again, and the proposals it
+		// already opened are found, not opened twice.
 		next = run.obj.Status.Revision
 	}
 	return true, errors.Join(finishErr, c.recordDestination(ctx, d, t, next, run.obj.Name))
@@ -96,7 +102,7 @@ func (c *Controller) consider(ctx context.Context, d *dest, run *runRecord, edit
 	sels := c.cfg.Selections(d.key)
 	wb := d.writeBack()
 	for i, e := range edits {
-		if !strings.HasSuffix(e.Path, ".yaml") {
+		if !considered(e.Path) {
 			continue // a README or the like: the mirror writes only .yaml files
 		}
 		cand, err := c.evaluate(ctx, d, sels, e)
@@ -112,7 +118,7 @@ func (c *Controller) consider(ctx context.Context, d *dest, run *runRecord, edit
 			continue // Git already says what the cluster says
 		}
 		if run.obj.Status.ProposalsOpened >= c.cfg.MaxPerTick {
-			run.obj.Status.Phase = crds.SyncRunPartial
+			run.capped = true
 			run.note = fmt.Sprintf("%d proposals opened, the cap per run; %d more edited files wait for the next runs",
 				run.obj.Status.ProposalsOpened, len(edits)-i)
 			return
@@ -137,6 +143,8 @@ func (c *Controller) consider(ctx context.Context, d *dest, run *runRecord, edit
 		}
 		if applied {
 			run.obj.Status.Applied++
+		} else {
+			run.unapplied++
 		}
 	}
 }

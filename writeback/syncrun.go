@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +21,12 @@ type runRecord struct {
 	counts map[crds.DifferenceCount]int // by group, kind and change (Count unused in the key)
 	errs   []string
 	note   string
+	// capped: the run stopped at MaxPerTick with edits left, so the next run must read the same
+	// edits again. A run that is partial for any other reason is complete and moves on.
+	capped bool
+	// unapplied counts auto-applies that were tried and not made (the apiserver refused them, or
+	// the object moved); their proposals wait for a person.
+	unapplied int
 }
 
 func (r *runRecord) fail(err error) { r.errs = append(r.errs, err.Error()) }
@@ -76,11 +80,17 @@ func (c *Controller) finishRun(ctx context.Context, d *dest, r *runRecord) error
 	case len(r.errs) > 0:
 		st.Phase = crds.SyncRunFailed
 		st.Error = strings.Join(r.errs, "; ")
-	case st.Phase == crds.SyncRunRunning:
+	case r.capped || st.RefusedTotal > 0 || r.unapplied > 0:
+		// It ended, but not every edit it read became a proposal, or an auto-apply was not made.
+		st.Phase = crds.SyncRunPartial
+	default:
 		st.Phase = crds.SyncRunSuccess
 	}
 	message := fmt.Sprintf("%s at %s: %d differences, %d proposals opened, %d applied, %d files refused",
 		st.Phase, short(st.Revision), st.DifferenceTotal, st.ProposalsOpened, st.Applied, st.RefusedTotal)
+	if r.unapplied > 0 {
+		message += fmt.Sprintf("; %d auto-applies not made (their proposals say why)", r.unapplied)
+	}
 	if r.note != "" {
 		message += "; " + r.note
 	}
@@ -112,34 +122,6 @@ func (c *Controller) finishRun(ctx context.Context, d *dest, r *runRecord) error
 		"differences", st.DifferenceTotal, "opened", st.ProposalsOpened, "applied", st.Applied, "refused", st.RefusedTotal, "error", st.Error)
 	c.prune(ctx, d)
 	return nil
-}
-
-// prune deletes the destination's SyncRuns past their retention: Retention for successful ones,
-// FailedRetention for failed and partial ones.
-func (c *Controller) prune(ctx context.Context, d *dest) {
-	client := c.dyn.Resource(crds.SyncRuns).Namespace(d.obj.Namespace)
-	list, err := client.List(ctx, metav1.ListOptions{LabelSelector: crds.LabelDestination + "=" + d.obj.Name})
-	if err != nil {
-		c.cfg.Log.Warn("list SyncRuns to prune", "destination", d.key, "err", err)
-		return
-	}
-	now := time.Now()
-	for i := range list.Items {
-		run, err := crds.FromUnstructured[crds.SyncRun](&list.Items[i])
-		if err != nil || run.Status.CompletedAt == nil {
-			continue
-		}
-		keep := c.cfg.Retention
-		if run.Status.Phase != crds.SyncRunSuccess {
-			keep = c.cfg.FailedRetention
-		}
-		if now.Sub(run.Status.CompletedAt.Time) < keep {
-			continue
-		}
-		if err := client.Delete(ctx, run.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			c.cfg.Log.Warn("prune SyncRun", "run", run.Name, "err", err)
-		}
-	}
 }
 
 // recordDestination writes the destination's write-back status: the revision the next run starts
