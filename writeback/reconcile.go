@@ -81,11 +81,11 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 	}
 	finishErr := c.finishRun(ctx, d, run)
 	next := ""
-	if (run.obj.Status.Phase != crds.SyncRunFailed && !run.capped) || lost {
+	if run.obj.Status.Phase != crds.SyncRunFailed && !run.capped {
 		// Only a complete run moves on, partial or not: a refused file stays refused until it is
 		// pushed again, and a proposal whose auto-apply was not made waits for a person. After a
-		// capped or failed run the next one reads the same edits again, and the proposals it
-		// already opened are found, not opened twice.
+		// capped or failed run the next one reads the same edits again (after a force-push, the
+		// whole folder again), and the proposals it already opened are found, not opened twice.
 		next = run.obj.Status.Revision
 	}
 	return true, errors.Join(finishErr, c.recordDestination(ctx, d, t, next, run.obj.Name))
