@@ -737,9 +737,11 @@ func suspended(w *wbWorld) {
 }
 
 // TestHaltWriteBackStopsEveryApply: with --halt-write-back, an auto-apply destination opens
-// proposals but applies none, and an approval waits too.
+// proposals but applies none, and an approval (known from the webhook) waits too.
 func TestHaltWriteBackStopsEveryApply(t *testing.T) {
-	w := newWBWorld(t, "wb-halt", crds.WriteBack{Enabled: true, AutoApply: true}, nil, "--halt-write-back")
+	// Without the approver policies, who approved comes from the webhook's record: the fallback.
+	w := newWBWorld(t, "wb-halt", crds.WriteBack{Enabled: true, AutoApply: true}, nil, "--halt-write-back", "--approver-policy=none")
+	w.waitReady("ApproverFromWebhook")
 	w.reviewers("carol")
 	grant(t, w.kube, w.ns, "carol")
 	path, p := w.pendingEdit("halted")
