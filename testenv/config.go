@@ -59,6 +59,20 @@ func (cp *ControlPlane) WriteKubeconfig(path string) error {
 	return nil
 }
 
+// WriteUserKubeconfig writes a kubeconfig that authenticates with the bearer token of user, one
+// of Users, as kubectl's would: its context's namespace is namespace ("" leaves it unset).
+func (cp *ControlPlane) WriteUserKubeconfig(path, user, namespace string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["testenv"] = &clientcmdapi.Cluster{Server: cp.URL, CertificateAuthorityData: cp.pki.caPEM}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: cp.UserConfig(user).BearerToken}
+	cfg.Contexts[user] = &clientcmdapi.Context{Cluster: "testenv", AuthInfo: user, Namespace: namespace}
+	cfg.CurrentContext = user
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write kubeconfig of %s: %w", user, err)
+	}
+	return nil
+}
+
 // RunMain is the body of a package's TestMain: it starts one control plane shared by all tests of
 // the package, stores it in *cp, runs the tests and stops it. Use as
 // `func TestMain(m *testing.M) { os.Exit(testenv.RunMain(m, &cp)) }`.
