@@ -16,11 +16,18 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 	"k8s.io/klog/v2"
+
+	"github.com/configbutler/gitops-reverser/ctl"
 )
 
 // Run runs the daemon with the given command line (args[0] is the program name) until ctx ends.
-// An invalid configuration returns a *ConfigError; main maps it to exit code 2.
+// An invalid configuration returns a *ConfigError; main maps it to exit code 2. A command
+// (status, proposals, sync) runs instead of the daemon, and so does any command line when the
+// program is the kubectl plugin (ctl.PluginName).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && ctl.IsPlugin(args[0]) {
+		return ctl.Run(ctx, args, stdout, stderr)
+	}
 	return runWith(ctx, args, stdout, stderr, func(ctx context.Context, cfg Config) error {
 		log := newLogger(stderr, cfg)
 		klog.SetSlogLogger(log) // client-go's own messages in the same format and stream
@@ -40,6 +47,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, actio
 		Name:      "gitops-reverser",
 		Usage:     "mirror a live Kubernetes cluster into Git, one canonical YAML file per object, committed by who changed it",
 		Flags:     Flags(),
+		Commands:  ctl.Commands(),
 		Writer:    stdout,
 		ErrWriter: stderr,
 		// urfave/cli would call os.Exit on some errors; only main may exit.
@@ -54,6 +62,9 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, actio
 			return nil
 		},
 		Action: func(c *cli.Context) error {
+			if err := ctl.UnknownCommand(c); err != nil {
+				return &ConfigError{Err: err}
+			}
 			cfg, err := configFrom(c)
 			if err != nil {
 				return &ConfigError{Err: err}
@@ -62,10 +73,12 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, actio
 			return action(c.Context, cfg)
 		},
 	}
-	err := app.RunContext(ctx, args)
+	err := app.RunContext(ctx, ctl.Interspersed(args))
 	var cfgErr *ConfigError
-	if err != nil && !started && !errors.As(err, &cfgErr) {
-		// Flag, environment and file errors all surface before the daemon starts.
+	var cmdErr cli.ExitCoder
+	if err != nil && !started && !errors.As(err, &cfgErr) && !errors.As(err, &cmdErr) {
+		// Flag, environment and file errors all surface before the daemon starts; a command's
+		// own errors carry their exit code.
 		return &ConfigError{Err: err}
 	}
 	return err
@@ -82,14 +95,18 @@ func newLogger(w io.Writer, cfg Config) *slog.Logger {
 	}))
 }
 
-// ExitCode maps Run's error to the process exit code: 0 ok, 2 bad configuration, 1 anything else.
+// ExitCode maps Run's error to the process exit code: 0 ok, 2 bad configuration, a command's own
+// code (1 failed, 2 wrong command line), 1 anything else.
 func ExitCode(err error) int {
 	var cfgErr *ConfigError
+	var cmdErr cli.ExitCoder
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &cfgErr):
 		return 2
+	case errors.As(err, &cmdErr):
+		return cmdErr.ExitCode()
 	default:
 		return 1
 	}
