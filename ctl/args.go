@@ -7,22 +7,16 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// Interspersed returns the command line args of the daemon's program with the flags of a
-// command moved in front of its arguments, so `proposals approve NAME -n team-a` works as with
-// kubectl: urfave/cli reads a command's flags only before its first argument. Only a command
-// line whose first argument (after the program) is a command changes: the daemon's own flags
-// are never moved.
+// Interspersed returns the command line args with a command's flags moved in front of its
+// arguments, so `proposals approve NAME -n team-a` works as with kubectl: urfave/cli reads a
+// command's flags only before its first argument. Flags of the commands may also come before the
+// command (`kubectl gitops-reverser -n team-a proposals list`). A command line without a command
+// is returned as it is: the daemon's own flags are never moved.
 func Interspersed(args []string) []string {
-	return interspersed(args, false)
-}
-
-// interspersed is Interspersed; with leadingFlags, flags may also come before the command
-// (`kubectl gitops-reverser -n team-a proposals list`), as the plugin has no flags of its own.
-func interspersed(args []string, leadingFlags bool) []string {
 	cmds := Commands()
 	flags := flagNames(cmds)
 	start := 1
-	for leadingFlags && start < len(args) && isFlag(args[start]) {
+	for start < len(args) && isFlag(args[start]) && knownFlag(args[start], flags) {
 		start += flagWidth(args, start, flags)
 	}
 	if start >= len(args) || command(cmds, args[start]) == nil {
@@ -81,6 +75,13 @@ func flagNames(cmds []*cli.Command) map[string]bool {
 }
 
 func isFlag(a string) bool { return len(a) > 1 && a[0] == '-' && a != "--" }
+
+// knownFlag reports whether a is a flag of the commands, joined short flags (-oyaml) included.
+func knownFlag(a string, flags map[string]bool) bool {
+	name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+	_, known := flags[name]
+	return known || (!strings.HasPrefix(a, "--") && name != "" && flags[name[:1]])
+}
 
 // flagWidth is how many arguments the flag at args[i] spans: 2 for `--name value`, else 1.
 func flagWidth(args []string, i int, flags map[string]bool) int {

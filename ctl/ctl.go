@@ -50,7 +50,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return cli.ShowAppHelp(c)
 		},
 	}
-	err := app.RunContext(ctx, interspersed(args, true))
+	err := app.RunContext(ctx, Interspersed(args))
 	var coder cli.ExitCoder
 	if err != nil && !errors.As(err, &coder) {
 		return &exitError{err: err, code: exitUsage} // urfave/cli's own: an unknown flag, a bad value
