@@ -29,22 +29,36 @@ CHROMIUM ?= /usr/bin/chromium
 GPG ?= gpg
 SSH_KEYGEN ?= ssh-keygen
 TEST_TIMEOUT ?= 30m
+# The version make build and make image stamp into the daemon (--version) and tag the image with:
+# git describe without a leading v (a release tag v0.1.0 gives 0.1.0, the chart's appVersion; an
+# untagged commit its short hash), -dirty when tracked files changed. SOURCE_DATE_EPOCH, the
+# commit's time, dates the image, so the same commit gives the same digest (docs/image.md).
+VERSION ?= $(or $(shell git describe --tags --always --dirty 2>/dev/null | sed 's/^v//'),dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
+VERSION_LDFLAGS = -X github.com/configbutler/gitops-reverser/daemon.Version=$(VERSION)
 
-.PHONY: all build test test-tools debian-packages vet lint helm-lint sops browser playwright chromium signing-tools testenv testenv-bins demo bench clean
+.PHONY: all build image test test-tools debian-packages vet lint helm-lint sops browser playwright chromium signing-tools testenv testenv-bins demo bench clean
 
 all: build
 
 build: ## the daemon binary in bin/, built as the image builds it (static, stripped)
-	CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o bin/gitops-reverser .
+	CGO_ENABLED=0 go build -trimpath -ldflags="-s -w $(VERSION_LDFLAGS)" -o bin/gitops-reverser .
+
+# scripts/image cross-compiles the daemon (CGO_ENABLED=0 GOOS=linux GOARCH=... go build -trimpath
+# -ldflags="-s -w -X ...Version=$(VERSION)", printed as it runs) and assembles the image from
+# nothing with go-containerregistry: no container engine, no base image, no registry.
+image: ## the daemon's OCI image (linux/amd64 + linux/arm64) and its SPDX SBOM in bin/image/ (docs/image.md)
+	go run ./scripts/image -out bin/image -version '$(VERSION)' -revision '$(REVISION)' -created '$(SOURCE_DATE_EPOCH)'
 
 testenv-bins: ## build (once) the pinned etcd, kube-apiserver and kubectl used by tests
 	go run ./testenv/cmd/testenv -build
 
-# The tests build as the image does (CGO_ENABLED=0 and -trimpath, the Dockerfile's go build), so
-# go vet, every test binary, and the daemon binaries the install tests (with the Dockerfile's
-# command) and the daemon tests build share one set of compiled packages; with Go's defaults a
-# first run compiled every dependency twice. The tools build and go vet run side by side (-j):
-# on two cores one build's link or download leaves the other core idle.
+# The tests build as the image does (CGO_ENABLED=0 and -trimpath, make image's go build), so
+# go vet, every test binary, and the daemon binaries the install tests (with make build's
+# command), the image tests and the daemon tests build share one set of compiled packages; with
+# Go's defaults a first run compiled every dependency twice. The tools build and go vet run side
+# by side (-j): on two cores one build's link or download leaves the other core idle.
 test: export CGO_ENABLED := 0
 test: export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 test: ## vet and run every test against a real apiserver and real git remotes
@@ -150,7 +164,7 @@ testenv: ## start a control plane and a git server for manual use; prints a kube
 demo: ## run the daemon against a local control plane and git repository, and show the result
 	go run ./scripts/demo
 
-BENCH_PACKAGES := ./daemon/ ./gitops/ ./receiver/ ./sanitize/ ./sops/ ./ui/ ./webhook/
+BENCH_PACKAGES := ./daemon/ ./gitops/ ./receiver/ ./sanitize/ ./scripts/image/ ./sops/ ./ui/ ./webhook/
 
 bench: testenv-bins browser ## print speed and memory figures (tests never assert on time)
 	go test -count=1 -run '^$$' -bench . -benchtime 1x -timeout $(TEST_TIMEOUT) $(BENCH_PACKAGES)

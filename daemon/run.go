@@ -46,6 +46,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, actio
 	app := &cli.App{
 		Name:      "gitops-reverser",
 		Usage:     "mirror a live Kubernetes cluster into Git, one canonical YAML file per object, committed by who changed it",
+		Version:   Version,
 		Flags:     Flags(),
 		Commands:  ctl.Commands(),
 		Writer:    stdout,

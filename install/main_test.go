@@ -63,7 +63,7 @@ func runMain(m *testing.M) int {
 		_, err := testenv.EnsureGoTool("helm", helmPackage, helmVersion)
 		helmDone <- err
 	}()
-	// Built as the Dockerfile builds it: static, no cgo, trimmed.
+	// Built as make build and make image build it: static, no cgo, trimmed.
 	daemonBin = filepath.Join(dir, "gitops-reverser")
 	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", daemonBin, "..")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")

@@ -377,6 +377,10 @@ func podNameEnv(c corev1.Container) *corev1.EnvVar {
 	return nil
 }
 
+// imageUID and imageGID are the image's user (make image, scripts/image), which has no passwd
+// file: runAsNonRoot needs the numbers. scripts/image's tests keep the manifests and the chart on it.
+const imageUID, imageGID int64 = 65532, 65532
+
 // TestDeploymentRunsLockedDown pins the Deployment's shape: one replica, rolled out by starting the
 // new Pod first (leader election hands over), the image's nonroot user, nothing writable but the
 // work directory, no privileges, bounded resources.
@@ -388,7 +392,7 @@ func TestDeploymentRunsLockedDown(t *testing.T) {
 	if psc == nil || csc == nil || csc.Capabilities == nil {
 		t.Fatalf("pod securityContext %+v, container securityContext %+v: both required", psc, csc)
 	}
-	uid, gid := imageUser(t)
+	uid, gid := imageUID, imageGID
 	var maxSurge, maxUnavailable string
 	if ru := s.deployment.Spec.Strategy.RollingUpdate; ru != nil && ru.MaxSurge != nil && ru.MaxUnavailable != nil {
 		maxSurge, maxUnavailable = ru.MaxSurge.String(), ru.MaxUnavailable.String()
@@ -401,7 +405,7 @@ func TestDeploymentRunsLockedDown(t *testing.T) {
 		{"strategy", s.deployment.Spec.Strategy.Type, appsv1.RollingUpdateDeploymentStrategyType},
 		{"maxSurge", maxSurge, "1"},
 		{"maxUnavailable", maxUnavailable, "0"},
-		{"image", c.Image, "ghcr.io/configbutler/gitops-reverser:latest"},
+		{"image", c.Image, "ghcr.io/configbutler/gitops-reverser:0.1.0"},
 		{"pod runAsNonRoot", deref(psc.RunAsNonRoot), true},
 		{"pod runAsUser (the image's USER)", deref(psc.RunAsUser), uid},
 		{"pod runAsGroup (the image's USER)", deref(psc.RunAsGroup), gid},

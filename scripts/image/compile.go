@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// compile builds the daemon for platform into out: static (no cgo), stripped, without local paths
+// or VCS stamps (the revision is the image's label; a stamp would also change with untracked
+// files), the version set at link time. GOAMD64 and GOARM64 are pinned to Go's defaults so a
+// setting in the environment cannot change the digest.
+// Apart from GOOS and GOARCH this is make build's command, so the compiled packages are shared
+// with it and with the tests (make test builds with CGO_ENABLED=0 and -trimpath too).
+func compile(ctx context.Context, o options, platform, out string) error {
+	goos, goarch, _ := strings.Cut(platform, "/")
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return err
+	}
+	env := []string{"CGO_ENABLED=0", "GOOS=" + goos, "GOARCH=" + goarch}
+	switch goarch {
+	case "amd64":
+		env = append(env, "GOAMD64=v1")
+	case "arm64":
+		env = append(env, "GOARM64=v8.0")
+	}
+	args := []string{"build", "-trimpath", "-buildvcs=false",
+		"-ldflags=-s -w -X " + versionVariable + "=" + o.Version, "-o", abs, "."}
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, "%s go %s\n", strings.Join(env, " "), strings.Join(quoteArgs(args), " "))
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = o.Dir
+	cmd.Env = append(os.Environ(), env...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build for %s: %w\n%s", platform, err, b)
+	}
+	return nil
+}
+
+// quoteArgs quotes the arguments with a space, for a log line a shell can run.
+func quoteArgs(args []string) []string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = a
+		if strings.Contains(a, " ") {
+			q[i] = "'" + a + "'"
+		}
+	}
+	return q
+}
