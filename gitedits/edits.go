@@ -55,16 +55,16 @@ type Query struct {
 
 // Edit is one file a person changed.
 type Edit struct {
-	Path    string           // from the root of the repository, like gitops.Change.Path
-	Content []byte           // the file at the tip; nil when deleted there (or when Size > MaxBytes: check Size)
-	Deleted bool             // no file at Path at the tip
-	Size    int64            // blob size at the tip
+	Path    string // from the root of the repository, like gitops.Change.Path
+	Content []byte // the file at the tip; nil when deleted there (or when Size > MaxBytes: check Size)
+	Deleted bool   // no file at Path at the tip
+	Size    int64  // blob size at the tip
 	// Link is true when the entry at the tip is not a file but a symbolic link or a submodule:
 	// there is no content to read.
-	Link bool
-	Commit  string           // newest commit not written by the daemon that changed this path
-	Author  gitops.Signature // that commit's author
-	When    time.Time        // that commit's author time
+	Link   bool
+	Commit string           // newest commit not written by the daemon that changed this path
+	Author gitops.Signature // that commit's author
+	When   time.Time        // that commit's author time
 	// Mirror (Query.Whole only): the file's state is the mirror's, not a person's: the newest
 	// commit that changed it is the daemon's, or the mirror holds a change to it not pushed yet.
 	Mirror bool
