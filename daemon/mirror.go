@@ -55,6 +55,7 @@ func newMirror(ctx context.Context, s shared, cfg MirrorConfig, d mirrorDeps) (*
 	})
 	mr.repos = gitsecrets.New(gitsecrets.Config{
 		Dynamic: s.dyn, Pool: mr.pool, WorkDir: s.workDir, Log: s.log, OnChange: changes.Notify,
+		SigningKeysInvalid: s.reg.Mirror.SigningKeysInvalid,
 	})
 	mr.pool.OnRemoteWorks(mr.repos.RemoteWorks) // a push that works proves the remote
 	opts := watch.Options{

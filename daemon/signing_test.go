@@ -30,6 +30,7 @@ import (
 // key. The repository and its destination are not Ready with the reason, and nothing reaches the
 // remote: no commit rather than an unsigned one. Once the Secret holds a key, the mirror pushes;
 // the status shows the public key, and every commit verifies with git verify-commit against it.
+// gitops_reverser_signing_keys_invalid is 1 while the key is broken, 0 once it is fixed.
 func TestCommitSigning(t *testing.T) {
 	const ns = "signing"
 	ctx := context.Background()
@@ -70,6 +71,9 @@ func TestCommitSigning(t *testing.T) {
 	if log, err := srv.Log("state", "main"); err == nil && len(log) > 0 {
 		t.Fatalf("commits were pushed without a usable signing key: %+v", log)
 	}
+	if got := d.Metric(t, "gitops_reverser_signing_keys_invalid"); got != 1 {
+		t.Errorf("signing_keys_invalid = %v with the broken key, want 1", got)
+	}
 
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -90,6 +94,9 @@ func TestCommitSigning(t *testing.T) {
 	}
 	testenv.Eventually(t, time.Minute, "the ConfigMap mirrored once the key is fixed",
 		remoteHas(srv, layout.Path("live", "", "configmaps", ns, "app")), d.FailFast())
+	if got := d.Metric(t, "gitops_reverser_signing_keys_invalid"); got != 0 {
+		t.Errorf("signing_keys_invalid = %v once the key is fixed, want 0", got)
+	}
 	testenv.Eventually(t, time.Minute, "the public key in the status", func() (bool, string) {
 		u, err := dyn.Resource(crds.GitRepoConfigs).Namespace(ns).Get(ctx, "repo", metav1.GetOptions{})
 		if err != nil {

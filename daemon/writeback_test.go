@@ -663,6 +663,10 @@ func (w *wbWorld) liveColor(name string) string {
 func approvals(w *wbWorld) {
 	t := w.t
 	path, p := w.pendingEdit("approved")
+	testenv.Eventually(t, time.Minute, "the oldest pending proposal's creation time exported", func() (bool, string) {
+		got := w.d.Metric(t, "gitops_reverser_proposals_oldest_pending_timestamp_seconds")
+		return got == float64(p.CreationTimestamp.Unix()), fmt.Sprintf("%v, want %d", got, p.CreationTimestamp.Unix())
+	}, w.d.FailFast())
 	w.decide("alice", p, crds.DecisionApprove)
 	p = w.waitProposal(path, "alice's approval refused", func(p *crds.Proposal) bool {
 		c := conditionOf(p, crds.ConditionApplied)
@@ -676,6 +680,10 @@ func approvals(w *wbWorld) {
 	}
 	w.decide("carol", p, crds.DecisionApprove)
 	p = w.waitProposal(path, "carol's approval applied", func(p *crds.Proposal) bool { return p.Status.Phase == crds.PhaseApplied })
+	testenv.Eventually(t, time.Minute, "no pending proposal, exported as 0", func() (bool, string) {
+		got := w.d.Metric(t, "gitops_reverser_proposals_oldest_pending_timestamp_seconds")
+		return got == 0, fmt.Sprint(got)
+	}, w.d.FailFast())
 	if p.Status.ReviewedBy == nil || p.Status.ReviewedBy.Username != "carol" || p.Status.AutoApplied {
 		t.Errorf("after carol's approval: reviewedBy %+v, autoApplied %v", p.Status.ReviewedBy, p.Status.AutoApplied)
 	}

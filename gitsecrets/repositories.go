@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/configbutler/gitops-reverser/gitops"
@@ -40,7 +41,7 @@ type Pool interface {
 	SetRepositories(repos []gitops.Repository)
 }
 
-// Config is what Repositories needs. Log and OnChange may be nil.
+// Config is what Repositories needs. Log, OnChange and SigningKeysInvalid may be nil.
 type Config struct {
 	Dynamic dynamic.Interface // reads and watches the Secrets
 	Pool    Pool
@@ -49,6 +50,9 @@ type Config struct {
 	// SetRepositories reads it again) or that a check of a remote ended.
 	OnChange func()
 	Log      *slog.Logger
+	// SigningKeysInvalid is set to the number of repositories whose signing key Secret is missing
+	// or holds no usable key (metrics.Mirror.SigningKeysInvalid).
+	SigningKeysInvalid prometheus.Gauge
 }
 
 // Repositories loads the credentials and signing key of every repository from its Secrets,
@@ -75,6 +79,9 @@ type repoEntry struct {
 	signing fromSecret[gitops.Signer]      // nil value: commits are not signed; problem SigningKeyInvalid
 }
 
+// signingKeyInvalid is the problem of a signing key Secret that is missing or holds no usable key.
+const signingKeyInvalid = "SigningKeyInvalid"
+
 // ready reports whether workers may push: with credentials and, when asked for, a signing key.
 func (e *repoEntry) ready() bool { return e.creds.usable && e.signing.usable }
 
@@ -85,6 +92,9 @@ func New(cfg Config) *Repositories {
 	}
 	if cfg.OnChange == nil {
 		cfg.OnChange = func() {}
+	}
+	if cfg.SigningKeysInvalid == nil {
+		cfg.SigningKeysInvalid = prometheus.NewGauge(prometheus.GaugeOpts{Name: "unregistered"})
 	}
 	return &Repositories{
 		cfg: cfg, log: cfg.Log,
@@ -108,6 +118,7 @@ func (r *Repositories) Run(ctx context.Context) error {
 	r.mu.Lock()
 	r.closed = true
 	r.mu.Unlock()
+	r.cfg.SigningKeysInvalid.Set(0) // a replica that no longer leads reads no Secrets
 	r.wg.Wait()
 	return nil
 }
@@ -157,6 +168,13 @@ func (r *Repositories) SetRepositories(ctx context.Context, repos []Repository) 
 		}
 	}
 	r.cfg.Pool.SetRepositories(usable)
+	invalid := 0
+	for _, e := range r.repos {
+		if e.signing.problem == signingKeyInvalid {
+			invalid++
+		}
+	}
+	r.cfg.SigningKeysInvalid.Set(float64(invalid))
 	out := make(map[string]RepoState, len(repos))
 	for _, spec := range repos {
 		out[spec.Name] = r.repos[spec.Name].state(states[spec.Name])

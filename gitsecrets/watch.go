@@ -150,7 +150,7 @@ func (r *Repositories) loadSigner(ctx context.Context, e *repoEntry) {
 	if sg := e.repo.Signing; sg != nil {
 		ref = &sg.Secret
 	}
-	loadFromSecret(ctx, r, &e.signing, secretSource[gitops.Signer]{ref, "SigningKeyInvalid", func(secret *corev1.Secret) (gitops.Signer, error) {
+	loadFromSecret(ctx, r, &e.signing, secretSource[gitops.Signer]{ref, signingKeyInvalid, func(secret *corev1.Secret) (gitops.Signer, error) {
 		s, err := signerFrom(e.repo.Signing.Format, secret)
 		if err == nil && e.signing.value != nil && e.signing.value.Public().Fingerprint == s.Public().Fingerprint {
 			s = e.signing.value // the same key: the workers need not hear of it

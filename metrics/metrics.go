@@ -58,6 +58,12 @@ func (r *Registry) Gather() (map[string]float64, error) {
 	return out, nil
 }
 
+// Describe sends the description of every collector, also of vectors that have no labelled
+// child yet and so are absent from Gather and /metrics: tests use it to list every family.
+func (r *Registry) Describe(ch chan<- *prometheus.Desc) {
+	r.reg.Describe(ch)
+}
+
 // Handler serves the registry in the Prometheus exposition format.
 func (r *Registry) Handler() http.Handler {
 	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{Registry: r.reg})

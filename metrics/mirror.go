@@ -21,6 +21,9 @@ type Mirror struct {
 	ObjectsTooLarge prometheus.Counter     // objects not written because their file would exceed the cap
 	Relists         prometheus.Counter     // lists after the first of a watch: its resourceVersion expired or it restarted
 	ChangesSkipped  *prometheus.CounterVec // by reason: generated objects and changes by excluded users or field managers left out
+	// SigningKeysInvalid counts the repositories that ask for signed commits but whose signing key
+	// Secret is missing or holds no usable key.
+	SigningKeysInvalid prometheus.Gauge
 }
 
 func newMirror(reg prometheus.Registerer) *Mirror {
@@ -55,6 +58,8 @@ func newMirror(reg prometheus.Registerer) *Mirror {
 			[]string{"reason"}),
 		Relists: counter("relists_total", "Lists of a resource after its first: the watch expired (410) or failed and was restarted."),
 	}
-	reg.MustRegister(m.ActiveWorkers, m.Watches, m.QueueDepth, m.QueueCoalesced, m.ChangesSkipped)
+	m.SigningKeysInvalid = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "signing_keys_invalid",
+		Help: "GitRepoConfigs that ask for signed commits but whose signing key Secret is missing or holds no usable key; their status says why."})
+	reg.MustRegister(m.ActiveWorkers, m.Watches, m.QueueDepth, m.QueueCoalesced, m.ChangesSkipped, m.SigningKeysInvalid)
 	return m
 }

@@ -17,6 +17,9 @@ type WriteBack struct {
 	SyncRuns         *prometheus.CounterVec // by status: success | failed | partial
 	Pending          prometheus.Gauge       // proposals waiting for a decision, over every destination
 	AppliesFenced    prometheus.Counter     // applies and deletes not made because this replica no longer held the lease
+	// OldestPending is the creation time (Unix seconds) of the oldest proposal waiting for a
+	// decision, 0 when none waits: an alert reads its age as time() minus it.
+	OldestPending prometheus.Gauge
 }
 
 func newWriteBack(reg prometheus.Registerer) *WriteBack {
@@ -31,6 +34,8 @@ func newWriteBack(reg prometheus.Registerer) *WriteBack {
 			Help: "Write-back reconciles finished, by status (success, failed, partial)."}, []string{"status"}),
 		Pending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "proposals_pending",
 			Help: "Proposals waiting for a decision, over every destination."}),
+		OldestPending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "proposals_oldest_pending_timestamp_seconds",
+			Help: "Creation time, in Unix seconds, of the oldest proposal waiting for a decision; 0 when none waits."}),
 		AppliesFenced: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "writeback_applies_fenced_total",
 			Help: "Applies and deletes of proposals not made because this replica no longer held the leader Lease; the leader makes them."}),
 	}
@@ -43,6 +48,6 @@ func newWriteBack(reg prometheus.Registerer) *WriteBack {
 	for _, s := range []string{"success", "failed", "partial"} {
 		w.SyncRuns.WithLabelValues(s)
 	}
-	reg.MustRegister(w.ProposalsOpened, w.ProposalsApplied, w.ProposalsRefused, w.SyncRuns, w.Pending, w.AppliesFenced)
+	reg.MustRegister(w.ProposalsOpened, w.ProposalsApplied, w.ProposalsRefused, w.SyncRuns, w.Pending, w.OldestPending, w.AppliesFenced)
 	return w
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -221,6 +222,28 @@ func (c *Controller) pendingCount(destination string) int {
 		}
 	}
 	return n
+}
+
+// oldestPending is the creation time, in Unix seconds, of the oldest cached Pending proposal, or
+// 0 when none is Pending.
+func (c *Controller) oldestPending() float64 {
+	props, ok := c.caches.Indexer(crds.Proposals)
+	if !ok {
+		return 0
+	}
+	var oldest time.Time
+	for _, item := range props.List() {
+		u := item.(*unstructured.Unstructured)
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		created := u.GetCreationTimestamp().Time
+		if phase == string(crds.PhasePending) && (oldest.IsZero() || created.Before(oldest)) {
+			oldest = created
+		}
+	}
+	if oldest.IsZero() {
+		return 0
+	}
+	return float64(oldest.Unix())
 }
 
 func targetName(t crds.ProposalTarget) string {

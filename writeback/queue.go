@@ -110,6 +110,7 @@ func (c *Controller) handle(ctx context.Context, key string) (time.Duration, err
 		}
 	}
 	c.cfg.Metrics.Pending.Set(float64(c.pendingCount("")))
+	c.cfg.Metrics.OldestPending.Set(c.oldestPending())
 	return after, err
 }
 
