@@ -190,10 +190,11 @@ func TestChartRendersAndPassesServerDryRun(t *testing.T) {
 	// What `helm install` puts in first: the CRDs of crds/.
 	kubectl(t, kubeconfig, nil, cache, "apply", "--server-side", "--force-conflicts", "-f", chartPath("crds"))
 	standIns := strings.Join([]string{standInCRD("monitoring.coreos.com", "ServiceMonitor"),
+		standInCRD("monitoring.coreos.com", "PrometheusRule"),
 		standInCRD("cert-manager.io", "Issuer"), standInCRD("cert-manager.io", "Certificate")}, "---\n")
 	kubectl(t, kubeconfig, strings.NewReader(standIns), cache, "apply", "-f", "-")
 	wait := []string{"wait", "--for=condition=Established", "--timeout=60s",
-		"crd/servicemonitors.monitoring.coreos.com", "crd/issuers.cert-manager.io", "crd/certificates.cert-manager.io"}
+		"crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com", "crd/issuers.cert-manager.io", "crd/certificates.cert-manager.io"}
 	for _, name := range yamlFileNames(t, chartPath("crds")) {
 		wait = append(wait, "crd/"+strings.TrimSuffix(name, ".yaml")+".configbutler.ai")
 	}
@@ -216,6 +217,7 @@ func TestChartRendersAndPassesServerDryRun(t *testing.T) {
 			"Issuer/gitops-reverser-selfsigned", "Issuer/gitops-reverser-webhook-ca", "NetworkPolicy/gitops-reverser-webhook",
 			"ServiceMonitor/gitops-reverser", "Service/gitops-reverser-receiver", "Ingress/gitops-reverser-receiver",
 			"Service/gitops-reverser-ui", "Ingress/gitops-reverser-ui",
+			"ConfigMap/gitops-reverser-dashboard", "PrometheusRule/gitops-reverser",
 			"PodDisruptionBudget/gitops-reverser")},
 	}
 	for _, tc := range cases {
