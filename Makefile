@@ -16,6 +16,13 @@ CHART := deploy/helm/gitops-reverser
 # a test keeps its version equal to this one.
 SOPS_VERSION := v3.13.3
 SOPS := $(TOOLS_CACHE)/sops-$(SOPS_VERSION)/sops
+# install/monitoring_test.go builds the same promtool into the same place to check and unit-test
+# the chart's alerts (deploy/helm/gitops-reverser/files); a test keeps its version and tags equal to
+# these. remove_all_sd leaves out Prometheus' service discoveries, which checking rules does not use:
+# a cold build takes less than half the time.
+PROMTOOL_VERSION := v0.316.0
+PROMTOOL_TAGS := remove_all_sd
+PROMTOOL := $(TOOLS_CACHE)/promtool-$(PROMTOOL_VERSION)/promtool
 # testenv/browser.go drives a headless Chromium with the same playwright-core from the same place
 # (installing it there too when missing); a test keeps its version equal to this one.
 PLAYWRIGHT_VERSION := 1.64.1
@@ -38,7 +45,7 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
 VERSION_LDFLAGS = -X github.com/configbutler/gitops-reverser/daemon.Version=$(VERSION)
 
-.PHONY: all build image test test-tools debian-packages vet lint helm-lint sops browser playwright chromium signing-tools testenv testenv-bins demo bench clean
+.PHONY: all build image test test-tools debian-packages vet lint helm-lint sops promtool browser playwright chromium signing-tools testenv testenv-bins demo bench clean
 
 all: build
 
@@ -67,7 +74,7 @@ test: ## vet and run every test against a real apiserver and real git remotes
 
 # test-tools is every tool the tests run. Debian's packages are installed one after the other:
 # two apt-get at once would fight over dpkg's lock.
-test-tools: testenv-bins sops $(HELM) playwright debian-packages
+test-tools: testenv-bins sops $(HELM) $(PROMTOOL) playwright debian-packages
 
 debian-packages:
 	@$(MAKE) --no-print-directory chromium
@@ -96,6 +103,11 @@ sops: $(SOPS) ## build (once) the pinned sops CLI the tests use to check the SOP
 
 $(SOPS):
 	GOBIN=$(dir $@) go install github.com/getsops/sops/v3/cmd/sops@$(SOPS_VERSION)
+
+promtool: $(PROMTOOL) ## build (once) the pinned promtool the tests check the chart's alerts with
+
+$(PROMTOOL):
+	GOBIN=$(dir $@) go install -tags $(PROMTOOL_TAGS) github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
 
 browser: playwright chromium ## install (once) the headless Chromium and playwright-core the browser tests drive
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -56,12 +57,13 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	// The pinned helm is built (once, into the tools cache) while the daemon builds and the
-	// control plane starts, instead of after them in the first chart test.
+	// The pinned helm and promtool are built (once, into the tools cache) while the daemon builds
+	// and the control plane starts, instead of after them in the first chart test.
 	helmDone := make(chan error, 1)
 	go func() {
 		_, err := testenv.EnsureGoTool("helm", helmPackage, helmVersion)
-		helmDone <- err
+		_, promErr := testenv.EnsureGoTool("promtool", promtoolPackage, promtoolVersion, "-tags", promtoolTags)
+		helmDone <- errors.Join(err, promErr)
 	}()
 	// Built as make build and make image build it: static, no cgo, trimmed.
 	daemonBin = filepath.Join(dir, "gitops-reverser")

@@ -32,8 +32,9 @@ type goTool struct {
 
 // GoTool returns the command name of package pkg at version, building it from the Go module proxy
 // on first use into the Makefile's tools cache ($TOOLS_CACHE, default
-// ~/.cache/gitops-reverser/tools)/name-version/, where the Makefile's targets put it too.
-func GoTool(tb testing.TB, name, pkg, version string) string {
+// ~/.cache/gitops-reverser/tools)/name-version/, where the Makefile's targets put it too. flags
+// are extra go install flags (e.g. -tags), the same as the Makefile's.
+func GoTool(tb testing.TB, name, pkg, version string, flags ...string) string {
 	tb.Helper()
 	goTools.mu.Lock()
 	if goTools.built == nil {
@@ -45,7 +46,7 @@ func GoTool(tb testing.TB, name, pkg, version string) string {
 		goTools.built[pkg+"@"+version] = t
 	}
 	goTools.mu.Unlock()
-	t.once.Do(func() { t.path, t.err = EnsureGoTool(name, pkg, version) })
+	t.once.Do(func() { t.path, t.err = EnsureGoTool(name, pkg, version, flags...) })
 	if t.err != nil {
 		tb.Fatal(t.err)
 	}
@@ -57,7 +58,7 @@ func GoTool(tb testing.TB, name, pkg, version string) string {
 // is missing. Test packages run in parallel processes: a file lock makes the second wait for the
 // first one's build instead of compiling the same tool again, and the build goes to a scratch
 // directory renamed into place, so no process ever runs a half-written binary.
-func EnsureGoTool(name, pkg, version string) (string, error) {
+func EnsureGoTool(name, pkg, version string, flags ...string) (string, error) {
 	root := os.Getenv("TOOLS_CACHE")
 	if root == "" {
 		home, err := os.UserHomeDir()
@@ -87,7 +88,7 @@ func EnsureGoTool(name, pkg, version string) (string, error) {
 		return "", fmt.Errorf("create build dir: %w", err)
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
-	cmd := exec.Command("go", "install", pkg+"@"+version)
+	cmd := exec.Command("go", append(append([]string{"install"}, flags...), pkg+"@"+version)...)
 	cmd.Env = append(os.Environ(), "GOBIN="+tmp)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build %s %s: %w\n%s", name, version, err, out)
