@@ -112,8 +112,8 @@ func EnvVar(key string) string {
 
 func envs(key string) []string { return []string{EnvVar(key)} }
 
-// Flags returns the definition of every setting; the README's configuration reference is checked
-// against it by a test.
+// Flags returns the definition of every setting; a test (docs/docs_test.go) checks that the
+// configuration reference, docs/configuration.md, lists exactly these.
 func Flags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: keyConfig, EnvVars: envs(keyConfig),
