@@ -177,6 +177,8 @@ func destinationStatus(generation int64) any {
 			PendingProposals:   3,
 			Conditions:         []metav1.Condition{condition(crds.ConditionReady, 1)},
 		},
+		Git: &crds.GitProgress{LastPushedCommit: sourceCommit, LastPushTime: &fixtureTime, LastPushAuthor: "Alice <alice@example.com>",
+			Pending: 2, Failures: 1, LastError: "push rejected"},
 		Skipped: []crds.SkipCount{
 			{Reason: crds.SkipReasonKubeRootCA, Count: 12},
 			{Reason: crds.SkipReasonExcludedFieldManager, Count: 0},

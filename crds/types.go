@@ -191,10 +191,29 @@ type GitDestinationStatus struct {
 	Status `json:",inline"`
 	// WriteBack is written by the write-back reconciler; nil until it first runs.
 	WriteBack *WriteBackStatus `json:"writeBack,omitempty"`
+	// Git is the mirror's progress on the destination's branch: the last push and what waits.
+	// Shared by every destination on the same repository and branch.
+	Git *GitProgress `json:"git,omitempty"`
 	// Skipped says what the mirror leaves out, by reason (SkipReason* constants): generated
 	// objects currently left out, and changes by excluded users or field managers since the
 	// daemon started. Updated at each reconcile of the destination.
 	Skipped []SkipCount `json:"skipped,omitempty"`
+}
+
+// GitProgress is the mirror's progress on a branch, as its Git worker knows it.
+type GitProgress struct {
+	// LastPushedCommit is the SHA of the last commit the remote accepted from the daemon.
+	LastPushedCommit string `json:"lastPushedCommit,omitempty"`
+	// LastPushTime is when the remote accepted it.
+	LastPushTime *metav1.Time `json:"lastPushTime,omitempty"`
+	// LastPushAuthor is the author that commit names.
+	LastPushAuthor string `json:"lastPushAuthor,omitempty"`
+	// Pending counts the changes taken in and not pushed yet.
+	Pending int `json:"pending"`
+	// Failures counts the pushes and fetches that failed in a row since the last that worked.
+	Failures int `json:"failures"`
+	// LastError is the last push or fetch error, empty once one works again.
+	LastError string `json:"lastError,omitempty"`
 }
 
 // SkipCount is how many objects or changes the mirror left out for one reason.

@@ -102,6 +102,8 @@ func newWorld(t *testing.T) *world {
 		WriteBack: &crds.WriteBackStatus{LastSyncRun: "prod-run-1", LastSyncTime: &metav1.Time{Time: time.Now().Add(-3 * time.Minute)},
 			PendingProposals: 2, LastRevision: strings.Repeat("b", 40),
 			Conditions: []metav1.Condition{readyCondition("ApproverFromValidatingPolicy", "an approval names its approver in spec.decidedBy")}},
+		Git: &crds.GitProgress{LastPushedCommit: strings.Repeat("d", 40), LastPushTime: &metav1.Time{Time: time.Now().Add(-5 * time.Minute)},
+			LastPushAuthor: "Alice Example <alice@example.com>", Pending: 4},
 	})
 	w.proposal("web-replicas", "web", crds.PhasePending)
 	w.proposal("api-replicas", "api", crds.PhasePending)

@@ -8,7 +8,8 @@ import (
 )
 
 // status shows the GitDestinations named, or all of the namespace: whether the mirror is Ready
-// (and why not), and their write-back: on or off, pending proposals, last run, and its Ready
+// (and why not), its last push and the changes waiting for the next (status.git), and their
+// write-back: on or off, pending proposals, last run, and its Ready
 // condition, which says how an approval is known to come from its approver.
 func status(ctx context.Context, s *session, names []string) error {
 	objs, err := s.fetch(ctx, crds.GitDestinations, "gitdestination", names, "")
@@ -23,8 +24,8 @@ func status(ctx context.Context, s *session, names []string) error {
 		return nil
 	}
 	t := newTable(s.stdout, s.row("NAMESPACE",
-		[]string{"NAME", "READY", "REASON", "WRITE-BACK", "PENDING", "LAST RUN", "WB-READY", "WB-REASON"},
-		[]string{"REPO", "BRANCH", "FOLDER", "LAST SYNCRUN", "MESSAGE", "WB-MESSAGE"})...)
+		[]string{"NAME", "READY", "REASON", "LAST PUSH", "QUEUE", "WRITE-BACK", "PENDING", "LAST RUN", "WB-READY", "WB-REASON"},
+		[]string{"REPO", "BRANCH", "FOLDER", "PUSHED", "PUSH ERROR", "LAST SYNCRUN", "MESSAGE", "WB-MESSAGE"})...)
 	for i := range objs {
 		d, err := crds.FromUnstructured[crds.GitDestination](&objs[i])
 		if err != nil {
@@ -40,13 +41,24 @@ func status(ctx context.Context, s *session, names []string) error {
 			lastSyncRun = wb.LastSyncRun
 			wbReady, wbReason, wbMessage = condition(wb.Conditions, crds.ConditionReady)
 		}
+		var lastPush, queue, pushed, pushError string
+		if g := d.Status.Git; g != nil {
+			if g.LastPushTime != nil {
+				lastPush = age(g.LastPushTime.Time)
+			}
+			queue = strconv.Itoa(g.Pending)
+			if len(g.LastPushedCommit) >= 12 {
+				pushed = g.LastPushedCommit[:12] + " by " + g.LastPushAuthor
+			}
+			pushError = g.LastError
+		}
 		repo := d.Spec.RepoRef.Name
 		if ns := d.Spec.RepoRef.NamespaceOr(d.Namespace); ns != d.Namespace {
 			repo = ns + "/" + repo
 		}
 		t.row(s.row(d.Namespace,
-			[]string{d.Name, ready, reason, writeBackMode(d.Spec.WriteBack), pending, lastRun, wbReady, wbReason},
-			[]string{repo, d.Spec.Branch, d.Spec.BaseFolder, lastSyncRun, message, wbMessage})...)
+			[]string{d.Name, ready, reason, lastPush, queue, writeBackMode(d.Spec.WriteBack), pending, lastRun, wbReady, wbReason},
+			[]string{repo, d.Spec.Branch, d.Spec.BaseFolder, pushed, pushError, lastSyncRun, message, wbMessage})...)
 	}
 	return t.flush()
 }

@@ -123,9 +123,13 @@ func newCommandsWorld(t *testing.T) commandsWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dynamic.NewForConfigOrDie(cp.AdminConfig()).Resource(crds.Proposals).Namespace(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+	admin := dynamic.NewForConfigOrDie(cp.AdminConfig()).Resource(crds.Proposals).Namespace(ns)
+	if _, err := admin.Create(ctx, p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { // no later test's page, metrics or start sees it
+		_ = admin.Delete(context.Background(), p.GetName(), metav1.DeleteOptions{})
+	})
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "reviewer", Namespace: ns},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{crds.Group}, Resources: []string{"proposals"}, Verbs: []string{"get", "list", "patch"}}}}
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "alice-reviews", Namespace: ns},

@@ -94,9 +94,11 @@ type Manager struct {
 	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
 	resources []APIResource
 	watchers  map[string]*running
-	warned    map[string]bool   // rules already warned about selecting Secrets, by uid/generation
-	coalesced map[string]int    // coalescings already reported, by destination
-	sopsRules map[string]string // the .sops.yaml last handed to each destination's worker, by destination
+	warned    map[string]bool             // rules already warned about selecting Secrets, by uid/generation
+	coalesced map[string]int              // coalescings already reported, by destination
+	progress  map[string]crds.GitProgress // status.git last written, by destination
+	dests     []*destination              // as the last reconcile resolved them
+	sopsRules map[string]string           // the .sops.yaml last handed to each destination's worker, by destination
 	selected  atomic.Pointer[map[string][]Selection]
 }
 
@@ -132,6 +134,7 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 		watchers:  map[string]*running{},
 		warned:    map[string]bool{},
 		coalesced: map[string]int{},
+		progress:  map[string]crds.GitProgress{},
 		sopsRules: map[string]string{},
 	}, nil
 }
@@ -183,6 +186,8 @@ func (m *Manager) Run(ctx context.Context) error {
 
 	refresh := time.NewTicker(m.opts.DiscoveryRefresh)
 	defer refresh.Stop()
+	progress := time.NewTicker(progressInterval)
+	defer progress.Stop()
 	m.poke()
 	retry := time.NewTimer(0)
 	<-retry.C
@@ -197,6 +202,11 @@ func (m *Manager) Run(ctx context.Context) error {
 		case <-refresh.C:
 			m.rediscover(ctx)
 			m.opts.Repos.Recheck()
+		case <-progress.C:
+			if err := m.reportProgress(ctx, m.dests); err != nil {
+				m.opts.Log.Warn("report the Git progress of destinations", "err", err)
+			}
+			continue
 		}
 		if err := m.reconcile(ctx); err != nil {
 			if ctx.Err() != nil {

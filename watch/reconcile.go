@@ -73,6 +73,13 @@ func (m *Manager) reconcile(ctx context.Context) error {
 			delete(m.coalesced, name)
 		}
 	}
+	for name := range m.progress {
+		if byName[name] == nil {
+			delete(m.progress, name)
+		}
+	}
+	m.dests = dests
+	errs = append(errs, m.reportProgress(ctx, dests))
 	return errors.Join(errs...)
 }
 
