@@ -9,14 +9,11 @@ import (
 	"os/signal"
 	"syscall"
 
-	// CA roots for HTTPS Git remotes where the system has none, as in the image (only the binary):
-	// used only when no system roots are found.
-	_ "golang.org/x/crypto/x509roots/fallback"
-
 	"github.com/configbutler/gitops-reverser/daemon"
 )
 
 func main() {
+	useFallbackRoots()
 	ctx, cancel := context.WithCancel(context.Background())
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
