@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,24 +23,6 @@ func linesWith(log *testenv.SyncBuffer, s string) []string {
 	return out
 }
 
-// testClock is a settable clock for the handshake log.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // failHandshake dials s from the loopback address from and fails the handshake as a client that
 // does not trust the server's certificate does.
 func failHandshake(t *testing.T, s *Server, from string) {
@@ -56,7 +37,7 @@ func failHandshake(t *testing.T, s *Server, from string) {
 
 func TestFailedHandshakesAreLoggedOnceAMinutePerSource(t *testing.T) {
 	logs := &testenv.SyncBuffer{}
-	clock := &testClock{now: time.Now()}
+	clock := testenv.NewClock(time.Now())
 	dir := t.TempDir()
 	writeServingPair(t, dir, newTestCA(t))
 	s, err := Listen(Config{Name: "test", BindAddress: "127.0.0.1:0", CertDir: dir, Handler: hello,
@@ -98,7 +79,7 @@ func TestFailedHandshakesAreLoggedOnceAMinutePerSource(t *testing.T) {
 func TestHandshakeLogPassesOtherLinesAndStaysBounded(t *testing.T) {
 	out := &testenv.SyncBuffer{}
 	h := newHandshakeLog(out)
-	clock := &testClock{now: time.Now()}
+	clock := testenv.NewClock(time.Now())
 	h.now, h.capacity = clock.Now, 3
 
 	for range 3 {

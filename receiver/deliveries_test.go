@@ -6,40 +6,27 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+// newFakeClock is a clock the tests move by hand.
+func newFakeClock() *testenv.Clock {
+	return testenv.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 }
 
 func TestDeliverySeenTwiceWithinTTL(t *testing.T) {
 	clock := newFakeClock()
-	d := NewDeliveries(10*time.Minute, 100, clock.now)
+	d := NewDeliveries(10*time.Minute, 100, clock.Now)
 	if d.Seen("ns/r", "id-1") {
 		t.Fatal("a new delivery is seen")
 	}
-	clock.advance(9 * time.Minute)
+	clock.Advance(9 * time.Minute)
 	if !d.Seen("ns/r", "id-1") {
 		t.Fatal("a replay within the TTL is not seen")
 	}
 	// A replay does not extend the TTL: it runs from the first delivery.
-	clock.advance(time.Minute)
+	clock.Advance(time.Minute)
 	if d.Seen("ns/r", "id-1") {
 		t.Fatal("a delivery is still seen a TTL after it was first recorded")
 	}
@@ -49,7 +36,7 @@ func TestDeliverySeenTwiceWithinTTL(t *testing.T) {
 }
 
 func TestDeliveryIsPerReceiver(t *testing.T) {
-	d := NewDeliveries(time.Minute, 100, newFakeClock().now)
+	d := NewDeliveries(time.Minute, 100, newFakeClock().Now)
 	d.Seen("ns/a", "id")
 	if d.Seen("ns/b", "id") {
 		t.Error("an id seen by one receiver is seen by another")
@@ -62,7 +49,7 @@ func TestDeliveryIsPerReceiver(t *testing.T) {
 }
 
 func TestEmptyDeliveryIsNeverSeen(t *testing.T) {
-	d := NewDeliveries(time.Minute, 100, newFakeClock().now)
+	d := NewDeliveries(time.Minute, 100, newFakeClock().Now)
 	for range 3 {
 		if d.Seen("ns/r", "") {
 			t.Fatal("an empty delivery id is seen")
@@ -75,9 +62,9 @@ func TestEmptyDeliveryIsNeverSeen(t *testing.T) {
 
 func TestDeliveriesEvictOldestWhenFull(t *testing.T) {
 	clock := newFakeClock()
-	d := NewDeliveries(time.Hour, 3, clock.now)
+	d := NewDeliveries(time.Hour, 3, clock.Now)
 	for i := range 4 {
-		clock.advance(time.Second)
+		clock.Advance(time.Second)
 		if d.Seen("r", fmt.Sprint(i)) {
 			t.Fatalf("new id %d is seen", i)
 		}
@@ -98,10 +85,10 @@ func TestDeliveriesEvictOldestWhenFull(t *testing.T) {
 
 func TestDeliveriesExpireAndStayBounded(t *testing.T) {
 	clock := newFakeClock()
-	d := NewDeliveries(time.Minute, 1000, clock.now)
+	d := NewDeliveries(time.Minute, 1000, clock.Now)
 	for i := range 10_000 {
 		d.Seen("r", fmt.Sprint(i))
-		clock.advance(time.Second)
+		clock.Advance(time.Second)
 		if n := d.seen.Len(); n > 61 {
 			t.Fatalf("after %d ids, %d remembered with a TTL of 60 ids", i, n)
 		}
@@ -110,9 +97,9 @@ func TestDeliveriesExpireAndStayBounded(t *testing.T) {
 
 func TestDeliveriesClockGoingBack(t *testing.T) {
 	clock := newFakeClock()
-	d := NewDeliveries(time.Minute, 10, clock.now)
+	d := NewDeliveries(time.Minute, 10, clock.Now)
 	d.Seen("r", "a")
-	clock.advance(-time.Hour)
+	clock.Advance(-time.Hour)
 	if !d.Seen("r", "a") {
 		t.Error("a delivery is forgotten when the clock goes back")
 	}
@@ -140,7 +127,7 @@ func TestNewDeliveriesDefaults(t *testing.T) {
 
 // TestDeliveriesConcurrentUse runs under -race: each id is reported new exactly once.
 func TestDeliveriesConcurrentUse(t *testing.T) {
-	d := NewDeliveries(time.Hour, 10_000, newFakeClock().now)
+	d := NewDeliveries(time.Hour, 10_000, newFakeClock().Now)
 	var fresh atomic.Int64
 	var wg sync.WaitGroup
 	for g := range 8 {

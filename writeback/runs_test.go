@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,24 +21,6 @@ import (
 	"github.com/configbutler/gitops-reverser/layout"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
-
-// testClock is the controller's clock in a test, moved by hand.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // oursTrailer marks the commits a test pushes as the daemon's own (the mirror's).
 const oursTrailer = "X-Test-Mirror: yes"
@@ -57,14 +38,14 @@ var (
 type runsEnv struct {
 	*wbEnv
 	c     *Controller
-	clock *testClock
+	clock *testenv.Clock
 }
 
 // newRunsEnv starts the controller once the mirror made the first commit, and waits for the first
 // run, which takes that commit as its baseline.
 func newRunsEnv(t *testing.T) *runsEnv {
 	t.Helper()
-	r := &runsEnv{wbEnv: newWBEnv(t, &crds.WriteBack{Enabled: true}), clock: &testClock{now: time.Now()}}
+	r := &runsEnv{wbEnv: newWBEnv(t, &crds.WriteBack{Enabled: true}), clock: testenv.NewClock(time.Now())}
 	base := r.push(true, map[string]string{"clusters/test/README.md": "mirrored\n"})
 	pool := r.startPool()
 	pool.SetRepositories([]gitops.Repository{{Name: r.ns + "/repo", URL: r.git.RepoURL("repo"),
