@@ -49,23 +49,17 @@ func TestEditsReportsWhatPeopleChanged(t *testing.T) {
 	url := MustRepo(t, srv, "edits")
 	changed, added, deleted, mirrored := cmPath("changed"), cmPath("added"), cmPath("deleted"), cmPath("mirrored")
 	outside := layout.Path("clusters/staging", "", "configmaps", "default", "x")
-	seed, err := srv.PushCommit("edits", "main", testenvSig("carol"), "seed", map[string]string{
+	seed := mustPush(t, srv, "edits", "main", testenvSig("carol"), "seed", map[string]string{
 		changed: "v1\n", deleted: "gone soon\n", mirrored: "m1\n", outside: "s1\n", "README.md": "hi\n",
 	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	w := StartWorker(t, url)
 	if r := mustEdits(t, w, "", 0); r.Tip != seed || len(r.Edits) != 0 {
 		t.Fatalf("edits without a revision = %+v, want the tip %s only", r, seed)
 	}
 
-	person, err := srv.PushCommit("edits", "main", testenvSig("erin"), "edit by hand", map[string]string{
+	person := mustPush(t, srv, "edits", "main", testenvSig("erin"), "edit by hand", map[string]string{
 		changed: "v2 by hand\n", added: "new by hand\n", outside: "s2\n", "README.md": "hello\n",
 	}, []string{deleted})
-	if err != nil {
-		t.Fatal(err)
-	}
 	MustEnqueue(t, w, gitops.Change{Path: mirrored, Content: []byte("m2\n")}) // replayed on the person's commit
 	MustFlush(t, w)
 
@@ -124,15 +118,9 @@ func TestEditsReportsWhatPeopleChanged(t *testing.T) {
 func TestEditsSinceAForcePushedRevision(t *testing.T) {
 	srv := MustGitServer(t)
 	url := MustRepo(t, srv, "forced")
-	seed, err := srv.PushCommit("forced", "main", testenvSig("carol"), "seed", map[string]string{cmPath("a"): "1\n"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	seed := mustPush(t, srv, "forced", "main", testenvSig("carol"), "seed", map[string]string{cmPath("a"): "1\n"}, nil)
 	w := StartWorker(t, url)
-	gone, err := srv.PushCommit("forced", "main", testenvSig("erin"), "later", map[string]string{cmPath("a"): "2\n"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gone := mustPush(t, srv, "forced", "main", testenvSig("erin"), "later", map[string]string{cmPath("a"): "2\n"}, nil)
 	mustEdits(t, w, gone, 0) // the worker fetched it
 	git := personClone(t, srv, "forced")
 	git("reset", "--hard", seed)
@@ -150,11 +138,8 @@ func TestEditsOfAMerge(t *testing.T) {
 	srv := MustGitServer(t)
 	url := MustRepo(t, srv, "merge")
 	mine, theirs, resolved := cmPath("mine"), cmPath("theirs"), cmPath("resolved")
-	seed, err := srv.PushCommit("merge", "main", testenvSig("carol"), "seed",
+	seed := mustPush(t, srv, "merge", "main", testenvSig("carol"), "seed",
 		map[string]string{mine: "1\n", theirs: "1\n", resolved: "1\n"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	w := StartWorker(t, url)
 	git := personClone(t, srv, "merge")
 	writeFile(t, git, mine, "2 by hand\n")
@@ -190,10 +175,7 @@ func TestEditsOfAMerge(t *testing.T) {
 func TestEditsBoundsTheWalk(t *testing.T) {
 	srv := MustGitServer(t)
 	url := MustRepo(t, srv, "long")
-	seed, err := srv.PushCommit("long", "main", testenvSig("carol"), "seed", map[string]string{cmPath("a"): "0\n"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	seed := mustPush(t, srv, "long", "main", testenvSig("carol"), "seed", map[string]string{cmPath("a"): "0\n"}, nil)
 	git := personClone(t, srv, "long")
 	for i := range 5 {
 		writeFile(t, git, cmPath("a"), fmt.Sprintf("%d\n", i+1))
@@ -201,7 +183,7 @@ func TestEditsBoundsTheWalk(t *testing.T) {
 	}
 	git("push", "-q", "origin", "HEAD:main")
 	w := StartWorker(t, url)
-	_, err = w.Edits(context.Background(), Query{Since: seed, MaxCommits: 3})
+	_, err := w.Edits(context.Background(), Query{Since: seed, MaxCommits: 3})
 	if !errors.Is(err, ErrHistoryTooLong) {
 		t.Fatalf("edits over 5 commits with MaxCommits 3: %v, want ErrHistoryTooLong", err)
 	}

@@ -163,6 +163,17 @@ func mustLog(tb testing.TB, srv *testenv.GitServer, repo string) []testenv.Commi
 	return log
 }
 
+// mustPush is srv.PushCommit, failing the test on error; it returns the pushed commit.
+func mustPush(tb testing.TB, srv *testenv.GitServer, repo, branch string, author testenv.Signature, message string,
+	write map[string]string, remove []string) string {
+	tb.Helper()
+	sha, err := srv.PushCommit(repo, branch, author, message, write, remove)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sha
+}
+
 // testenvSig is a competing user.
 func testenvSig(name string) testenv.Signature {
 	return testenv.Signature{Name: name, Email: name + "@example.com"}

@@ -25,11 +25,8 @@ func TestEditsWithoutARevisionStartAtTheDaemonsLastCommit(t *testing.T) {
 	MustFlush(t, w)
 	mirrored := mustLog(t, srv, "baseline")[0].SHA
 
-	person, err := srv.PushCommit("baseline", "main", testenvSig("erin"), "tune by hand",
+	person := mustPush(t, srv, "baseline", "main", testenvSig("erin"), "tune by hand",
 		map[string]string{tuned: "v2 by hand\n", added: "new\n"}, []string{doomed})
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := mustEdits(t, w, "", 0)
 	if r.Tip != person || r.Base != mirrored {
 		t.Fatalf("tip %s, base %s; want the person's commit %s on the daemon's %s", r.Tip, r.Base, person, mirrored)
@@ -51,10 +48,7 @@ func TestEditsWithoutARevisionStartAtTheDaemonsLastCommit(t *testing.T) {
 
 	// A branch the daemon never wrote to: the tip is the baseline.
 	url2 := MustRepo(t, srv, "foreign")
-	tip, err := srv.PushCommit("foreign", "main", testenvSig("carol"), "seed", map[string]string{tuned: "c\n"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tip := mustPush(t, srv, "foreign", "main", testenvSig("carol"), "seed", map[string]string{tuned: "c\n"}, nil)
 	if r := mustEdits(t, StartWorker(t, url2), "", 0); r.Tip != tip || r.Base != tip || len(r.Edits) != 0 {
 		t.Fatalf("edits of a branch without a daemon commit = %+v, want the tip %s as the baseline and no edits", r, tip)
 	}
@@ -68,19 +62,13 @@ func TestWholeFolderCreditsEachFileToItsNewestCommit(t *testing.T) {
 	srv := MustGitServer(t)
 	url := MustRepo(t, srv, "whole")
 	byCarol, byDaemon, byErin, pending := cmPath("by-carol"), cmPath("by-daemon"), cmPath("by-erin"), cmPath("pending")
-	seed, err := srv.PushCommit("whole", "main", testenvSig("carol"), "seed",
+	seed := mustPush(t, srv, "whole", "main", testenvSig("carol"), "seed",
 		map[string]string{byCarol: "c\n", byErin: "c\n", pending: "c\n", "README.md": "hi\n"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	hour := time.Hour
 	w := startWorkerWith(t, url, gitops.BatchLimits{MaxWait: hour, Quiet: hour, IdleQuiet: hour})
 	MustEnqueue(t, w, gitops.Change{Path: byDaemon, Content: []byte("d\n")})
 	MustFlush(t, w)
-	person, err := srv.PushCommit("whole", "main", testenvSig("erin"), "by hand", map[string]string{byErin: "e\n"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	person := mustPush(t, srv, "whole", "main", testenvSig("erin"), "by hand", map[string]string{byErin: "e\n"}, nil)
 	MustEnqueue(t, w, gitops.Change{Path: pending, Content: []byte("live\n")}) // batched for an hour
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -119,10 +107,7 @@ func TestWholeFolderCreditsEachFileToItsNewestCommit(t *testing.T) {
 func TestEditsMarkLinksAndSubmodules(t *testing.T) {
 	srv := MustGitServer(t)
 	url := MustRepo(t, srv, "links")
-	seed, err := srv.PushCommit("links", "main", testenvSig("carol"), "seed", map[string]string{cmPath("real"): "v\n"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	seed := mustPush(t, srv, "links", "main", testenvSig("carol"), "seed", map[string]string{cmPath("real"): "v\n"}, nil)
 	w := StartWorker(t, url)
 	git := personClone(t, srv, "links")
 	dir := strings.TrimSpace(git("rev-parse", "--show-toplevel"))

@@ -83,10 +83,7 @@ func TestHandWrittenAuthorRoundTrip(t *testing.T) {
 	srv := MustGitServer(t)
 	url := MustRepo(t, srv, "hostile")
 	path := cmPath("a")
-	seed, err := srv.PushCommit("hostile", "main", testenvSig("carol"), "seed", map[string]string{path: "1\n"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	seed := mustPush(t, srv, "hostile", "main", testenvSig("carol"), "seed", map[string]string{path: "1\n"}, nil)
 	w := StartWorker(t, url)
 	hostile := pushHandWrittenCommit(t, "hostile", path, "2 by hand\n", personClone(t, srv, "hostile"))
 
