@@ -1,6 +1,9 @@
 package crds
 
 import (
+	"cmp"
+	"strconv"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -180,6 +183,18 @@ type SyncRun struct {
 
 	Spec   SyncRunSpec   `json:"spec"`
 	Status SyncRunStatus `json:"status,omitzero"`
+}
+
+// CompareSyncRuns orders SyncRuns oldest first. Creation times have whole seconds; the runs of
+// one destination follow each other, so within a second the etcd revision of their last write
+// orders them.
+func CompareSyncRuns(a, b *SyncRun) int {
+	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	ra, _ := strconv.ParseInt(a.ResourceVersion, 10, 64)
+	rb, _ := strconv.ParseInt(b.ResourceVersion, 10, 64)
+	return cmp.Compare(ra, rb)
 }
 
 // SyncRunSpec says which destination was reconciled and why.

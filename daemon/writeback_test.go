@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -217,16 +216,7 @@ func (w *wbWorld) decide(user string, p *crds.Proposal, decision crds.Decision) 
 // runs lists the destination's SyncRuns, oldest first.
 func (w *wbWorld) runs() []*crds.SyncRun {
 	out := listAs[crds.SyncRun](w, crds.SyncRuns)
-	// Creation times have whole seconds; runs of one destination follow each other, so within a
-	// second the etcd revision of their last write orders them.
-	slices.SortFunc(out, func(a, b *crds.SyncRun) int {
-		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		ra, _ := strconv.ParseInt(a.ResourceVersion, 10, 64)
-		rb, _ := strconv.ParseInt(b.ResourceVersion, 10, 64)
-		return cmp.Compare(ra, rb)
-	})
+	slices.SortFunc(out, crds.CompareSyncRuns)
 	return out
 }
 

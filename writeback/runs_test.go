@@ -1,12 +1,10 @@
 package writeback
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -120,15 +118,7 @@ func (r *runsEnv) runs() []*crds.SyncRun {
 		}
 		out = append(out, run)
 	}
-	// Creation times have whole seconds; within one, the etcd revision orders the runs.
-	slices.SortFunc(out, func(a, b *crds.SyncRun) int {
-		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		ra, _ := strconv.ParseInt(a.ResourceVersion, 10, 64)
-		rb, _ := strconv.ParseInt(b.ResourceVersion, 10, 64)
-		return cmp.Compare(ra, rb)
-	})
+	slices.SortFunc(out, crds.CompareSyncRuns)
 	return out
 }
 
