@@ -69,10 +69,7 @@ func TestApprovalsStampedByTheAPIServer(t *testing.T) {
 		t.Errorf("dave naming alice as the approver: %v, want a refusal by %s", err, crds.ApproverPolicyName)
 	}
 	w.decide("dave", p, crds.DecisionApprove)
-	w.waitProposal(path, "dave's approval refused", func(q *crds.Proposal) bool {
-		c := conditionOf(q, crds.ConditionApplied)
-		return q.Name == p.Name && c != nil && c.Reason == "Forbidden" && q.Spec.Decision == crds.DecisionNone
-	})
+	w.waitProposal(path, "dave's approval refused", refusedFor(p, "Forbidden"))
 	if got := w.liveColor("by-dave"); got != "blue" {
 		t.Errorf("dave's approval changed the ConfigMap: color %q", got)
 	}
@@ -128,10 +125,7 @@ func TestApprovalHonouredAfterAFailover(t *testing.T) {
 
 	path, p := w.pendingEdit("failover")
 	w.decide("alice", p, crds.DecisionApprove)
-	w.waitProposal(path, "the approval held by replica a", func(q *crds.Proposal) bool {
-		c := conditionOf(q, crds.ConditionApplied)
-		return q.Name == p.Name && c != nil && c.Reason == "Halted"
-	})
+	w.waitProposal(path, "the approval held by replica a", appliedReason(p, "Halted"))
 	b := startReplica(t, "wb-b", lease, flags...)
 	waitStandingBy(t, b)
 	w.d.Stop(t)

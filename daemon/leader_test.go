@@ -353,10 +353,7 @@ func TestDeposedLeaderAppliesNothing(t *testing.T) {
 	w.d = b.Daemon
 	waitRegistered(t, b.Daemon, w.kube, w.ns) // so b's webhook sees who approves
 	w.decide("carol", p, crds.DecisionApprove)
-	w.waitProposal(path, "the approval held by b's kill switch", func(q *crds.Proposal) bool {
-		c := conditionOf(q, crds.ConditionApplied)
-		return q.Name == p.Name && c != nil && c.Reason == "Halted"
-	})
+	w.waitProposal(path, "the approval held by b's kill switch", appliedReason(p, "Halted"))
 
 	a.Signal(t, syscall.SIGCONT)
 	testenv.Eventually(t, time.Minute, "replica a's apply fenced",

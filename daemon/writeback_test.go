@@ -725,10 +725,7 @@ func suspended(w *wbWorld) {
 	w.patch(crds.GitDestinations, "dest", map[string]any{"spec": map[string]any{"writeBack": map[string]any{"suspend": true}}})
 	path, p := w.pendingEdit("suspended")
 	w.decide("carol", p, crds.DecisionApprove)
-	w.waitProposal(path, "approval held by suspend", func(q *crds.Proposal) bool {
-		c := conditionOf(q, crds.ConditionApplied)
-		return q.Name == p.Name && c != nil && c.Reason == "Suspended"
-	})
+	w.waitProposal(path, "approval held by suspend", appliedReason(p, "Suspended"))
 	if got := w.liveColor("suspended"); got != "blue" {
 		t.Errorf("suspended destination applied a proposal: color %q", got)
 	}
@@ -744,12 +741,25 @@ func TestHaltWriteBackStopsEveryApply(t *testing.T) {
 	grant(t, w.kube, w.ns, "carol")
 	path, p := w.pendingEdit("halted")
 	w.decide("carol", p, crds.DecisionApprove)
-	w.waitProposal(path, "approval held by the kill switch", func(q *crds.Proposal) bool {
-		c := conditionOf(q, crds.ConditionApplied)
-		return q.Name == p.Name && c != nil && c.Reason == "Halted"
-	})
+	w.waitProposal(path, "approval held by the kill switch", appliedReason(p, "Halted"))
 	if got := w.liveColor("halted"); got != "blue" {
 		t.Errorf("halted daemon applied a proposal: color %q", got)
+	}
+}
+
+// appliedReason is a condition for waitProposal: p's Applied condition has reason.
+func appliedReason(p *crds.Proposal, reason string) func(*crds.Proposal) bool {
+	return func(q *crds.Proposal) bool {
+		c := conditionOf(q, crds.ConditionApplied)
+		return q.Name == p.Name && c != nil && c.Reason == reason
+	}
+}
+
+// refusedFor is a condition for waitProposal: p's approval was refused for reason, and its
+// decision cleared for someone else.
+func refusedFor(p *crds.Proposal, reason string) func(*crds.Proposal) bool {
+	return func(q *crds.Proposal) bool {
+		return appliedReason(p, reason)(q) && q.Spec.Decision == crds.DecisionNone
 	}
 }
 
@@ -772,10 +782,7 @@ func TestApprovalWithoutAKnownApproverIsAskedAgain(t *testing.T) {
 	grant(t, w.kube, w.ns, "carol")
 	path, p := w.pendingEdit("unknown")
 	w.decide("carol", p, crds.DecisionApprove)
-	w.waitProposal(path, "approval refused: approver unknown", func(q *crds.Proposal) bool {
-		c := conditionOf(q, crds.ConditionApplied)
-		return q.Name == p.Name && c != nil && c.Reason == "ApproverUnknown" && q.Spec.Decision == crds.DecisionNone
-	})
+	w.waitProposal(path, "approval refused: approver unknown", refusedFor(p, "ApproverUnknown"))
 	if got := w.liveColor("unknown"); got != "blue" {
 		t.Errorf("an approval by nobody known changed the ConfigMap: %q", got)
 	}
