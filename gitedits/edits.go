@@ -42,9 +42,10 @@ type Query struct {
 	// claims, the last one the daemon wrote, or the tip when it wrote none among the newest
 	// MaxCommits.
 	Since string
-	// Whole asks for every file under Folder at the tip instead of the changes since a revision
-	// (Since is not read), each credited to the newest commit that changed it; Edit.Mirror
-	// tells the files whose state is the mirror's. For a history that lost its baseline.
+	// Whole asks for every file under Folder at the tip that a person changed last, instead of
+	// the changes since a revision (Since is not read), each credited to that commit. A file
+	// whose state is the mirror's (its newest commit is the daemon's, or the mirror holds a
+	// change to it not pushed yet) is left out. For a history that lost its baseline.
 	Whole bool
 	// Ours is true for a commit the daemon wrote (by its trailers); such commits are skipped.
 	// nil: every commit is someone else's.
@@ -65,9 +66,6 @@ type Edit struct {
 	Commit string           // newest commit not written by the daemon that changed this path
 	Author gitops.Signature // that commit's author
 	When   time.Time        // that commit's author time
-	// Mirror (Query.Whole only): the file's state is the mirror's, not a person's: the newest
-	// commit that changed it is the daemon's, or the mirror holds a change to it not pushed yet.
-	Mirror bool
 }
 
 // Result is the remote tip and the files changed since the query's revision.

@@ -56,8 +56,10 @@ func baseline(h *history, tip plumbing.Hash, ours func(string) bool) (plumbing.H
 	return base, err
 }
 
-// whole is Edits of Query.Whole on the worker's goroutine: every file under the folder at tip,
-// credited to the newest commit that changed it, among the newest q.MaxCommits.
+// whole is Edits of Query.Whole on the worker's goroutine: every file under the folder at tip
+// that a person changed last, credited to that commit, among the newest q.MaxCommits. A file
+// whose newest commit is the daemon's, or to which the mirror holds a change it has not pushed,
+// is the mirror's and is left out, unread.
 func whole(h *history, tip plumbing.Hash, q Query) ([]Edit, error) {
 	root, err := commitTree(h.r, tip)
 	if err != nil {
@@ -83,8 +85,10 @@ func whole(h *history, tip plumbing.Hash, q Query) ([]Edit, error) {
 				continue
 			}
 			delete(uncredited, p)
-			_, isPending := pending[p]
-			e := Edit{Path: p, Commit: n.hash.String(), Author: n.author, When: n.when, Mirror: isPending || q.Ours(n.message)}
+			if _, isPending := pending[p]; isPending || q.Ours(n.message) {
+				continue
+			}
+			e := Edit{Path: p, Commit: n.hash.String(), Author: n.author, When: n.when}
 			if err := readTip(h.r, root, &e, q.MaxBytes); err != nil {
 				return false, fmt.Errorf("read %s at the tip: %w", p, err)
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,7 +69,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 	case lost:
 		run.note = fmt.Sprintf("revision %s is no longer in the history of %s (force-pushed?) or too far from its tip: "+
 			"every file under the folder was compared with the cluster", short(since), d.branch)
-		c.consider(ctx, d, run, people(res.Edits))
+		c.consider(ctx, d, run, res.Edits)
 	case since == "" && res.Base == res.Tip:
 		run.note = fmt.Sprintf("first run: the daemon has written no commit on %s yet, so its tip %s is the baseline", d.branch, short(res.Tip))
 	case since == "":
@@ -89,12 +88,6 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 		next = run.obj.Status.Revision
 	}
 	return true, errors.Join(finishErr, c.recordDestination(ctx, d, t, next, run.obj.Name))
-}
-
-// people drops the files whose state is the mirror's from a whole-folder read: only files a
-// person changed last can hold an edit.
-func people(edits []gitedits.Edit) []gitedits.Edit {
-	return slices.DeleteFunc(edits, func(e gitedits.Edit) bool { return e.Mirror })
 }
 
 // consider turns the edits into proposals, at most MaxPerTick new ones.
