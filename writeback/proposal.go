@@ -202,14 +202,13 @@ func (c *Controller) proposalsAt(path string) []*crds.Proposal {
 	return out
 }
 
-// pendingCount counts the cached Pending proposals of a destination ("namespace/name"), or of
-// every destination for "".
-func (c *Controller) pendingCount(destination string) int {
+// pending counts the cached Pending proposals of a destination ("namespace/name"), or of every
+// destination for "", and finds when the oldest of them was opened (zero when none waits).
+func (c *Controller) pending(destination string) (n int, oldest time.Time) {
 	props, ok := c.caches.Indexer(crds.Proposals)
 	if !ok {
-		return 0
+		return 0, time.Time{}
 	}
-	n := 0
 	for _, item := range props.List() {
 		u := item.(*unstructured.Unstructured)
 		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
@@ -217,33 +216,15 @@ func (c *Controller) pendingCount(destination string) int {
 			continue
 		}
 		ref, _, _ := unstructured.NestedString(u.Object, "spec", "destinationRef", "name")
-		if destination == "" || destination == u.GetNamespace()+"/"+ref {
-			n++
+		if destination != "" && destination != u.GetNamespace()+"/"+ref {
+			continue
 		}
-	}
-	return n
-}
-
-// oldestPending is the creation time, in Unix seconds, of the oldest cached Pending proposal, or
-// 0 when none is Pending.
-func (c *Controller) oldestPending() float64 {
-	props, ok := c.caches.Indexer(crds.Proposals)
-	if !ok {
-		return 0
-	}
-	var oldest time.Time
-	for _, item := range props.List() {
-		u := item.(*unstructured.Unstructured)
-		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
-		created := u.GetCreationTimestamp().Time
-		if phase == string(crds.PhasePending) && (oldest.IsZero() || created.Before(oldest)) {
+		n++
+		if created := u.GetCreationTimestamp().Time; oldest.IsZero() || created.Before(oldest) {
 			oldest = created
 		}
 	}
-	if oldest.IsZero() {
-		return 0
-	}
-	return float64(oldest.Unix())
+	return n, oldest
 }
 
 func targetName(t crds.ProposalTarget) string {

@@ -109,8 +109,13 @@ func (c *Controller) handle(ctx context.Context, key string) (time.Duration, err
 			after, err = fencedRetry, nil
 		}
 	}
-	c.cfg.Metrics.Pending.Set(float64(c.pendingCount("")))
-	c.cfg.Metrics.OldestPending.Set(c.oldestPending())
+	n, oldest := c.pending("")
+	c.cfg.Metrics.Pending.Set(float64(n))
+	var opened float64 // 0 when none waits
+	if !oldest.IsZero() {
+		opened = float64(oldest.Unix())
+	}
+	c.cfg.Metrics.OldestPending.Set(opened)
 	return after, err
 }
 

@@ -138,7 +138,7 @@ func (c *Controller) recordDestination(ctx context.Context, d *dest, t trigger, 
 	if t.kind == crds.TriggerSyncNow && t.value != "" {
 		st.LastHandledSyncNow = t.value
 	}
-	st.PendingProposals = c.pendingCount(d.key)
+	st.PendingProposals, _ = c.pending(d.key)
 	meta.SetStatusCondition(&st.Conditions, readyCondition(c.approvalSource(ctx, d.obj.Namespace)))
 	body, err := json.Marshal(map[string]any{"status": map[string]any{"writeBack": st}})
 	if err != nil {
