@@ -12,12 +12,16 @@ import (
 	"github.com/configbutler/gitops-reverser/gitops"
 )
 
-// The keys of the controller's queue: a destination to reconcile, a proposal to decide, and a
-// destination that changed (its informer only queues this; the worker looks at what changed).
+// The keys of the controller's queue: a destination to reconcile, a proposal to decide, a
+// destination that changed (its informer only queues this; the worker looks at what changed),
+// and the pending gauges to recompute.
 const (
 	destinationKeyPrefix = "d/"
 	proposalKeyPrefix    = "p/"
 	seenKeyPrefix        = "s/"
+	// gaugesKey asks only for the pending gauges to be recomputed: a proposal changed that
+	// nothing needs to decide (it ended, was opened, or is gone), and the gauges read the cache.
+	gaugesKey = "gauges"
 )
 
 // noWorkerWait is the first wait before a destination whose Git worker the mirror has not
@@ -68,18 +72,19 @@ func (c *Controller) enqueueDestination(key string, t trigger) {
 	c.ctl.AddAfter(destinationKeyPrefix+key, max(wait, 0))
 }
 
-// proposalKey is the key of a proposal that waits and carries a decision, "" for any other.
+// proposalKey is the key of a proposal that waits and carries a decision; for any other change
+// of a proposal, gaugesKey, so the pending gauges follow the cache.
 func proposalKey(obj any) string {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
-		return "" // deleted: nothing to decide
+		return gaugesKey // deleted: nothing to decide
 	}
 	p, err := crds.FromUnstructured[crds.Proposal](u)
 	if err != nil || !waiting(p) || p.Spec.Decision == crds.DecisionNone {
-		return ""
+		return gaugesKey
 	}
 	if p.Status.Phase == crds.PhaseIgnored && p.Spec.Decision == crds.DecisionIgnore {
-		return ""
+		return gaugesKey
 	}
 	return proposalKeyPrefix + p.Namespace + "/" + p.Name
 }
