@@ -14,6 +14,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/lease"
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
@@ -101,6 +102,10 @@ type LeaderConfig struct {
 	Namespace, ID                             string
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	PodName                                   string
+}
+
+func (c LeaderConfig) timings() lease.Timings {
+	return lease.Timings{LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod}
 }
 
 // ConfigError is a configuration the daemon refuses to start with; main exits with code 2.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/kube"
+	"github.com/configbutler/gitops-reverser/lease"
 	"github.com/configbutler/gitops-reverser/metrics"
 )
 
@@ -36,7 +36,7 @@ type leadership struct {
 	work     lead   // what runs while this replica leads
 	identity string
 	leases   *kube.Client[coordinationv1.Lease] // its own client, see newLeadership
-	fence    *leaseFence
+	fence    *lease.Fence
 	pods     *podLabels // nil without --pod-name
 	gauge    prometheus.Gauge
 	optional *optionalParts
@@ -58,7 +58,7 @@ func newLeadership(s shared, cfg LeaderConfig, work lead) (*leadership, error) {
 	}
 	leases := kube.For(dyn, kube.Leases, cfg.Namespace)
 	identity := leaderIdentity(cfg.PodName)
-	fence := &leaseFence{renewDeadline: cfg.RenewDeadline, leaseDuration: cfg.LeaseDuration, now: time.Now}
+	fence := lease.NewFence(cfg.timings())
 	l := &leadership{
 		cfg: cfg, podNS: s.namespace, work: work, identity: identity, fence: fence, leases: leases, gauge: s.reg.Health.Leader, optional: s.optional,
 		log: s.log.With("lease", cfg.Namespace+"/"+cfg.ID, "identity", identity),
@@ -105,7 +105,7 @@ func (l *leadership) term(ctx context.Context) error {
 	defer background.Wait()
 	defer stopElect()
 	started := make(chan context.Context, 1)
-	candidate := &elector{leases: l.leases, cfg: l.cfg, identity: l.identity, fence: l.fence, onNewLeader: l.observe, log: l.log}
+	candidate := &lease.Elector{Leases: l.leases, Name: l.cfg.ID, Timings: l.cfg.timings(), Identity: l.identity, Fence: l.fence, OnNewHolder: l.observe, Log: l.log}
 	electorDone := make(chan struct{})
 	background.Go(func() {
 		defer close(electorDone)
@@ -145,7 +145,7 @@ func (l *leadership) term(ctx context.Context) error {
 		stopWork()
 	})
 	wg.Go(func() { l.labelAsLeader(workCtx) })
-	err := l.work(workCtx, l.fence.check)
+	err := l.work(workCtx, l.fence.Check)
 	stopWork()
 	wg.Wait()
 	l.gauge.Set(0)
@@ -173,8 +173,8 @@ func (l *leadership) watchRelease(ctx context.Context, released chan<- struct{})
 			if ev.Type != watch.Modified {
 				continue
 			}
-			lease, err := kube.Convert[coordinationv1.Lease](ev.Object)
-			if err == nil && holderOf(lease.Spec) == "" {
+			got, err := kube.Convert[coordinationv1.Lease](ev.Object)
+			if err == nil && lease.HolderOf(got.Spec) == "" {
 				w.Stop()
 				close(released)
 				return
@@ -199,7 +199,7 @@ func (l *leadership) observe(identity string) {
 
 // role is this replica's line on /readyz.
 func (l *leadership) role() string {
-	if l.fence.holds() {
+	if l.fence.Holds() {
 		return "leader (lease " + l.cfg.Namespace + "/" + l.cfg.ID + ")"
 	}
 	leader := "none yet"
@@ -241,49 +241,3 @@ func (l *leadership) stepDownLabel(ctx context.Context) {
 		l.log.Warn("could not remove the leader label from this replica's Pod; the next leader removes it", "pod", l.cfg.PodName, "err", err)
 	}
 }
-
-// leaseFence says whether this replica may push: only while it renewed the Lease less than the
-// renew deadline ago, which leaves lease duration − renew deadline to spare before a standby may
-// take over; a push is cut off at the end of the lease.
-type leaseFence struct {
-	renewDeadline, leaseDuration time.Duration
-	now                          func() time.Time
-
-	mu      sync.Mutex
-	renewed time.Time // when the last successful renewal was sent; zero while not holding
-}
-
-// check is the gitops.Fence.
-func (f *leaseFence) check() (time.Time, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.renewed.IsZero() {
-		return time.Time{}, errors.New("this replica does not hold the leader lease")
-	}
-	if since := f.now().Sub(f.renewed); since >= f.renewDeadline {
-		return time.Time{}, fmt.Errorf("the leader lease was last renewed %s ago, beyond the renew deadline of %s",
-			since.Round(time.Millisecond), f.renewDeadline)
-	}
-	return f.renewed.Add(f.leaseDuration), nil
-}
-
-// holds says whether this replica may push now: on /readyz, whether it leads.
-func (f *leaseFence) holds() bool {
-	_, err := f.check()
-	return err == nil
-}
-
-// renewedAt records a successful write of the Lease sent at sent: held is false when the write
-// gave the Lease up.
-func (f *leaseFence) renewedAt(sent time.Time, held bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if held {
-		f.renewed = sent
-	} else {
-		f.renewed = time.Time{}
-	}
-}
-
-// revoke forbids pushes until the next successful renewal: this replica stopped leading.
-func (f *leaseFence) revoke() { f.renewedAt(time.Time{}, false) }

@@ -1,4 +1,4 @@
-package daemon
+package lease
 
 import (
 	"strings"
@@ -6,37 +6,37 @@ import (
 	"time"
 )
 
-// TestLeaseFenceAllowsPushesOnlyWithinTheRenewDeadline: a replica may push only while its last
+// TestFenceAllowsPushesOnlyWithinTheRenewDeadline: a replica may push only while its last
 // renewal is younger than the renew deadline, with the push cut off at the end of the lease;
 // never before its first renewal, never after it gave the lease up.
-func TestLeaseFenceAllowsPushesOnlyWithinTheRenewDeadline(t *testing.T) {
+func TestFenceAllowsPushesOnlyWithinTheRenewDeadline(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	f := &leaseFence{renewDeadline: 10 * time.Second, leaseDuration: 15 * time.Second, now: func() time.Time { return now }}
-	if _, err := f.check(); err == nil || !strings.Contains(err.Error(), "does not hold") {
+	f := &Fence{renewDeadline: 10 * time.Second, leaseDuration: 15 * time.Second, now: func() time.Time { return now }}
+	if _, err := f.Check(); err == nil || !strings.Contains(err.Error(), "does not hold") {
 		t.Fatalf("before any renewal: err = %v, want refused", err)
 	}
 	renewed := now
 	f.renewedAt(renewed, true)
 	now = renewed.Add(9 * time.Second)
-	until, err := f.check()
+	until, err := f.Check()
 	if err != nil || !until.Equal(renewed.Add(15*time.Second)) {
 		t.Fatalf("9s after renewal: until %v, err %v; want allowed until the lease ends", until, err)
 	}
 	now = renewed.Add(10 * time.Second)
-	if _, err := f.check(); err == nil || !strings.Contains(err.Error(), "renew deadline") {
+	if _, err := f.Check(); err == nil || !strings.Contains(err.Error(), "renew deadline") {
 		t.Fatalf("at the renew deadline: err = %v, want refused", err)
 	}
 	f.renewedAt(now, true)
-	if !f.holds() {
+	if !f.Holds() {
 		t.Fatal("a new renewal did not allow pushes again")
 	}
 	f.renewedAt(now, false) // the write gave the lease up
-	if f.holds() {
+	if f.Holds() {
 		t.Fatal("allowed after releasing the lease")
 	}
 	f.renewedAt(now, true)
 	f.revoke()
-	if f.holds() {
+	if f.Holds() {
 		t.Fatal("allowed after the elector stopped leading")
 	}
 }
