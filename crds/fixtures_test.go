@@ -178,7 +178,7 @@ func destinationStatus(generation int64) any {
 			Conditions:         []metav1.Condition{condition(crds.ConditionReady, 1)},
 		},
 		Git: &crds.GitProgress{LastPushedCommit: sourceCommit, LastPushTime: &fixtureTime, LastPushAuthor: "Alice <alice@example.com>",
-			Pending: 2, Failures: 1, LastError: "push rejected"},
+			Pending: 2, Failures: 1, LastError: "push rejected", Owner: "gitops-reverser-7d9f_3a4b5c6d"},
 		Skipped: []crds.SkipCount{
 			{Reason: crds.SkipReasonKubeRootCA, Count: 12},
 			{Reason: crds.SkipReasonExcludedFieldManager, Count: 0},

@@ -214,6 +214,8 @@ type GitProgress struct {
 	Failures int `json:"failures"`
 	// LastError is the last push or fetch error, empty once one works again.
 	LastError string `json:"lastError,omitempty"`
+	// Owner is the replica that writes the destination, as its shard's Lease names it (with --shards=auto).
+	Owner string `json:"owner,omitempty"`
 }
 
 // SkipCount is how many objects or changes the mirror left out for one reason.

@@ -44,6 +44,10 @@ type attribution struct {
 
 	// certs is set by Run before the registrar starts, and read by the registrar's goroutine.
 	certs webhook.CertSource
+	// registeredByLeader says the registration is cluster-wide work done by register, while this
+	// replica leads (--shards=auto), not by Run; serving is closed once Run has its certificates.
+	registeredByLeader bool
+	serving            chan struct{}
 }
 
 // newAttribution builds the parts; it starts nothing and does no I/O, so the daemon starts
@@ -56,6 +60,7 @@ func newAttribution(s shared, cfg WebhookConfig) (*attribution, error) {
 			TTL: cfg.CorrelationTTL, Capacity: cfg.CorrelationCapacity, Metrics: m, Bot: s.bot,
 		}),
 		decisions: webhook.NewDecisions(webhook.DefaultDecisionsCapacity, webhook.DefaultDecisionsTTL, time.Now),
+		serving:   make(chan struct{}),
 		watched:   &webhook.Watched{},
 		optional:  s.optional,
 		log:       log,
@@ -104,12 +109,15 @@ func (a *attribution) Run(ctx context.Context) error {
 		return nil // ctx ended first
 	}
 	a.optional.fine(metrics.PartAttribution)
+	close(a.serving)
 	var served error
 	wg.Go(func() { served = srv.Run(ctx) })
 	if a.selfMgd != nil {
 		wg.Go(func() { _ = a.selfMgd.Run(ctx) })
 	}
-	wg.Go(func() { _ = a.registrar.Run(ctx) })
+	if !a.registeredByLeader {
+		wg.Go(func() { _ = a.registrar.Run(ctx) })
+	}
 	wg.Wait()
 	return served
 }
@@ -158,6 +166,15 @@ func (a *attribution) tryStart(ctx context.Context) (*httpserver.Server, problem
 		return nil, listenProblem(a.cfg, err)
 	}
 	return srv, problem{}
+}
+
+// register keeps the webhook's registration applied until ctx ends, once Run serves: the work of
+// the leader when the replicas share the shards, since every replica serves the webhook.
+func (a *attribution) register(ctx context.Context) error {
+	if !wait(ctx, a.serving) {
+		return nil
+	}
+	return a.registrar.Run(ctx)
 }
 
 // caBundle is what the registration tells the apiserver to trust; nil until Run has certificates.

@@ -9,15 +9,17 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
-	"github.com/configbutler/gitops-reverser/lease"
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"github.com/configbutler/gitops-reverser/lease"
 )
 
 // Config is the validated configuration. Each part has its own section; the facts every part
@@ -102,7 +104,17 @@ type LeaderConfig struct {
 	Namespace, ID                             string
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	PodName                                   string
+	// Shards shares the destinations out across the replicas (--shards=auto), each (repository,
+	// branch) owned through a Lease of its own; PeerAddress is where the others reach this one.
+	Shards      bool
+	PeerAddress string
 }
+
+// Values of --shards.
+const (
+	shardsOff  = "off"
+	shardsAuto = "auto"
+)
 
 func (c LeaderConfig) timings() lease.Timings {
 	return lease.Timings{LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod}
@@ -238,6 +250,8 @@ func configFrom(c *cli.Context) (Config, error) {
 			RenewDeadline: c.Duration(keyRenewDeadline),
 			RetryPeriod:   c.Duration(keyRetryPeriod),
 			PodName:       c.String(keyPodName),
+			Shards:        c.String(keyShards) == shardsAuto,
+			PeerAddress:   c.String(keyPeerAddress),
 		},
 	}
 	var errs []error
@@ -286,6 +300,9 @@ func configFrom(c *cli.Context) (Config, error) {
 			"must be a base URL like https://host:port (no path, no credentials), got %q", cfg.Webhook.URL)
 	}
 	check(slices.Contains([]string{"text", "json"}, cfg.Log.Format), keyLogFormat, "must be text or json, got %q", cfg.Log.Format)
+	check(c.String(keyShards) == shardsOff || c.String(keyShards) == shardsAuto, keyShards, "must be %s or %s, got %q", shardsOff, shardsAuto, c.String(keyShards))
+	check(!cfg.Leader.Shards || cfg.Leader.Elect, keyShards, "%s needs --%s: the cluster-wide work stays with one leader", shardsAuto, keyLeaderElect)
+	check(cfg.Leader.PeerAddress == "" || validHostPort(cfg.Leader.PeerAddress), keyPeerAddress, "must be host:port, got %q", cfg.Leader.PeerAddress)
 	for _, ex := range cfg.Mirror.DiscoveryExclude {
 		check(ex != "" && ex[0] != '.', keyDiscoveryExclude, "%q is not resource or resource.group", ex)
 	}
@@ -293,6 +310,13 @@ func configFrom(c *cli.Context) (Config, error) {
 		errs = append(errs, fmt.Errorf("%s: must be debug, info, warn or error, got %q", keyLogLevel, c.String(keyLogLevel)))
 	}
 	return cfg, errors.Join(errs...)
+}
+
+// validHostPort says whether s is host:port with a host and a port number.
+func validHostPort(s string) bool {
+	host, port, err := net.SplitHostPort(s)
+	n, perr := strconv.Atoi(port)
+	return err == nil && host != "" && perr == nil && n > 0 && n < 65536
 }
 
 // checkLeaderElection checks the Lease's name and timing: the leader must give up (renew deadline)

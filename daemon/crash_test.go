@@ -93,7 +93,8 @@ func startDaemon(t testing.TB, workDir string, extra ...string) *testenv.Daemon 
 	metricsAddr, webhookAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	args := append([]string{"--kubeconfig", kubeconfig, "--work-dir", workDir, "--metrics-bind-address", metricsAddr,
 		"--health-probe-bind-address", testenv.FreeAddr(t), "--discovery-refresh", "10s",
-		"--webhook-bind-address", webhookAddr, "--webhook-url", "https://" + webhookAddr}, extra...)
+		"--webhook-bind-address", webhookAddr, "--webhook-url", "https://" + webhookAddr,
+		"--peer-address", webhookAddr}, extra...) // the peer address matters only with --shards=auto
 	return testenv.StartDaemon(t, testenv.DaemonConfig{Binary: daemonBin, Args: args, MetricsAddr: metricsAddr})
 }
 

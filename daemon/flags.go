@@ -66,6 +66,8 @@ const (
 	keyRenewDeadline        = "leader-election-renew-deadline"
 	keyRetryPeriod          = "leader-election-retry-period"
 	keyPodName              = "pod-name"
+	keyShards               = "shards"
+	keyPeerAddress          = "peer-address"
 	keyGitCommitterName     = "git-committer-name"
 	keyGitCommitterEmail    = "git-committer-email"
 )
@@ -210,6 +212,10 @@ func Flags() []cli.Flag {
 			Usage: "how often the Lease is renewed by the leader and tried by a standby"},
 		&cli.StringFlag{Name: keyPodName, EnvVars: envs(keyPodName), Value: defaultPodName(),
 			Usage: "this replica's Pod, which it labels configbutler.ai/leader=true while it leads; defaults to the hostname in a cluster, empty (no label) outside"},
+		&cli.StringFlag{Name: keyShards, EnvVars: envs(keyShards), Value: shardsOff,
+			Usage: "off: the leader does all the work; auto (with --leader-elect): every (repository, branch) is owned by one replica through a Lease of its own, and the replicas share them fairly"},
+		&cli.StringFlag{Name: keyPeerAddress, EnvVars: envs(keyPeerAddress),
+			Usage: "with --shards=auto, host:port where the other replicas reach this one's webhook server to hand it the authors of changes (the chart sets the Pod's IP); empty: changes to its shards made through another replica are credited to the bot"},
 		&cli.StringFlag{Name: keyLogFormat, EnvVars: envs(keyLogFormat), Value: "text",
 			Usage: "log format: text (human, coloured on a terminal) or json"},
 		&cli.StringFlag{Name: keyLogLevel, EnvVars: envs(keyLogLevel), Value: "info",

@@ -15,6 +15,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/httpserver"
 	"github.com/configbutler/gitops-reverser/metrics"
+	"github.com/configbutler/gitops-reverser/shard"
 )
 
 // readiness answers /readyz: ready once the CRDs are established and while the apiserver answers.
@@ -26,6 +27,8 @@ type readiness struct {
 	optional *optionalParts
 	// role says whether this replica leads or stands by; unset without leader election.
 	role atomic.Pointer[leadership]
+	// shards says which shards this replica owns; unset without --shards=auto.
+	shards atomic.Pointer[shard.Set]
 }
 
 func (r *readiness) check(ctx context.Context) error {
@@ -56,6 +59,9 @@ func healthMux(ready *readiness) *http.ServeMux {
 		}
 		if l := ready.role.Load(); l != nil {
 			body.WriteString(l.role() + "\n")
+		}
+		if set := ready.shards.Load(); set != nil {
+			body.WriteString(shardsLine(set) + "\n")
 		}
 		if ready.optional != nil {
 			for _, line := range ready.optional.report() {

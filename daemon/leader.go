@@ -48,16 +48,11 @@ type leadership struct {
 // lead is the work of a leader, with the fence of its pushes.
 type lead func(ctx context.Context, fence gitops.Fence) error
 
-func newLeadership(s shared, cfg LeaderConfig, work lead) (*leadership, error) {
-	// Its own client: renewals must never wait behind the mirror's requests in a rate limiter.
-	lc := rest.CopyConfig(s.kube)
-	lc.Timeout = cfg.RenewDeadline
-	dyn, err := dynamic.NewForConfig(lc)
+func newLeadership(s shared, cfg LeaderConfig, identity string, work lead) (*leadership, error) {
+	leases, err := leaseClient(s, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("build leases client: %w", err)
+		return nil, err
 	}
-	leases := kube.For(dyn, kube.Leases, cfg.Namespace)
-	identity := leaderIdentity(cfg.PodName)
 	fence := lease.NewFence(cfg.timings())
 	l := &leadership{
 		cfg: cfg, podNS: s.namespace, work: work, identity: identity, fence: fence, leases: leases, gauge: s.reg.Health.Leader, optional: s.optional,
@@ -70,6 +65,18 @@ func newLeadership(s shared, cfg LeaderConfig, work lead) (*leadership, error) {
 	}
 	l.gauge.Set(0)
 	return l, nil
+}
+
+// leaseClient is a client of the Leases of leader election (and of the shards): its own, so
+// renewals never wait behind the mirror's requests in a rate limiter.
+func leaseClient(s shared, cfg LeaderConfig) (*kube.Client[coordinationv1.Lease], error) {
+	lc := rest.CopyConfig(s.kube)
+	lc.Timeout = cfg.RenewDeadline
+	dyn, err := dynamic.NewForConfig(lc)
+	if err != nil {
+		return nil, fmt.Errorf("build leases client: %w", err)
+	}
+	return kube.For(dyn, kube.Leases, cfg.Namespace), nil
 }
 
 // leaderIdentity names this process in the Lease: its Pod (or host) and a random suffix, so two

@@ -102,41 +102,45 @@ func labelledLeader(t testing.TB, kube kubernetes.Interface, want string) func()
 // remoteEqualsLive is a condition: the ConfigMaps of ns in the remote are exactly the live ones,
 // with the live data.
 func remoteEqualsLive(kube kubernetes.Interface, srv *testenv.GitServer, ns string) func() (bool, string) {
-	return func() (bool, string) {
-		live, err := kube.CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		prefix := "live/" + ns + "/configmaps/"
-		files, err := srv.Files("state", "main")
-		if err != nil {
-			return false, err.Error()
-		}
-		var inGit []string
-		for _, f := range files {
-			if strings.HasPrefix(f, prefix) {
-				inGit = append(inGit, strings.TrimSuffix(strings.TrimPrefix(f, prefix), ".yaml"))
-			}
-		}
-		var want []string
-		for _, cm := range live.Items {
-			want = append(want, cm.Name)
-			raw, err := srv.ReadFile("state", "main", prefix+cm.Name+".yaml")
-			if err != nil {
-				return false, fmt.Sprintf("%s not in Git", cm.Name)
-			}
-			var got corev1.ConfigMap
-			if err := yaml.Unmarshal(raw, &got); err != nil {
-				return false, err.Error()
-			}
-			if fmt.Sprint(got.Data) != fmt.Sprint(cm.Data) {
-				return false, fmt.Sprintf("%s: Git has %v, live %v", cm.Name, got.Data, cm.Data)
-			}
-		}
-		slices.Sort(inGit)
-		slices.Sort(want)
-		return slices.Equal(inGit, want), fmt.Sprintf("%d files in Git, %d live", len(inGit), len(want))
+	return func() (bool, string) { return repoEqualsLive(kube, srv, "state", ns) }
+}
+
+// repoEqualsLive says whether the ConfigMaps of ns under live/ in the branch main of repo are
+// exactly the live ones, with the live data, and if not, why.
+func repoEqualsLive(kube kubernetes.Interface, srv *testenv.GitServer, repo, ns string) (bool, string) {
+	live, err := kube.CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return false, err.Error()
 	}
+	prefix := "live/" + ns + "/configmaps/"
+	files, err := srv.Files(repo, "main")
+	if err != nil {
+		return false, err.Error()
+	}
+	var inGit []string
+	for _, f := range files {
+		if strings.HasPrefix(f, prefix) {
+			inGit = append(inGit, strings.TrimSuffix(strings.TrimPrefix(f, prefix), ".yaml"))
+		}
+	}
+	var want []string
+	for _, cm := range live.Items {
+		want = append(want, cm.Name)
+		raw, err := srv.ReadFile(repo, "main", prefix+cm.Name+".yaml")
+		if err != nil {
+			return false, fmt.Sprintf("%s not in Git", cm.Name)
+		}
+		var got corev1.ConfigMap
+		if err := yaml.Unmarshal(raw, &got); err != nil {
+			return false, err.Error()
+		}
+		if fmt.Sprint(got.Data) != fmt.Sprint(cm.Data) {
+			return false, fmt.Sprintf("%s: Git has %v, live %v", cm.Name, got.Data, cm.Data)
+		}
+	}
+	slices.Sort(inGit)
+	slices.Sort(want)
+	return slices.Equal(inGit, want), fmt.Sprintf("%d files in Git, %d live", len(inGit), len(want))
 }
 
 // instances lists the daemon processes that made the remote's commits, oldest first, one entry

@@ -7,6 +7,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/kube"
+	"github.com/configbutler/gitops-reverser/shard"
 	"github.com/configbutler/gitops-reverser/writeback"
 )
 
@@ -28,11 +29,13 @@ type leaderParts struct {
 	crds   *crdInstall   // says when the mirror's kinds, then all kinds, are served
 }
 
-// leaderDeps are what the leader's parts are given by the daemon: the fence of their pushes (nil
-// without leader election) and the installation of the CRDs they wait for.
+// leaderDeps are what the leader's parts are given by the daemon: the fences of their pushes and
+// applies (nil without leader election), the shards this replica owns (nil without --shards=auto)
+// and the installation of the CRDs they wait for.
 type leaderDeps struct {
-	fence gitops.Fence
-	crds  *crdInstall
+	fences gitops.Fences
+	shards *shard.Set
+	crds   *crdInstall
 }
 
 // buildLeaderParts builds every part, then connects them; nothing starts, so a failure leaves
@@ -44,11 +47,13 @@ func buildLeaderParts(ctx context.Context, s shared, cfg Config, d leaderDeps) (
 		if p.attr, err = newAttribution(s, cfg.Webhook); err != nil {
 			return nil, err
 		}
+		p.attr.registeredByLeader = d.shards != nil
 	}
 	credits := writeback.NewCredits()
 	deps := mirrorDeps{
 		authors:  creditChain{credits: credits, attr: p.attr},
-		fence:    d.fence,
+		fences:   d.fences,
+		shards:   d.shards,
 		writable: p.held,
 		sealer:   newSealer(kube.For(s.dyn, kube.Secrets, s.namespace), cfg.Webhook.ServiceName+"-sops-digest"),
 	}
@@ -59,7 +64,7 @@ func buildLeaderParts(ctx context.Context, s shared, cfg Config, d leaderDeps) (
 	if p.mirror, err = newMirror(ctx, s, cfg.Mirror, deps); err != nil {
 		return nil, err
 	}
-	if p.wb, err = newWriteBack(s, cfg.WriteBack, writeBackDeps{mirror: p.mirror, attr: p.attr, credits: credits, fence: d.fence}); err != nil {
+	if p.wb, err = newWriteBack(s, cfg.WriteBack, writeBackDeps{mirror: p.mirror, attr: p.attr, credits: credits, fences: d.fences, shards: d.shards}); err != nil {
 		return nil, err
 	}
 	p.beside = []part{p.wb}

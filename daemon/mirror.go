@@ -14,6 +14,7 @@ import (
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/gitsecrets"
 	"github.com/configbutler/gitops-reverser/kube"
+	"github.com/configbutler/gitops-reverser/shard"
 	"github.com/configbutler/gitops-reverser/watch"
 )
 
@@ -25,6 +26,7 @@ type mirror struct {
 	pool    *gitops.Pool
 	repos   *gitsecrets.Repositories // reads the repositories' Secrets for the pool
 	manager *watch.Manager
+	changes watch.Changes // tells the manager to reconcile: the pool's, the Secrets' or the shards' state moved
 	// ours tells the daemon's own commits from people's, by the trailers it writes.
 	ours func(message string) bool
 }
@@ -33,7 +35,8 @@ type mirror struct {
 type mirrorDeps struct {
 	authors   watch.Authors                            // who made each change
 	onWatched func(context.Context, []watch.Selection) // the watched resources changed
-	fence     gitops.Fence                             // may this replica push now; nil without leader election
+	fences    gitops.Fences                            // may this replica push now; nil without leader election
+	shards    *shard.Set                               // the shards this replica owns; nil without --shards=auto
 	writable  <-chan struct{}                          // closed once the mirror may write files
 	sealer    watch.Sealer                             // encrypts Secrets
 }
@@ -47,11 +50,11 @@ func newMirror(ctx context.Context, s shared, cfg MirrorConfig, d mirrorDeps) (*
 		return nil, err
 	}
 	changes := watch.NewChanges()
-	mr := &mirror{ours: ownCommits(identity)}
+	mr := &mirror{ours: ownCommits(identity), changes: changes}
 	mr.pool = gitops.NewPool(gitops.PoolConfig{
 		WorkDir: s.workDir, Limits: cfg.Batch, Identity: identity,
 		MaxWorkers: cfg.MaxWorkers, MaxWorkersPerRepo: cfg.MaxWorkersPerRepo,
-		Metrics: s.reg.Mirror, Log: s.log, OnChange: changes.Notify, Fence: d.fence,
+		Metrics: s.reg.Mirror, Log: s.log, OnChange: changes.Notify, Fences: d.fences,
 	})
 	mr.repos = gitsecrets.New(gitsecrets.Config{
 		Dynamic: s.dyn, Pool: mr.pool, WorkDir: s.workDir, Log: s.log, OnChange: changes.Notify,
@@ -70,6 +73,9 @@ func newMirror(ctx context.Context, s shared, cfg MirrorConfig, d mirrorDeps) (*
 		Sealer:           d.sealer,
 		Changes:          changes,
 		Writable:         d.writable,
+	}
+	if d.shards != nil {
+		opts.Shards = d.shards
 	}
 	if mr.manager, err = watch.NewManager(s.kube, opts); err != nil {
 		return nil, err

@@ -76,13 +76,21 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		// and idle, so the failure shows as a restarting Pod. Attribution never ends it.
 		// With leader election it runs only while this replica leads.
 		work := func(ctx context.Context, fence gitops.Fence) error {
-			parts, err := buildLeaderParts(ctx, s, cfg, leaderDeps{fence: fence, crds: inst})
+			var fences gitops.Fences
+			if fence != nil {
+				fences = func(string, string) gitops.Fence { return fence }
+			}
+			parts, err := buildLeaderParts(ctx, s, cfg, leaderDeps{fences: fences, crds: inst})
 			if err != nil {
 				return err
 			}
 			return parts.Run(ctx)
 		}
-		if err := leadOrStandBy(ctx, s, cfg.Leader, ready, work); err != nil {
+		run := func() error { return leadOrStandBy(ctx, s, cfg.Leader, ready, work) }
+		if cfg.Leader.Shards {
+			run = func() error { return runSharded(ctx, s, cfg, ready, inst) }
+		}
+		if err := run(); err != nil {
 			log.Error("mirror stopped", "err", err)
 			return errors.Join(err, stopServers())
 		}
@@ -99,7 +107,7 @@ func leadOrStandBy(ctx context.Context, s shared, cfg LeaderConfig, ready *readi
 		s.reg.Health.Leader.Set(1)
 		return work(ctx, nil)
 	}
-	l, err := newLeadership(s, cfg, work)
+	l, err := newLeadership(s, cfg, leaderIdentity(cfg.PodName), work)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/metrics"
+	"github.com/configbutler/gitops-reverser/shard"
 	"github.com/configbutler/gitops-reverser/watch"
 	"github.com/configbutler/gitops-reverser/writeback"
 )
@@ -32,13 +33,15 @@ type writeBack struct {
 }
 
 // writeBackDeps are the parts write-back uses: the mirror's pool, selections and own commits, the
-// record of who decided each proposal (nil without the webhook), the credits of its applies and
-// the fence of the mirror's pushes, which fences its applies too (nil without leader election).
+// record of who decided each proposal (nil without the webhook), the credits of its applies, the
+// fences of the mirror's pushes, which fence its applies too (nil without leader election), and
+// the shards this replica owns (nil without --shards=auto).
 type writeBackDeps struct {
 	mirror  *mirror
 	attr    *attribution
 	credits *writeback.Credits
-	fence   gitops.Fence
+	fences  gitops.Fences
+	shards  *shard.Set
 }
 
 func newWriteBack(s shared, cfg WriteBackConfig, d writeBackDeps) (*writeBack, error) {
@@ -47,8 +50,11 @@ func newWriteBack(s shared, cfg WriteBackConfig, d writeBackDeps) (*writeBack, e
 		Kube: s.kube, Git: mr.pool, Selections: selections(mr.manager), Credits: d.credits, Ours: mr.ours,
 		Interval: cfg.Interval, MaxPerTick: cfg.MaxPerTick, Halt: cfg.Halt,
 		Retention: cfg.Retention, FailedRetention: cfg.FailedRetention, ProposalRetention: cfg.ProposalRetention,
-		Fence:   d.fence,
+		Fences:  d.fences,
 		Metrics: s.reg.WriteBack, Log: log.With("part", metrics.PartWriteBack),
+	}
+	if d.shards != nil {
+		wc.Owns = func(url, branch string) bool { return d.shards.Owns(shard.Key{URL: url, Branch: branch}) }
 	}
 	if attr != nil {
 		wc.Approvers = func(uid types.UID, decision string) (authenticationv1.UserInfo, bool) {

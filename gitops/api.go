@@ -135,7 +135,7 @@ type WorkerConfig struct {
 	// a bound made it coalesce waiting changes. It must not block; Status tells the rest.
 	OnStatus func()
 	// Fence, when set, is asked just before every push whether this replica may still push; see
-	// PoolConfig.Fence.
+	// PoolConfig.Fences.
 	Fence Fence
 	// Signer signs every commit; nil means unsigned.
 	Signer Signer
@@ -146,6 +146,10 @@ type WorkerConfig struct {
 // cannot prove it may is dropped with its commits (ErrFenced), and one still under way at until
 // is cut off.
 type Fence func() (until time.Time, err error)
+
+// Fences gives the Fence of each branch of a repository: the one leader's for all of them, or
+// the Lease of the branch's own shard.
+type Fences func(url, branch string) Fence
 
 // ErrFenced is why a push was dropped: the Fence refused it.
 var ErrFenced = errors.New("push fenced: this replica does not hold the lease")

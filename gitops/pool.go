@@ -26,9 +26,9 @@ type PoolConfig struct {
 	// OnChange is told, without blocking, whenever Status may say something new: a worker
 	// started or stopped failing or coalesced its queue.
 	OnChange func()
-	// Fence, when set, is asked just before every push (see Fence); nil means this replica
-	// always may push.
-	Fence Fence
+	// Fences, when set, gives the Fence each worker asks just before every push (see Fence);
+	// nil means this replica always may push.
+	Fences Fences
 }
 
 // Repository is a GitRepoConfig as the pool needs it: its remote, and the credentials and
@@ -235,7 +235,7 @@ func (p *Pool) startWorker(key string, b Branch) {
 		Metrics:  p.cfg.Metrics,
 		Log:      p.log,
 		OnStatus: func() { p.workerChanged(pw) },
-		Fence:    p.cfg.Fence,
+		Fence:    p.fence(r.URL, b.Branch),
 		Signer:   r.Signer,
 	})
 	pw.w.holds = p.holds.forKey(r.URL, b.Branch)
@@ -254,6 +254,31 @@ func (p *Pool) startWorker(key string, b Branch) {
 	if p.ctx != nil {
 		p.launch(pw)
 	}
+}
+
+// fence is the Fence of a worker's pushes; nil: always push.
+func (p *Pool) fence(url, branch string) Fence {
+	if p.cfg.Fences == nil {
+		return nil
+	}
+	return p.cfg.Fences(url, branch)
+}
+
+// Drained is closed once the pool runs no worker for the branch: the last push of a worker
+// SetWorkers stopped is done (or given up).
+func (p *Pool) Drained(url, branch string) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	key := WorkerKey(url, branch)
+	if pw := p.workers[key]; pw != nil {
+		return pw.done
+	}
+	if done := p.stopping[key]; done != nil {
+		return done
+	}
+	closed := make(chan struct{})
+	close(closed)
+	return closed
 }
 
 // launch starts a worker's goroutine. Called with p.mu held, once the pool runs.

@@ -154,16 +154,16 @@ func (w *Worker) send(ctx context.Context, pack encodedPack) error {
 	return w.repo.sendPack(ctx, w.base, w.built.tip, pack.data)
 }
 
-// dropFenced forgets the commits the fence refused: the replica that leads now writes the same
-// changes from the cluster, the source of truth. The next push, should this replica lead again,
-// starts from a fetch.
+// dropFenced forgets the commits the fence refused: the replica that holds the lease now writes
+// the same changes from the cluster, the source of truth. The next push, should this replica hold
+// it again, starts from a fetch.
 func (w *Worker) dropFenced(err error) {
 	runs := len(w.pending)
 	w.m.fenced()
 	w.pending, w.built = nil, build{}
 	w.store.dropOverlay()
 	w.needFetch = true
-	w.log.Warn("push dropped: this replica no longer leads; the leader writes these changes", "runs", runs, "err", err)
+	w.log.Warn("push dropped: this replica no longer holds the lease of this branch; the replica that does writes these changes", "runs", runs, "err", err)
 	w.notify(err)
 }
 

@@ -49,7 +49,11 @@ type Elector struct {
 	// Labels and Annotations are set on the Lease by every write, so others can find it and read
 	// what it guards.
 	Labels, Annotations map[string]string
-	Log                 *slog.Logger
+	// Known, if set, is the Lease's record as the caller saw it last change, and when: a record
+	// still the same when the Elector first reads it has been unchanged since then, so an expired
+	// holder is taken over without waiting a whole lease duration more.
+	Known *Record
+	Log   *slog.Logger
 
 	lease      *coordinationv1.Lease     // as last read or written: what the next write updates
 	read       *coordinationv1.LeaseSpec // the record as last read, to notice that it changed
@@ -58,11 +62,26 @@ type Elector struct {
 	reported   string                    // the holder last told to OnNewHolder
 }
 
+// Record is a Lease's record as seen to change at At, by this replica's clock.
+type Record struct {
+	Spec coordinationv1.LeaseSpec
+	At   time.Time
+}
+
+// Valid says whether the record names a holder and is younger than its lease duration at now.
+func (r Record) Valid(now time.Time) bool {
+	return HolderOf(r.Spec) != "" && r.At.Add(durationOf(r.Spec)).After(now)
+}
+
 // Run takes the Lease, sends leading (which must have room for it) a context that ends when this
 // replica stops leading, and renews the Lease until a renewal fails or ctx ends; then it releases
 // the Lease, ends that context and revokes the fence. Without the Lease it returns when ctx ends.
 func (e *Elector) Run(ctx context.Context, leading chan<- context.Context) {
 	defer e.Fence.revoke()
+	if e.Known != nil {
+		e.read = &e.Known.Spec
+		e.observed, e.observedAt = e.Known.Spec, e.Known.At
+	}
 	if !e.acquire(ctx) {
 		return
 	}
@@ -233,11 +252,15 @@ func (e *Elector) leads() bool { return HolderOf(e.observed) == e.Identity }
 
 // valid says whether the record last observed is younger than its lease duration at now.
 func (e *Elector) valid(now time.Time) bool {
-	var seconds int32
-	if e.observed.LeaseDurationSeconds != nil {
-		seconds = *e.observed.LeaseDurationSeconds
+	return e.observedAt.Add(durationOf(e.observed)).After(now)
+}
+
+// durationOf is how long a Lease's record says it is held without renewal.
+func durationOf(spec coordinationv1.LeaseSpec) time.Duration {
+	if spec.LeaseDurationSeconds == nil {
+		return 0
 	}
-	return e.observedAt.Add(time.Duration(seconds) * time.Second).After(now)
+	return time.Duration(*spec.LeaseDurationSeconds) * time.Second
 }
 
 // reportTransition tells onNewLeader of the observed holder when it is not the one last told.

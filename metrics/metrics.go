@@ -24,6 +24,7 @@ type Registry struct {
 	Health      *Health
 	WriteBack   *WriteBack
 	Receiver    *Receiver
+	Shards      *Shards
 }
 
 // New creates a registry with the Go runtime and process collectors and a build_info gauge.
@@ -35,7 +36,7 @@ func New() *Registry {
 		buildInfo(),
 	)
 	return &Registry{reg: reg, Mirror: newMirror(reg), Attribution: newAttribution(reg), Health: newHealth(reg),
-		WriteBack: newWriteBack(reg), Receiver: newReceiver(reg)}
+		WriteBack: newWriteBack(reg), Receiver: newReceiver(reg), Shards: newShards(reg)}
 }
 
 // Gather returns the current value of every collector, for tests and benchmarks.

@@ -3,6 +3,7 @@ package ui
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -162,6 +163,9 @@ func (p *Page) snapshot(namespaces []string) snapshot {
 			}
 		}
 		v.Git = p.progress(v.RepoURL, v.Branch)
+		if v.Git == nil && d.Status.Git != nil {
+			v.Git = reported(*d.Status.Git) // another replica owns its branch (--shards=auto)
+		}
 		s.dests = append(s.dests, v)
 	}
 	for _, pr := range list[crds.Proposal](p, crds.Proposals, in) {
@@ -194,6 +198,17 @@ func (p *Page) progress(url, branch string) *gitView {
 		g.Failing = st.LastError.Error()
 	}
 	return g
+}
+
+// reported is the Git progress a destination's status says, as its branch's owner wrote it at
+// most 10 seconds ago.
+func reported(g crds.GitProgress) *gitView {
+	author, _, _ := strings.Cut(g.LastPushAuthor, " <") // "Name <email>": the page shows the name
+	v := &gitView{LastPushed: g.LastPushedCommit, Author: author, Queue: g.Pending, Failures: g.Failures, Failing: g.LastError}
+	if g.LastPushTime != nil {
+		v.PushedAt = g.LastPushTime.Time
+	}
+	return v
 }
 
 // runsByDestination returns the last runs of each destination ("namespace/name"), newest first.

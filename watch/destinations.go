@@ -9,6 +9,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitsecrets"
+	"github.com/configbutler/gitops-reverser/shard"
 )
 
 // condition is the Ready condition the daemon reports on one of its objects.
@@ -42,9 +43,20 @@ type destination struct {
 	recipients []string
 	// encryption is why spec.encryption cannot be used; zero when it can or is not set.
 	encryption condition
+	// elsewhere says another replica owns the destination's shard: it runs its watches and
+	// worker and reports its status.
+	elsewhere bool
 }
 
 func (d *destination) name() string { return d.obj.Namespace + "/" + d.obj.Name }
+
+// shard is the (repository, branch) the destination writes; only for a usable one.
+func (d *destination) shard() shard.Key {
+	return shard.Key{URL: d.repo.obj.Spec.RepoURL, Branch: d.obj.Spec.Branch}
+}
+
+// ours says whether this replica writes the destination: it is usable and not owned elsewhere.
+func (d *destination) ours() bool { return d.usable && !d.elsewhere }
 
 // resolveDestinations checks every destination against its repository: the repository exists and
 // is ready, the branch is allowed, and no other destination on the same repository and branch

@@ -24,6 +24,7 @@ import (
 	"github.com/configbutler/gitops-reverser/gitsecrets"
 	"github.com/configbutler/gitops-reverser/kube"
 	"github.com/configbutler/gitops-reverser/metrics"
+	"github.com/configbutler/gitops-reverser/shard"
 )
 
 // Pool is what the manager needs of the owner of the Git workers (gitops.Pool).
@@ -61,9 +62,20 @@ type Options struct {
 	Sealer Sealer
 	// Changes, if set, says that the pool's or a Secret's state moved (see Changes).
 	Changes Changes
+	// Shards, if set, shares the destinations out across replicas: this replica writes only
+	// those of the shards it owns, and leaves the rest (their watches, workers and status) to
+	// their owners. Its changes of ownership should reach Changes. Nil writes every destination.
+	Shards Shards
 	// Writable, if set, holds the first reconcile (and so every watcher) until it is closed: the
 	// daemon closes it once the files of waiting proposals are held. Nil writes at once.
 	Writable <-chan struct{}
+}
+
+// Shards is what the manager needs of the sharing of destinations (package shard).
+type Shards interface {
+	Want(keys []shard.Key)    // the shards the usable destinations ask for
+	Owns(k shard.Key) bool    // whether this replica writes the shard now
+	Owner(k shard.Key) string // the replica that does, "" for none
 }
 
 // Sealer encrypts Secrets before they reach Git (package sops).

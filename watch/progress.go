@@ -23,7 +23,7 @@ const maxProgressError = 32 << 10
 func (m *Manager) reportProgress(ctx context.Context, dests []*destination) error {
 	var errs []error
 	for _, d := range dests {
-		if !d.usable {
+		if !d.ours() {
 			continue
 		}
 		st, ok := m.opts.Pool.WorkerStatus(d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch)
@@ -31,6 +31,9 @@ func (m *Manager) reportProgress(ctx context.Context, dests []*destination) erro
 			continue
 		}
 		want := progressOf(st)
+		if m.opts.Shards != nil {
+			want.Owner = m.opts.Shards.Owner(d.shard())
+		}
 		last, reported := m.progress[d.name()]
 		if !reported && d.obj.Status.Git != nil {
 			last, reported = *d.obj.Status.Git, true

@@ -12,6 +12,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/shard"
 )
 
 // watcherSpec is one watcher to run: a selection and the destinations it feeds. Its signature
@@ -36,6 +37,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	repos := m.resolveRepos(ctx)
 	dests := resolveDestinations(list[crds.GitDestination](m, crds.GitDestinations), repos)
 	m.resolveEncryption(ctx, dests)
+	m.shareOut(dests)
 	byName := map[string]*destination{}
 	for _, d := range dests {
 		byName[d.name()] = d
@@ -65,6 +67,9 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	m.publishSelections(specs)
 	skipped := m.skippedByDestination()
 	for _, d := range dests {
+		if d.elsewhere {
+			continue // its owner reports it
+		}
 		errs = append(errs, m.reporter.report(ctx, destinationKind, d.obj, d.obj.Status.Status, m.destinationCondition(d)),
 			m.reporter.reportSkipped(ctx, d.obj, skipped[d.name()]))
 	}
@@ -81,6 +86,24 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	m.dests = dests
 	errs = append(errs, m.reportProgress(ctx, dests))
 	return errors.Join(errs...)
+}
+
+// shareOut tells the shards which (repository, branch) pairs the usable destinations ask for, and
+// marks those another replica owns.
+func (m *Manager) shareOut(dests []*destination) {
+	if m.opts.Shards == nil {
+		return
+	}
+	var keys []shard.Key
+	for _, d := range dests {
+		if d.usable {
+			keys = append(keys, d.shard())
+		}
+	}
+	m.opts.Shards.Want(keys)
+	for _, d := range dests {
+		d.elsewhere = d.usable && !m.opts.Shards.Owns(d.shard())
+	}
 }
 
 // destinationCondition is the destination's resolved condition, unless its worker's last push
@@ -182,11 +205,27 @@ func (m *Manager) warnSecrets(ref ruleRef) {
 }
 
 // applyWatchers stops the watchers no longer wanted, asks the pool for exactly the workers the
-// usable destinations need, then starts the new watchers.
+// destinations this replica writes need, then starts the new watchers. The admission webhook is
+// told every selection, those of destinations other replicas own included: whichever replica the
+// apiserver calls records who made the change, for the owner.
 func (m *Manager) applyWatchers(ctx context.Context, dests []*destination, specs map[string]*watcherSpec) {
+	elsewhere := map[string]bool{}
+	for _, d := range dests {
+		if d.elsewhere {
+			elsewhere[d.name()] = true
+		}
+	}
 	wantWatchers := map[string]*watcherSpec{}
 	for _, s := range specs {
-		wantWatchers[s.signature()] = s
+		own := &watcherSpec{sel: s.sel}
+		for _, t := range s.targets {
+			if !elsewhere[t.destination] {
+				own.targets = append(own.targets, t)
+			}
+		}
+		if len(own.targets) > 0 {
+			wantWatchers[own.signature()] = own
+		}
 	}
 	for sig, w := range m.watchers {
 		if wantWatchers[sig] == nil {
@@ -196,7 +235,7 @@ func (m *Manager) applyWatchers(ctx context.Context, dests []*destination, specs
 	}
 	var branches []gitops.Branch
 	for _, d := range dests {
-		if d.usable {
+		if d.ours() {
 			branches = append(branches, gitops.Branch{Repo: d.repo.obj.Namespace + "/" + d.repo.obj.Name, Branch: d.obj.Spec.Branch})
 		}
 	}

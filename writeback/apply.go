@@ -21,9 +21,9 @@ import (
 )
 
 // ErrFenced is why an apply or delete was not made: this replica no longer holds the leader
-// Lease (Config.Fence refused it). The proposal keeps its decision; the replica that leads now
-// applies it.
-var ErrFenced = errors.New("apply fenced: this replica does not hold the leader lease")
+// Lease, or the Lease of its branch's shard (Config.Fences refused it). The proposal keeps its
+// decision; the replica that holds the Lease now applies it.
+var ErrFenced = errors.New("apply fenced: this replica does not hold the lease")
 
 // applyAttempts bounds the retries when the object's resourceVersion moves without its content
 // changing (a status update between the check and the apply).
@@ -48,7 +48,7 @@ type outcome struct {
 // for a destroy, each conditional on the live resourceVersion whose content was checked, and each
 // only while the fence allows it. The resulting watch event is credited to credit. Only a failure
 // to talk to the apiserver, or a fenced apply (ErrFenced), is an error.
-func (c *Controller) apply(ctx context.Context, p *crds.Proposal, credit gitops.Credit) (outcome, error) {
+func (c *Controller) apply(ctx context.Context, d *dest, p *crds.Proposal, credit gitops.Credit) (outcome, error) {
 	gvr, err := gvrOf(p.Spec.Target)
 	if err != nil {
 		return outcome{kind: outcomeRefused, reason: reasonApplyFailed, message: err.Error()}, nil
@@ -63,9 +63,9 @@ func (c *Controller) apply(ctx context.Context, p *crds.Proposal, credit gitops.
 			return outcome{kind: outcomeStale, message: why, live: live}, nil
 		}
 		if p.Spec.Change == crds.ChangeDestroy {
-			err = c.delete(ctx, p, live, credit, gk)
+			err = c.delete(ctx, d, p, live, credit, gk)
 		} else {
-			err = c.serverSideApply(ctx, p, live, credit, gk)
+			err = c.serverSideApply(ctx, d, p, live, credit, gk)
 		}
 		switch {
 		case errors.Is(err, ErrFenced):
@@ -79,11 +79,11 @@ func (c *Controller) apply(ctx context.Context, p *crds.Proposal, credit gitops.
 }
 
 // delete deletes the proposal's target at the live resourceVersion, once the fence allows it.
-func (c *Controller) delete(ctx context.Context, p *crds.Proposal, live *unstructured.Unstructured, credit gitops.Credit, gk schema.GroupKind) error {
+func (c *Controller) delete(ctx context.Context, d *dest, p *crds.Proposal, live *unstructured.Unstructured, credit gitops.Credit, gk schema.GroupKind) error {
 	gvr, _ := gvrOf(p.Spec.Target)
 	client := c.dyn.Resource(gvr).Namespace(p.Spec.Target.Namespace)
 	rv := live.GetResourceVersion()
-	ctx, done, err := c.fence(ctx, p)
+	ctx, done, err := c.fence(ctx, d, p)
 	if err != nil {
 		return err
 	}
@@ -96,24 +96,24 @@ func (c *Controller) delete(ctx context.Context, p *crds.Proposal, live *unstruc
 	return err
 }
 
-// fence asks Config.Fence whether this replica may still change the cluster. When it may, the
+// fence asks the Fence of the destination's branch whether this replica may still change the cluster. When it may, the
 // context it returns ends when the lease may end, so a request still under way then is cut off;
 // done releases it. A refusal is counted, and logged once until an apply is allowed again.
-func (c *Controller) fence(ctx context.Context, p *crds.Proposal) (_ context.Context, done func(), _ error) {
-	if c.cfg.Fence == nil {
+func (c *Controller) fence(ctx context.Context, d *dest, p *crds.Proposal) (_ context.Context, done func(), _ error) {
+	if c.cfg.Fences == nil {
 		return ctx, func() {}, nil
 	}
-	until, err := c.cfg.Fence()
+	until, err := c.cfg.Fences(d.url, d.branch)()
 	if err != nil {
 		c.cfg.Metrics.AppliesFenced.Inc()
 		if !c.fenced.Swap(true) {
-			c.cfg.Log.Warn("apply not made: this replica no longer leads; the proposal is left to the leader",
+			c.cfg.Log.Warn("apply not made: this replica no longer holds the lease of its branch; the proposal is left to the replica that does",
 				"proposal", p.Namespace+"/"+p.Name, "err", err)
 		}
 		return ctx, func() {}, fmt.Errorf("%s %s: %w: %w", verbOf(p.Spec.Change), targetName(p.Spec.Target), ErrFenced, err)
 	}
 	if c.fenced.Swap(false) {
-		c.cfg.Log.Info("applies allowed again: this replica holds the leader lease")
+		c.cfg.Log.Info("applies allowed again: this replica holds the lease")
 	}
 	ctx, cancel := context.WithDeadline(ctx, until)
 	return ctx, cancel, nil
@@ -121,7 +121,7 @@ func (c *Controller) fence(ctx context.Context, p *crds.Proposal) (_ context.Con
 
 // serverSideApply applies the proposal's desired object. A dry run first gives the exact
 // content the watch will see, so the commit recording it is credited before it can happen.
-func (c *Controller) serverSideApply(ctx context.Context, p *crds.Proposal, live *unstructured.Unstructured, credit gitops.Credit, gk schema.GroupKind) error {
+func (c *Controller) serverSideApply(ctx context.Context, d *dest, p *crds.Proposal, live *unstructured.Unstructured, credit gitops.Credit, gk schema.GroupKind) error {
 	doc, err := ParseDocument([]byte(p.Spec.Desired))
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())
@@ -146,7 +146,7 @@ func (c *Controller) serverSideApply(ctx context.Context, p *crds.Proposal, live
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}
-	ctx, done, err := c.fence(ctx, p)
+	ctx, done, err := c.fence(ctx, d, p)
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ const (
 	clientBurst = 100
 )
 
-// Config is everything the controller needs. Approvers, Credits, Fence, Metrics and Log may be nil.
+// Config is everything the controller needs. Approvers, Credits, Fences, Owns, Metrics and Log may be nil.
 type Config struct {
 	Kube *rest.Config
 	Git  Git
@@ -70,10 +70,14 @@ type Config struct {
 	// ProposalRetention is how long a proposal is kept once it ended (Applied, Rejected, Stale,
 	// Superseded).
 	ProposalRetention time.Duration
-	// Fence, when set, is asked just before every apply and delete whether this replica may still
-	// change the cluster (it holds the leader Lease); nil means always. A refused apply is not made
-	// and its proposal keeps its decision, for the replica that leads now.
-	Fence gitops.Fence
+	// Fences, when set, gives the Fence asked just before every apply and delete whether this
+	// replica may still change the cluster for a destination's branch (it holds the leader Lease,
+	// or the branch's shard); nil means always. A refused apply is not made and its proposal keeps
+	// its decision, for the replica that holds the Lease now.
+	Fences gitops.Fences
+	// Owns says whether this replica does the write-back of a repository's branch (it owns the
+	// branch's shard); nil means every branch. The others are left to their owners.
+	Owns func(url, branch string) bool
 }
 
 // Controller runs write-back for every GitDestination that enables it. It always follows the

@@ -52,6 +52,9 @@ func (c *Controller) decide(ctx context.Context, namespace, name string) error {
 	if err != nil {
 		return err
 	}
+	if !c.owns(d) {
+		return nil // its owner decides it; Resync brings it back should this replica take the shard
+	}
 	live, err := c.live(ctx, p)
 	if err != nil {
 		return err
@@ -132,7 +135,7 @@ func (c *Controller) autoApply(ctx context.Context, d *dest, p *crds.Proposal) (
 // applyAndRecord applies p and records the outcome in its status, an Event and the metrics.
 // who is the approver, nil for an automatic apply. applied says whether the cluster changed.
 func (c *Controller) applyAndRecord(ctx context.Context, d *dest, p *crds.Proposal, credit gitops.Credit, who *authenticationv1.UserInfo) (bool, error) {
-	outcome, err := c.apply(ctx, p, credit)
+	outcome, err := c.apply(ctx, d, p, credit)
 	if err != nil {
 		return false, err
 	}

@@ -57,6 +57,11 @@ func (c *Controller) destination(namespace, name string) (*dest, error) {
 	return newDest(obj, repo), nil
 }
 
+// owns says whether this replica does the destination's write-back: it owns its branch's shard.
+func (c *Controller) owns(d *dest) bool {
+	return c.cfg.Owns == nil || c.cfg.Owns(d.url, d.branch)
+}
+
 func newDest(obj *crds.GitDestination, repo *crds.GitRepoConfig) *dest {
 	return &dest{obj: obj, key: obj.Namespace + "/" + obj.Name, url: repo.Spec.RepoURL, branch: obj.Spec.Branch,
 		folder: cleanFolder(obj.Spec.BaseFolder)}

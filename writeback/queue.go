@@ -2,11 +2,14 @@ package writeback
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
@@ -32,6 +35,9 @@ const (
 	noWorkerMaxWait = 5 * time.Second
 )
 
+// requestSyncTimeout bounds the write that hands a trigger to the owner of a destination.
+const requestSyncTimeout = 10 * time.Second
+
 // fencedRetry is when a proposal whose apply the fence refused is decided again: by then this
 // replica has stepped down (and stopped), or renewed the lease it was late to renew.
 const fencedRetry = 5 * time.Second
@@ -40,9 +46,29 @@ const fencedRetry = 5 * time.Second
 var errNotWriteBack = errors.New("not a write-back destination")
 
 // SyncNow reconciles the destination as soon as the controller is free: fetch, read the edits
-// people pushed, open proposals. It is the one call every trigger uses.
+// people pushed, open proposals. It is the one call every trigger uses. A destination whose
+// branch another replica owns is handed to it through the sync-now annotation, as the CLI's
+// sync does: the owner's cache sees it and runs it.
 func (c *Controller) SyncNow(namespace, name, why string) {
+	if d, err := c.destination(namespace, name); err == nil && !c.owns(d) {
+		go c.requestSync(d, why)
+		return
+	}
 	c.enqueueDestination(namespace+"/"+name, trigger{kind: why})
+}
+
+// requestSync sets the destination's sync-now annotation to a value nobody handled yet.
+func (c *Controller) requestSync(d *dest, why string) {
+	ctx, cancel := context.WithTimeout(context.Background(), requestSyncTimeout)
+	defer cancel()
+	value := time.Now().UTC().Format(time.RFC3339Nano)
+	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{crds.AnnotationSyncNow: value}}})
+	_, err := c.dyn.Resource(crds.GitDestinations).Namespace(d.obj.Namespace).Patch(ctx, d.obj.Name, types.MergePatchType, body, metav1.PatchOptions{})
+	if err != nil {
+		c.cfg.Log.Warn("could not ask the owner of a destination to sync now; it runs at its interval", "destination", d.key, "trigger", why, "err", err)
+		return
+	}
+	c.cfg.Log.Debug("asked the owner of a destination to sync now", "destination", d.key, "trigger", why)
 }
 
 // HeldChanged is the pool's OnHeldChange: the mirror wanted to write a file a proposal holds,
@@ -51,6 +77,25 @@ func (c *Controller) HeldChanged(url, branch, path string) {
 	for _, p := range c.proposalsAt(path) {
 		if d, err := c.destination(p.Namespace, p.Spec.DestinationRef.Name); err == nil && d.url == url && d.branch == branch {
 			c.ctl.Add(proposalKeyPrefix + p.Namespace + "/" + p.Name)
+		}
+	}
+}
+
+// Resync is told that this replica started or stopped owning shards: every write-back
+// destination runs again, and every proposal waiting with a decision is decided again, each by
+// the replica that owns it now.
+func (c *Controller) Resync() {
+	for _, item := range c.dests.GetStore().List() {
+		d, err := crds.FromUnstructured[crds.GitDestination](item.(*unstructured.Unstructured))
+		if err == nil && d.Spec.WriteBack != nil && d.Spec.WriteBack.Enabled {
+			c.enqueueDestination(d.Namespace+"/"+d.Name, trigger{kind: crds.TriggerStartup})
+		}
+	}
+	if proposals, ok := c.caches.Indexer(crds.Proposals); ok {
+		for _, obj := range proposals.List() {
+			if key := proposalKey(obj); key != gaugesKey {
+				c.ctl.Add(key)
+			}
 		}
 	}
 }

@@ -29,6 +29,9 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 	if !d.writeBack().Enabled {
 		return false, nil
 	}
+	if !c.owns(d) {
+		return true, nil // another replica owns its branch; Resync runs it should this one take it
+	}
 	since := d.status().LastRevision
 	git := gitedits.Branch{Git: c.cfg.Git, URL: d.url, Name: d.branch}
 	q := gitedits.Query{Folder: d.folder, Since: since, Ours: c.cfg.Ours, MaxBytes: MaxDocumentBytes}

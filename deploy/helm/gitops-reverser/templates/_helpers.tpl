@@ -117,7 +117,7 @@ configbutler.ai/leader: "true"
 {{- if not .Values.leaderElection.enabled }}
 {{- fail "ha.enabled needs leaderElection.enabled: two replicas without a leader election Lease would both mirror the cluster and push to Git" }}
 {{- end }}
-{{- 2 }}
+{{- .Values.ha.replicas }}
 {{- else }}
 {{- 1 }}
 {{- end }}

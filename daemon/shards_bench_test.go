@@ -1,0 +1,78 @@
+package daemon
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+// BenchmarkShardThroughput mirrors 20 destinations, each with a namespace and a repository of its
+// own, by 1, 2 and 3 replicas that share them (--shards=auto), and prints the updates per second
+// they followed: 100 ConfigMaps per destination, updated 3 times each by 8 writers per
+// destination (6,000 updates), from the first update to every remote holding the last ones. On
+// 2 cores the replicas, the apiserver and the writers share the same CPUs, so the figure says
+// what sharing costs here more than what it gains on a real cluster.
+func BenchmarkShardThroughput(b *testing.B) {
+	const dests, perDest, rounds = 20, 100, 3
+	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
+	for range b.N {
+		for replicas := 1; replicas <= 3; replicas++ {
+			run := fmt.Sprintf("tput-%d-%d", replicas, time.Now().UnixNano()%1e6)
+			ms := make([]*mirrorBench, dests)
+			for i := range ms {
+				ms[i] = newMirrorBench(b, fmt.Sprintf("%s-%02d", run, i))
+				ms[i].create(0, perDest)
+			}
+			pods := make([]string, replicas)
+			for i := range pods {
+				pods[i] = fmt.Sprintf("%s-%c", run, 'a'+i)
+			}
+			replicaPods(b, kube, pods...)
+			start := time.Now()
+			rs := make([]*replica, replicas)
+			for i, pod := range pods {
+				rs[i] = startShardReplica(b, pod, run)
+			}
+			shares := make([]int, replicas)
+			for i := range dests {
+				shares[i%replicas]++
+			}
+			for _, m := range ms {
+				m.converged(start)
+			}
+			seeded := time.Since(start)
+			testenv.Eventually(b, 2*time.Minute, "the shards shared out", sharedAs(b, dests, rs, shares...))
+
+			start = time.Now()
+			for round := 1; round <= rounds; round++ {
+				var wg sync.WaitGroup
+				for _, m := range ms {
+					wg.Go(func() { m.update(0, perDest, round) })
+				}
+				wg.Wait()
+			}
+			written := time.Since(start)
+			for _, m := range ms {
+				m.converged(start)
+			}
+			took := time.Since(start)
+			var rss, cpu float64
+			for _, r := range rs {
+				peak, c := usage(b, r.Pid())
+				rss, cpu = max(rss, peak), cpu+c
+			}
+			fmt.Printf("shards: %d replicas, %d destinations on %d repositories: seed of %d objects %.1f s; %d updates followed at %.0f/s "+
+				"(written in %.1f s, all on the remotes %.1f s after the first); CPU of all replicas %.1f s, largest peak RSS %.0f MiB\n",
+				replicas, dests, dests, dests*perDest, seeded.Seconds(), dests*perDest*rounds, float64(dests*perDest*rounds)/took.Seconds(),
+				written.Seconds(), took.Seconds(), cpu, rss)
+			for _, r := range rs {
+				r.Stop(b)
+			}
+		}
+	}
+}
