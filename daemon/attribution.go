@@ -38,6 +38,7 @@ type attribution struct {
 	watched   *webhook.Watched
 	registrar *webhook.Registrar
 	selfMgd   *webhook.SelfManaged // nil with --webhook-cert-dir
+	peers     *webhook.Peers       // nil: a single replica, or peers not wired
 	handler   http.Handler
 	optional  *optionalParts
 	log       *slog.Logger
@@ -158,6 +159,9 @@ func (a *attribution) tryStart(ctx context.Context) (*httpserver.Server, problem
 	}
 	mux := http.NewServeMux()
 	mux.Handle(webhook.AdmissionPath, a.handler)
+	if a.peers != nil {
+		mux.Handle("POST "+webhook.CorrelationsPath, a.peers)
+	}
 	srv, err := httpserver.Listen(httpserver.Config{
 		Name: "webhook", BindAddress: a.cfg.BindAddress, Handler: mux, Limits: webhook.ServerLimits(),
 		Certs: a.certs, ClientCA: clientCA, Log: a.log,

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -127,6 +128,7 @@ type admissionHandler struct {
 	store     *Store
 	watched   *Watched
 	decisions *Decisions // nil: proposals are reviewed like any other resource
+	peers     *Peers     // nil: records stay in this replica's store
 	log       *slog.Logger
 	duration  prometheus.Histogram
 	results   map[string]prometheus.Counter
@@ -200,7 +202,7 @@ func (h *admissionHandler) serve(w http.ResponseWriter, r *http.Request) string 
 		http.Error(w, "expected an admission.k8s.io/v1 AdmissionReview with a request and its uid", http.StatusBadRequest)
 		return metrics.ReviewError
 	}
-	result, err := h.record(review.Request, buf.Bytes())
+	result, err := h.record(r.Context(), review.Request, buf.Bytes())
 	if err != nil {
 		h.log.Warn("admission review not recorded", "uid", review.Request.UID, "operation", review.Request.Operation,
 			"kind", review.Request.Kind.Kind, "namespace", review.Request.Namespace, "name", review.Request.Name, "err", err)
@@ -235,7 +237,7 @@ func readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) bool {
 
 // record stores the author of a watched change, or who changed a proposal's decision, and returns
 // the review's result. body is the whole review, for what its first decode skipped.
-func (h *admissionHandler) record(req *admissionRequest, body []byte) (string, error) {
+func (h *admissionHandler) record(ctx context.Context, req *admissionRequest, body []byte) (string, error) {
 	gvr := schema.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Resource}
 	switch {
 	case req.DryRun:
@@ -249,7 +251,7 @@ func (h *admissionHandler) record(req *admissionRequest, body []byte) (string, e
 	}
 	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
 	if req.Operation == "DELETE" {
-		h.store.Record(Change{Op: req.Operation, GK: gk, Namespace: req.Namespace, Name: req.Name}, req.UserInfo)
+		h.note(ctx, Change{Op: req.Operation, GK: gk, Namespace: req.Namespace, Name: req.Name}, req.UserInfo)
 		return metrics.ReviewRecorded, nil
 	}
 	// Measured on the raw bytes first: the decode below recurses and allocates per level.
@@ -274,8 +276,16 @@ func (h *admissionHandler) record(req *admissionRequest, body []byte) (string, e
 	if err != nil {
 		return metrics.ReviewError, fmt.Errorf("sanitize object: %w", err)
 	}
-	h.store.Record(Change{Op: req.Operation, GK: gk, Namespace: req.Namespace, Name: name, Content: content}, req.UserInfo)
+	h.note(ctx, Change{Op: req.Operation, GK: gk, Namespace: req.Namespace, Name: name, Content: content}, req.UserInfo)
 	return metrics.ReviewRecorded, nil
+}
+
+// note records the change and hands the record to the peer replicas, before the review is
+// answered: a peer's watch cannot see the change before the apiserver has the answer.
+func (h *admissionHandler) note(ctx context.Context, c Change, user authenticationv1.UserInfo) {
+	if rec, ok := h.store.Record(c, user); ok {
+		h.peers.Forward(ctx, rec)
+	}
 }
 
 const (

@@ -197,7 +197,7 @@ func (s staticCerts) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, err
 }
 func (s staticCerts) CABundle() []byte { return s.ca }
 
-func newStaticCerts(t *testing.T, hosts ...string) staticCerts {
+func newStaticCerts(t testing.TB, hosts ...string) staticCerts {
 	t.Helper()
 	ca, err := newCA(time.Now())
 	if err != nil {

@@ -82,7 +82,7 @@ type runningServer struct {
 
 // serveWebhook listens on a free loopback port with the webhook's limits and certs, and runs
 // the server until stop or the end of the test.
-func serveWebhook(t *testing.T, certs CertSource, h http.Handler) *runningServer {
+func serveWebhook(t testing.TB, certs CertSource, h http.Handler) *runningServer {
 	t.Helper()
 	srv, err := httpserver.Listen(httpserver.Config{Name: "webhook", BindAddress: "127.0.0.1:0", Handler: h,
 		Certs: certs, Limits: ServerLimits(), Log: whLogger()})

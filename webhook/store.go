@@ -106,14 +106,17 @@ type Change struct {
 }
 
 // Record notes that user made the change. A second record of the same change replaces the first:
-// the last writer is the author.
-func (s *Store) Record(c Change, user authenticationv1.UserInfo) {
+// the last writer is the author. It returns the record as peer replicas import it (Import), and
+// false when there was no one to record.
+func (s *Store) Record(c Change, user authenticationv1.UserInfo) (Correlation, bool) {
 	op, gk, namespace, name, content := c.Op, c.GK, c.Namespace, c.Name, c.Content
 	author := signatureOf(user)
 	if author.IsZero() {
-		return
+		return Correlation{}, false
 	}
-	s.cache.Set(s.key(op, gk, namespace, name, content), entry{author: author, groups: user.Groups, at: s.now()}, ttlcache.DefaultTTL)
+	k := s.key(op, gk, namespace, name, content)
+	s.cache.Set(k, entry{author: author, groups: user.Groups, at: s.now()}, ttlcache.DefaultTTL)
+	return correlationOf(k, author, user.Groups), true
 }
 
 // Author returns the credit of the change the watch saw, and removes the record: on a hit the
