@@ -52,8 +52,9 @@ type attribution struct {
 }
 
 // newAttribution builds the parts; it starts nothing and does no I/O, so the daemon starts
-// whatever state the cluster is in. Run does the work.
-func newAttribution(s shared, cfg WebhookConfig) (*attribution, error) {
+// whatever state the cluster is in. Run does the work. peers, when set, lists the other live
+// replicas (--shards=auto): every record is handed to them before the apiserver is answered.
+func newAttribution(s shared, cfg WebhookConfig, peers func() []string) (*attribution, error) {
 	m, log := s.reg.Attribution, s.log
 	a := &attribution{
 		cfg: cfg, namespace: s.namespace, inCluster: s.inCluster,
@@ -66,7 +67,19 @@ func newAttribution(s shared, cfg WebhookConfig) (*attribution, error) {
 		optional:  s.optional,
 		log:       log,
 	}
-	a.handler = webhook.NewAdmissionHandler(a.store, a.watched, m, log, webhook.WithDecisions(a.decisions))
+	opts := []webhook.AdmissionOption{webhook.WithDecisions(a.decisions)}
+	if peers != nil {
+		var err error
+		a.peers, err = webhook.NewPeers(webhook.PeersConfig{
+			Store: a.store, Addresses: peers, Certs: func() webhook.CertSource { return a.certs },
+			ServerName: cfg.ServiceName + "." + s.namespace + ".svc", Metrics: m, Log: log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("webhook peers: %w", err)
+		}
+		opts = append(opts, webhook.WithPeers(a.peers))
+	}
+	a.handler = webhook.NewAdmissionHandler(a.store, a.watched, m, log, opts...)
 	a.registrar = webhook.NewRegistrar(webhook.RegistrarConfig{
 		Registration: webhook.NewRegistration(webhook.RegistrationConfig{
 			Dynamic: s.dyn, Name: controllerName, URL: cfg.URL,
@@ -120,6 +133,9 @@ func (a *attribution) Run(ctx context.Context) error {
 		wg.Go(func() { _ = a.registrar.Run(ctx) })
 	}
 	wg.Wait()
+	if a.peers != nil {
+		a.peers.Close() // after the server: a replica that stops still hands on what it answered
+	}
 	return served
 }
 

@@ -83,10 +83,16 @@ func waitRegistered(t testing.TB, d *testenv.Daemon, kube kubernetes.Interface, 
 	}, d.FailFast())
 }
 
-// authorOf returns the author of the newest commit that touched path.
+// authorOf returns the author of the newest commit that touched path in the repository "state".
 func authorOf(t testing.TB, srv *testenv.GitServer, path string) string {
 	t.Helper()
-	log, err := srv.Log("state", "main")
+	return authorIn(t, srv, "state", path)
+}
+
+// authorIn returns the author of the newest commit of repo's main branch that touched path.
+func authorIn(t testing.TB, srv *testenv.GitServer, repo, path string) string {
+	t.Helper()
+	log, err := srv.Log(repo, "main")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,11 @@ func buildLeaderParts(ctx context.Context, s shared, cfg Config, d leaderDeps) (
 	p := &leaderParts{held: make(chan struct{}), crds: d.crds}
 	if cfg.Webhook.Enabled {
 		var err error
-		if p.attr, err = newAttribution(s, cfg.Webhook); err != nil {
+		var peers func() []string
+		if d.shards != nil {
+			peers = d.shards.Peers
+		}
+		if p.attr, err = newAttribution(s, cfg.Webhook, peers); err != nil {
 			return nil, err
 		}
 		p.attr.registeredByLeader = d.shards != nil

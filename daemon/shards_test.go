@@ -199,6 +199,27 @@ func TestShardsSharedOutTakenOverAndHandedOver(t *testing.T) {
 		return len(count) == 3 && count[idOf(t, a)] == 4 && count[idOf(t, b)] == 4, fmt.Sprint(count)
 	})
 
+	// Alice's change in a shard the leader does not own: the leader's webhook, the registered one,
+	// hands the record to the owner before it answers the apiserver.
+	leader := leaderOf(t, rs)
+	var elsewhere string
+	for ns, owner := range ownersOf(t, names) {
+		if owner != idOf(t, leader) {
+			elsewhere = ns
+			break
+		}
+	}
+	waitRegistered(t, leader.Daemon, kube, elsewhere)
+	alice := userClient(cp.UserConfig("alice"))
+	byAlice := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "by-alice", Namespace: elsewhere}, Data: map[string]string{"v": "1"}}
+	if _, err := alice.CoreV1().ConfigMaps(elsewhere).Create(context.Background(), byAlice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "alice credited by the owner of "+elsewhere+", not the leader", func() (bool, string) {
+		author := authorIn(t, srv, elsewhere, "by-alice")
+		return author == "alice", "author " + author
+	}, a.FailFast(), b.FailFast(), c.FailFast())
+
 	// SIGKILL: the dead replica's shards go to the two left once their Leases expire.
 	killed := c
 	killedOwns := ownedBy(t, names, idOf(t, killed))
@@ -239,6 +260,22 @@ func TestShardsSharedOutTakenOverAndHandedOver(t *testing.T) {
 	}
 	t.Logf("takeover of a SIGKILLed replica's shards: %s (lease duration 6s); handover on SIGTERM: %s",
 		afterKill.Round(100*time.Millisecond), afterTerm.Round(100*time.Millisecond))
+}
+
+// leaderOf is the replica that says on /readyz that it leads.
+func leaderOf(t *testing.T, rs []*replica) *replica {
+	t.Helper()
+	var leader *replica
+	testenv.Eventually(t, time.Minute, "a leader", func() (bool, string) {
+		for _, r := range rs {
+			if strings.Contains(r.WaitForStatus(t, "http://"+r.health+"/readyz", http.StatusOK), "\nleader (lease") {
+				leader = r
+				return true, ""
+			}
+		}
+		return false, "no replica leads"
+	})
+	return leader
 }
 
 // idOf is a replica's identity in the Leases.
