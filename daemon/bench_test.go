@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/sanitize"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
@@ -43,6 +44,14 @@ func newMirrorBench(tb testing.TB, ns string) *mirrorBench {
 	srv, _ := mirrorSetup(tb, ns)
 	return &mirrorBench{tb: tb, ns: ns, srv: srv, want: map[string]string{},
 		dyn: dynamic.NewForConfigOrDie(cp.AdminConfig()).Resource(configMaps).Namespace(ns)}
+}
+
+// forget deletes the destination of the namespace, so later daemons no longer mirror it.
+func (m *mirrorBench) forget() {
+	err := dynamic.NewForConfigOrDie(cp.AdminConfig()).Resource(crds.GitDestinations).Namespace(m.ns).Delete(context.Background(), "dest", metav1.DeleteOptions{})
+	if err != nil {
+		m.tb.Fatal(err)
+	}
 }
 
 // expect records the canonical YAML of a live object, or its absence (obj nil), as Git's target.

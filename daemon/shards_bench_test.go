@@ -73,6 +73,9 @@ func BenchmarkShardThroughput(b *testing.B) {
 			for _, r := range rs {
 				r.Stop(b)
 			}
+			for _, m := range ms {
+				m.forget() // the next round's replicas share only their own 20
+			}
 		}
 	}
 }

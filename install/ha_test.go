@@ -223,6 +223,13 @@ func TestChartHighAvailability(t *testing.T) {
 			if r.args["leader-elect"] != "true" {
 				t.Errorf("--leader-elect=%q, want true", r.args["leader-elect"])
 			}
+			// The replicas share the destinations, and reach each other at their Pods' IPs.
+			if r.args["shards"] != "auto" || r.args["peer-address"] != "$(POD_IP):9443" {
+				t.Errorf("--shards=%q --peer-address=%q, want auto and $(POD_IP):9443", r.args["shards"], r.args["peer-address"])
+			}
+			if ip := r.env["POD_IP"]; ip.ValueFrom == nil || ip.ValueFrom.FieldRef == nil || ip.ValueFrom.FieldRef.FieldPath != "status.podIP" {
+				t.Errorf("env POD_IP %+v, want the Pod's status.podIP", ip)
+			}
 			podLabels := spec.Template.Labels
 
 			var pdb policyv1.PodDisruptionBudget
