@@ -281,3 +281,47 @@ func watches(t *testing.T, kube kubernetes.Interface, resource string) int {
 	}
 	return n
 }
+
+// TestABranchOwnedElsewhereIsLeftToItsOwner: with shards, a replica that does not own the
+// destination's branch runs nothing for it; a trigger it receives (a Git host's webhook) is handed
+// to the owner through the sync-now annotation; once it owns the branch, Resync runs the
+// destination and answers that request.
+func TestABranchOwnedElsewhereIsLeftToItsOwner(t *testing.T) {
+	e := newWBEnv(t, &crds.WriteBack{Enabled: true})
+	pool := e.startPool()
+	pool.SetRepositories([]gitops.Repository{{Name: e.ns + "/repo", URL: e.git.RepoURL("repo"),
+		Credentials: gitops.Credentials{Auth: &githttp.BasicAuth{Username: e.git.Username, Password: e.git.Password}, Key: "test"}}})
+	pool.SetWorkers([]gitops.Branch{{Repo: e.ns + "/repo", Branch: "main"}})
+	var owned atomic.Bool
+	c := e.start(Config{Kube: cp.AdminConfig(), Git: pool, Owns: func(string, string) bool { return owned.Load() }}, nil)
+	dest := func() *crds.GitDestination {
+		u, err := e.dyn.Resource(crds.GitDestinations).Namespace(e.ns).Get(context.Background(), "dest", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := crds.FromUnstructured[crds.GitDestination](u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	testenv.Eventually(t, converge, "write-back's caches", func() (bool, string) { return c.Caching(), "not caching" })
+	c.SyncNow(e.ns, "dest", crds.TriggerReceiver)
+	var requested string
+	testenv.Eventually(t, converge, "the trigger handed to the owner", func() (bool, string) {
+		requested = dest().Annotations[crds.AnnotationSyncNow]
+		return requested != "", "no sync-now annotation"
+	})
+	if wb := dest().Status.WriteBack; wb != nil && wb.LastSyncTime != nil {
+		t.Errorf("a replica that does not own the branch synced it at %v", wb.LastSyncTime)
+	}
+	owned.Store(true)
+	c.Resync()
+	testenv.Eventually(t, converge, "the owner answering the request", func() (bool, string) {
+		wb := dest().Status.WriteBack
+		if wb == nil {
+			return false, "no status.writeBack"
+		}
+		return wb.LastHandledSyncNow == requested && wb.LastSyncTime != nil, fmt.Sprintf("handled %q, want %q", wb.LastHandledSyncNow, requested)
+	})
+}

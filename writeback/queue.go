@@ -82,14 +82,23 @@ func (c *Controller) HeldChanged(url, branch, path string) {
 }
 
 // Resync is told that this replica started or stopped owning shards: every write-back
-// destination runs again, and every proposal waiting with a decision is decided again, each by
-// the replica that owns it now.
+// destination runs again, answering a sync-now request nobody handled yet, and every proposal
+// waiting with a decision is decided again, each by the replica that owns it now.
 func (c *Controller) Resync() {
 	for _, item := range c.dests.GetStore().List() {
 		d, err := crds.FromUnstructured[crds.GitDestination](item.(*unstructured.Unstructured))
-		if err == nil && d.Spec.WriteBack != nil && d.Spec.WriteBack.Enabled {
-			c.enqueueDestination(d.Namespace+"/"+d.Name, trigger{kind: crds.TriggerStartup})
+		if err != nil || d.Spec.WriteBack == nil || !d.Spec.WriteBack.Enabled {
+			continue
 		}
+		key := d.Namespace + "/" + d.Name
+		t := trigger{kind: crds.TriggerStartup}
+		if v := d.Annotations[crds.AnnotationSyncNow]; v != "" && (d.Status.WriteBack == nil || d.Status.WriteBack.LastHandledSyncNow != v) {
+			t = trigger{kind: crds.TriggerSyncNow, value: v}
+			c.mu.Lock()
+			c.requested[key] = v
+			c.mu.Unlock()
+		}
+		c.enqueueDestination(key, t)
 	}
 	if proposals, ok := c.caches.Indexer(crds.Proposals); ok {
 		for _, obj := range proposals.List() {
