@@ -213,6 +213,9 @@ func (l *leadership) role() string {
 	if p := l.leader.Load(); p != nil && *p != "" && *p != l.identity {
 		leader = *p
 	}
+	if l.cfg.Shards { // this replica works on its shards; only the cluster-wide work is the leader's
+		return "not the leader: the cluster-wide work is done by " + leader + " (lease " + l.cfg.Namespace + "/" + l.cfg.ID + ")"
+	}
 	return "standby: the leader is " + leader + " (lease " + l.cfg.Namespace + "/" + l.cfg.ID + ")"
 }
 
