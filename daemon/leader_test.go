@@ -147,18 +147,7 @@ func repoEqualsLive(kube kubernetes.Interface, srv *testenv.GitServer, repo, ns 
 // per run of consecutive commits by the same process (the X-ConfigButler-InstanceID trailer).
 func instances(t testing.TB, srv *testenv.GitServer) []string {
 	t.Helper()
-	log, err := srv.Log("state", "main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var runs []string
-	for i := len(log) - 1; i >= 0; i-- {
-		id := log[i].Trailers[trailerInstanceID]
-		if id != "" && (len(runs) == 0 || runs[len(runs)-1] != id) {
-			runs = append(runs, id)
-		}
-	}
-	return runs
+	return instancesOf(t, srv, "state")
 }
 
 // tookTurns fails the test when a process committed again after another one had: replicas

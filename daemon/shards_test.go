@@ -300,7 +300,7 @@ func ownedBy(t *testing.T, names []string, owner string) []string {
 
 // instancesOf lists the processes that made a repository's commits, one entry per run of
 // consecutive commits by the same process.
-func instancesOf(t *testing.T, srv *testenv.GitServer, repo string) []string {
+func instancesOf(t testing.TB, srv *testenv.GitServer, repo string) []string {
 	t.Helper()
 	log, err := srv.Log(repo, "main")
 	if err != nil {
