@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"bufio"
 	"bytes"
 	"compress/zlib"
 	"crypto/sha1" //nolint:gosec // the pack trailer is SHA-1
@@ -105,6 +106,25 @@ func (p *packWriter) add(h plumbing.Hash, typ plumbing.ObjectType, data []byte) 
 		return fmt.Errorf("encode pack: %w", err)
 	}
 	p.idx.Add(h, uint64(offset), p.crc.Sum32())
+	return nil
+}
+
+// addPacked appends object h as it is packed in another pack, header and compressed data: the
+// next size bytes of r, whose CRC-32 is crc.
+func (p *packWriter) addPacked(h plumbing.Hash, crc uint32, r *bufio.Reader, size int) error {
+	offset := p.n
+	for size > 0 {
+		chunk, err := r.Peek(min(size, r.Size()))
+		if err != nil {
+			return fmt.Errorf("encode pack: copy %s: %w", h, err)
+		}
+		if _, err := p.Write(chunk); err != nil {
+			return fmt.Errorf("encode pack: %w", err)
+		}
+		_, _ = r.Discard(len(chunk)) // peeked: cannot fail
+		size -= len(chunk)
+	}
+	p.idx.Add(h, uint64(offset), crc)
 	return nil
 }
 
