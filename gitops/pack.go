@@ -3,7 +3,6 @@ package gitops
 import (
 	"bufio"
 	"bytes"
-	"compress/zlib"
 	"crypto/sha1" //nolint:gosec // the pack trailer is SHA-1
 	"encoding/binary"
 	"fmt"
@@ -13,11 +12,15 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/klauspost/compress/zlib"
 )
 
 // packWriter streams a version 2 packfile of whole objects (no deltas) and indexes it as it
 // goes: it knows each object's name, offset and CRC-32, so the clone keeps the pack without
-// reading it again. Fast compression keeps a seed push cheap on CPU.
+// reading it again. Fast compression keeps a seed push cheap on CPU: klauspost/compress's level
+// 1 packs as small as the standard library's BestSpeed in a third of its time on the tree of a
+// large folder (whose 20-byte hashes defeat the standard library's fast path) and in two thirds
+// on YAML.
 type packWriter struct {
 	w   io.Writer
 	n   int64       // bytes written: the next object's offset
