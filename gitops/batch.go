@@ -86,39 +86,54 @@ func pendingSize(runs []run) (items int, bytes int64) {
 // change to a path overrides them, and a change a sync orphaned becomes a delete, so the result
 // is the same tree as replaying every run in order. A release marker keeps its place among the changes of
 // its path: the latest change before it, then the marker, then the latest change after it.
+//
+// Past the bound every new batch is coalesced with the pending runs again, so a run coalesce
+// returned keeps what it merged: when runs start with it, only the runs after it are merged in,
+// and a seed that outruns the remote costs each change once instead of once per batch.
 func coalesce(runs []run, bot Signature) []run {
-	var syncs []item
-	index := map[string]int{}
-	var changes []item
+	m := &merged{index: map[string]int{}}
+	if len(runs) > 0 && runs[0].merged != nil {
+		m, runs = runs[0].merged, runs[1:]
+	}
 	for _, r := range runs {
 		for _, it := range r.items {
-			if it.release != nil {
-				it.change.Author, it.change.Trailers, it.at = Signature{}, nil, time.Time{}
-				delete(index, it.change.Path)
-				changes = append(changes, it)
-				continue
-			}
-			if it.sync != nil {
-				for i := range changes {
-					if changes[i].release == nil && changes[i].change.Content != nil && orphaned(changes[i].change.Path, it.sync) {
-						changes[i].change = Change{Path: changes[i].change.Path,
-							Summary: "delete orphan " + changes[i].change.Path}
-					}
-				}
-				syncs = append(syncs, it)
-				continue
-			}
-			c := it.change
-			c.Author, c.Trailers = Signature{}, nil
-			if i, ok := index[c.Path]; ok {
-				changes[i].change = c
-				continue
-			}
-			index[c.Path] = len(changes)
-			changes = append(changes, item{change: c})
+			m.add(it)
 		}
 	}
-	return []run{{author: bot, items: append(syncs, changes...)}}
+	items := make([]item, 0, len(m.syncs)+len(m.changes))
+	return []run{{author: bot, items: append(append(items, m.syncs...), m.changes...), merged: m}}
+}
+
+// merged is what coalesce made of the items it merged so far.
+type merged struct {
+	syncs, changes []item
+	index          map[string]int // path → its latest change in changes, since the last marker
+}
+
+// add merges one more item in.
+func (m *merged) add(it item) {
+	switch {
+	case it.release != nil:
+		it.change.Author, it.change.Trailers, it.at = Signature{}, nil, time.Time{}
+		delete(m.index, it.change.Path)
+		m.changes = append(m.changes, it)
+	case it.sync != nil:
+		for i := range m.changes {
+			if c := &m.changes[i]; c.release == nil && c.change.Content != nil && orphaned(c.change.Path, it.sync) {
+				c.change = Change{Path: c.change.Path, Summary: "delete orphan " + c.change.Path}
+			}
+		}
+		m.syncs = append(m.syncs, it)
+	default:
+		c := it.change
+		c.Author, c.Trailers = Signature{}, nil
+		if i, ok := m.index[c.Path]; ok {
+			m.changes[i].change = c
+			return
+		}
+		m.index[c.Path] = len(m.changes)
+		m.changes = append(m.changes, item{change: c})
+	}
 }
 
 // creditsAt reports whether coalescing runs would lose a credit: some change is by someone

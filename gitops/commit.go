@@ -25,6 +25,7 @@ type run struct {
 	author   Signature
 	trailers [][2]string // after the identity's
 	items    []item
+	merged   *merged // on a run coalesce returned: what it merged, for the next coalesce
 }
 
 // buildStats counts what built commits change, reported once the remote accepts them.

@@ -1,8 +1,8 @@
 package gitops
 
 import (
+	"bufio"
 	"bytes"
-	"compress/zlib"
 	"crypto/sha1" //nolint:gosec // the pack trailer is SHA-1
 	"encoding/binary"
 	"fmt"
@@ -12,11 +12,15 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/klauspost/compress/zlib"
 )
 
 // packWriter streams a version 2 packfile of whole objects (no deltas) and indexes it as it
 // goes: it knows each object's name, offset and CRC-32, so the clone keeps the pack without
-// reading it again. Fast compression keeps a seed push cheap on CPU.
+// reading it again. Fast compression keeps a seed push cheap on CPU: klauspost/compress's level
+// 1 packs as small as the standard library's BestSpeed in a third of its time on the tree of a
+// large folder (whose 20-byte hashes defeat the standard library's fast path) and in two thirds
+// on YAML.
 type packWriter struct {
 	w   io.Writer
 	n   int64       // bytes written: the next object's offset
@@ -105,6 +109,25 @@ func (p *packWriter) add(h plumbing.Hash, typ plumbing.ObjectType, data []byte) 
 		return fmt.Errorf("encode pack: %w", err)
 	}
 	p.idx.Add(h, uint64(offset), p.crc.Sum32())
+	return nil
+}
+
+// addPacked appends object h as it is packed in another pack, header and compressed data: the
+// next size bytes of r, whose CRC-32 is crc.
+func (p *packWriter) addPacked(h plumbing.Hash, crc uint32, r *bufio.Reader, size int) error {
+	offset := p.n
+	for size > 0 {
+		chunk, err := r.Peek(min(size, r.Size()))
+		if err != nil {
+			return fmt.Errorf("encode pack: copy %s: %w", h, err)
+		}
+		if _, err := p.Write(chunk); err != nil {
+			return fmt.Errorf("encode pack: %w", err)
+		}
+		_, _ = r.Discard(len(chunk)) // peeked: cannot fail
+		size -= len(chunk)
+	}
+	p.idx.Add(h, uint64(offset), crc)
 	return nil
 }
 

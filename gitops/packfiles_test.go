@@ -3,15 +3,20 @@ package gitops
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 // TestOwnPacksAreValidForGit: the packs and indexes a worker writes into its clone after its
@@ -38,18 +43,25 @@ func TestOwnPacksAreValidForGit(t *testing.T) {
 	if n := mustVerifyClone(t, dir); n < 5 {
 		t.Fatalf("the clone has %d packs, want one per push", n)
 	}
+	mustReadBackOffline(t, srv, "ownpacks", url, workDir)
+}
 
-	tip := plumbing.NewHash(mustLog(t, srv, "ownpacks")[0].SHA)
-	srv.SetAvailable(false)
-	w = StartWorker(t, url, workDir, BatchLimits{})
+// mustReadBackOffline takes the remote down, starts a new worker on workDir's clone of repo at
+// url and checks that it reads every file of the remote's tip, all in one folder, from the clone.
+func mustReadBackOffline(t *testing.T, srv *testenv.GitServer, repo, url, workDir string) {
+	t.Helper()
+	tip := plumbing.NewHash(mustLog(t, srv, repo)[0].SHA)
 	want := map[string][]byte{}
-	for _, f := range mustFiles(t, srv, "ownpacks") {
-		content, err := srv.ReadFile("ownpacks", "main", f)
+	for _, f := range mustFiles(t, srv, repo) {
+		content, err := srv.ReadFile(repo, "main", f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want[f] = content
 	}
+	srv.SetAvailable(false)
+	defer srv.SetAvailable(true)
+	w := StartWorker(t, url, workDir, BatchLimits{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := w.Read(ctx, func(r Reader) error {
@@ -80,6 +92,76 @@ func TestOwnPacksAreValidForGit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("read back after a restart: %v", err)
 	}
+}
+
+// TestCompactionRepacksFetchedDeltas: compaction copies the whole objects of the packs it
+// merges as they are packed, and packs the deltas of a fetched pack again as whole objects.
+// The merged clone passes git fsck and verify-pack, and a new worker reads every file back
+// from it with the remote down.
+func TestCompactionRepacksFetchedDeltas(t *testing.T) {
+	srv := MustGitServer(t)
+	url := MustRepo(t, srv, "deltas")
+	workDir := t.TempDir()
+	dir := filepath.Join(workDir, WorkerKey(url, "main"))
+	w := StartWorker(t, url, workDir, BatchLimits{})
+	noise := make([]byte, 200<<10)
+	_, _ = rand.Read(noise)
+	// The first pack is the largest, which compaction leaves alone.
+	MustEnqueue(t, w, Change{Path: cmPath("large"), Content: []byte(hex.EncodeToString(noise))})
+	MustFlush(t, w)
+	// Another writer edits a long file a little, three times; the server keeps its history with
+	// deltas, and the worker fetches them when its next push is refused.
+	long := strings.Repeat("a line of a long file\n", 1000)
+	for i := range 3 {
+		write := map[string]string{cmPath("long"): long + fmt.Sprintf("edit %d\n", i)}
+		if _, err := srv.PushCommit("deltas", "main", testenv.Signature{Name: "Ann", Email: "ann@example.com"}, "edit", write, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("git", "--git-dir="+filepath.Join(srv.Root, "deltas.git"), "repack", "-a", "-d", "-f").CombinedOutput(); err != nil {
+		t.Fatalf("repack the remote: %v\n%s", err, out)
+	}
+	MustEnqueue(t, w, Change{Path: cmPath("after-fetch"), Content: configMap("after-fetch", "1", 100)})
+	MustFlush(t, w)
+	if !clonePacksHaveDeltas(t, dir) {
+		t.Fatal("the fetched pack holds no delta: the test does not test what it says")
+	}
+	for i := range maxPacks {
+		MustEnqueue(t, w, Change{Path: cmPath(fmt.Sprint(i % 3)), Content: configMap("x", fmt.Sprint(i), 100)})
+		MustFlush(t, w)
+	}
+	if err := w.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := mustVerifyClone(t, dir); n > maxPacks {
+		t.Fatalf("the clone has %d packs, want at most %d", n, maxPacks)
+	}
+	if clonePacksHaveDeltas(t, dir) {
+		t.Fatal("a delta is left: compaction did not merge the fetched pack")
+	}
+	mustReadBackOffline(t, srv, "deltas", url, workDir)
+}
+
+// clonePacksHaveDeltas reports whether a pack of the clone in dir holds a delta, as git
+// verify-pack lists them: with a chain depth and a base.
+func clonePacksHaveDeltas(tb testing.TB, dir string) bool {
+	tb.Helper()
+	idxs, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "*.idx"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, idx := range idxs {
+		out, err := exec.Command("git", "--git-dir="+dir, "verify-pack", "-v", idx).Output()
+		if err != nil {
+			tb.Fatalf("verify-pack %s: %v", idx, err)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) == 7 && len(f[0]) == 40 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // mustVerifyClone runs git fsck on a worker's clone and git verify-pack on each of its packs,

@@ -110,40 +110,9 @@ func render(items []item) []string {
 // TestCoalescedRunsReplayToTheSameTree checks coalesce against its contract on random
 // histories: applying the one coalesced run gives the tree that replaying every run gives.
 func TestCoalescedRunsReplayToTheSameTree(t *testing.T) {
-	pool := []string{cmPath("a"), cmPath("b"), cmPath("c"), cmPath("d"),
-		layout.Path("clusters/staging", "", "configmaps", "default", "x"), "clusters/prod/notes.txt"}
 	rnd := rand.New(rand.NewPCG(1, 2))
-	authors := []Signature{testAlice, testBob, {}}
 	for n := range 2000 {
-		start := map[string]string{}
-		for _, p := range pool {
-			if rnd.IntN(2) == 0 {
-				start[p] = "seed"
-			}
-		}
-		var runs []run
-		for r := range 1 + rnd.IntN(6) {
-			author := authors[rnd.IntN(len(authors))]
-			var items []item
-			for i := range 1 + rnd.IntN(6) {
-				p := pool[rnd.IntN(len(pool))]
-				switch k := rnd.IntN(10); {
-				case k < 6:
-					items = append(items, writeItem(author, p, fmt.Sprintf("v%d.%d", r, i)))
-				case k < 9:
-					items = append(items, deleteItem(author, p))
-				default:
-					var live []string
-					for _, p := range pool {
-						if rnd.IntN(2) == 0 {
-							live = append(live, p)
-						}
-					}
-					items = append(items, syncItem(live...))
-				}
-			}
-			runs = append(runs, run{author: author, items: items})
-		}
+		start, runs := randomHistory(rnd)
 		want := replay(start, runs)
 		merged := coalesce(runs, testBot)
 		if got := replay(start, merged); !maps.Equal(got, want) {
@@ -151,6 +120,61 @@ func TestCoalescedRunsReplayToTheSameTree(t *testing.T) {
 				n, got, want, start, describe(runs), describe(merged))
 		}
 	}
+}
+
+// TestCoalescingRunByRunMatchesCoalescingAtOnce: past the pending bound the worker coalesces
+// again at every new batch, continuing from the run the last coalesce returned. On random
+// histories that gives exactly the run that coalescing every run at once gives.
+func TestCoalescingRunByRunMatchesCoalescingAtOnce(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for n := range 2000 {
+		_, runs := randomHistory(rnd)
+		want := coalesce(runs, testBot)
+		got := coalesce(runs[:1], testBot)
+		for _, r := range runs[1:] {
+			got = coalesce(append(got, r), testBot)
+		}
+		if !slices.Equal(render(got[0].items), render(want[0].items)) {
+			t.Fatalf("history %d: coalesced run by run %s, at once %s\nruns %s", n, describe(got), describe(want), describe(runs))
+		}
+	}
+}
+
+// randomHistory is a random tree of path → content and runs of writes, deletes and syncs.
+func randomHistory(rnd *rand.Rand) (map[string]string, []run) {
+	pool := []string{cmPath("a"), cmPath("b"), cmPath("c"), cmPath("d"),
+		layout.Path("clusters/staging", "", "configmaps", "default", "x"), "clusters/prod/notes.txt"}
+	authors := []Signature{testAlice, testBob, {}}
+	start := map[string]string{}
+	for _, p := range pool {
+		if rnd.IntN(2) == 0 {
+			start[p] = "seed"
+		}
+	}
+	var runs []run
+	for r := range 1 + rnd.IntN(6) {
+		author := authors[rnd.IntN(len(authors))]
+		var items []item
+		for i := range 1 + rnd.IntN(6) {
+			p := pool[rnd.IntN(len(pool))]
+			switch k := rnd.IntN(10); {
+			case k < 6:
+				items = append(items, writeItem(author, p, fmt.Sprintf("v%d.%d", r, i)))
+			case k < 9:
+				items = append(items, deleteItem(author, p))
+			default:
+				var live []string
+				for _, p := range pool {
+					if rnd.IntN(2) == 0 {
+						live = append(live, p)
+					}
+				}
+				items = append(items, syncItem(live...))
+			}
+		}
+		runs = append(runs, run{author: author, items: items})
+	}
+	return start, runs
 }
 
 // replay applies runs to a tree of path → content the way commits do: item by item, a sync

@@ -32,8 +32,9 @@ func newStore(sto *filesystem.Storage) *store {
 	return &store{sto: sto, overlay: map[plumbing.Hash]rawObject{}, trees: newTreeCache(treeCacheBytes)}
 }
 
-// treeCacheBytes bounds the parsed trees kept between batches.
-const treeCacheBytes = 8 << 20
+// treeCacheBytes bounds the parsed trees kept between batches: enough for a folder of 100,000
+// files (about 10 MiB parsed) besides the smaller trees above it.
+const treeCacheBytes = 32 << 20
 
 // objectHash is the Git object name of data with type typ.
 func objectHash(typ plumbing.ObjectType, data []byte) plumbing.Hash {
@@ -60,22 +61,48 @@ func (s *store) put(typ plumbing.ObjectType, data []byte) plumbing.Hash {
 	return h
 }
 
-// dropOverlay forgets the objects of commits that will never be pushed (they are rebuilt on a
-// new tip).
+// dropOverlay forgets the objects of the commits built: they were pushed and are in the clone
+// now, or will never be pushed (they are rebuilt on a new tip). The trees the newest commit
+// added stay in the tree cache, parsed: the next commits build on that tip, and reading a large
+// folder back from the clone costs inflating it every time.
 func (s *store) dropOverlay() {
+	for i := len(s.order) - 1; i >= 0; i-- {
+		if s.overlay[s.order[i]].typ == plumbing.CommitObject {
+			if tree, err := s.commitTree(s.order[i]); err == nil {
+				s.cacheOverlayTrees(tree)
+			}
+			break
+		}
+	}
 	clear(s.overlay)
 	s.order = s.order[:0]
 }
 
+// cacheOverlayTrees puts tree h and the trees below it that are in the overlay into the tree
+// cache.
+func (s *store) cacheOverlayTrees(h plumbing.Hash) {
+	o, ok := s.overlay[h]
+	if !ok || o.typ != plumbing.TreeObject {
+		return
+	}
+	entries, err := parseTree(o.data)
+	if err != nil {
+		return
+	}
+	for i := range entries {
+		if entries[i].IsDir() {
+			s.cacheOverlayTrees(entries[i].Hash)
+		}
+	}
+	s.trees.put(h, entries, len(o.data)+treeEntrySize*len(entries))
+}
+
 // tree returns the parsed entries of tree h.
 func (s *store) tree(h plumbing.Hash) ([]TreeEntry, error) {
-	if o, ok := s.overlay[h]; ok {
-		return parseTree(o.data)
-	}
 	if entries, ok := s.trees.get(h); ok {
 		return entries, nil
 	}
-	data, err := s.read(plumbing.TreeObject, h)
+	data, err := s.treeData(h)
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +112,14 @@ func (s *store) tree(h plumbing.Hash) ([]TreeEntry, error) {
 	}
 	s.trees.put(h, entries, len(data)+treeEntrySize*len(entries))
 	return entries, nil
+}
+
+// treeData is the encoding of tree h, from the overlay or the clone.
+func (s *store) treeData(h plumbing.Hash) ([]byte, error) {
+	if o, ok := s.overlay[h]; ok {
+		return o.data, nil
+	}
+	return s.read(plumbing.TreeObject, h)
 }
 
 // read returns the content of an object stored in the clone.
