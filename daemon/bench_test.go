@@ -56,18 +56,41 @@ func (m *mirrorBench) forget() {
 
 // expect records the canonical YAML of a live object, or its absence (obj nil), as Git's target.
 func (m *mirrorBench) expect(name string, obj *unstructured.Unstructured) {
-	path := "live/" + m.ns + "/configmaps/" + name + ".yaml"
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if obj == nil {
-		delete(m.want, path)
+		m.expectObject(name, nil)
 		return
 	}
-	content, err := sanitize.YAML(sanitize.Object(obj.Object))
+	m.expectObject(name, obj.Object)
+}
+
+// expectObject is expect for an object's map.
+func (m *mirrorBench) expectObject(name string, obj map[string]any) {
+	m.record(m.target(name, obj))
+}
+
+// target is the path of object name in Git and the blob hash of its canonical YAML (obj), or ""
+// for its absence (obj nil).
+func (m *mirrorBench) target(name string, obj map[string]any) (path, hash string) {
+	path = "live/" + m.ns + "/configmaps/" + name + ".yaml"
+	if obj == nil {
+		return path, ""
+	}
+	content, err := sanitize.YAML(sanitize.Object(obj))
 	if err != nil {
 		m.tb.Fatal(err)
 	}
-	m.want[path] = testenv.BlobHash(content)
+	return path, testenv.BlobHash(content)
+}
+
+// record makes hash (none: "") Git's target at path.
+func (m *mirrorBench) record(path, hash string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if hash == "" {
+		delete(m.want, path)
+		return
+	}
+	m.want[path] = hash
 }
 
 // parallel runs write(i) for i in [from, to) on benchWriters goroutines.

@@ -70,6 +70,23 @@ func (b *batch) take(bot Signature) []run {
 	return runs
 }
 
+// joinBotRuns joins each run by the bot without trailers to the one before it when that one is
+// by the bot without trailers too: batches that wait together for a push, all by the bot (a
+// seed, a resync), become one commit instead of one per batch. A release marker's run is never
+// joined: its commit is credited once it is known what it commits.
+func joinBotRuns(runs []run, bot Signature) []run {
+	botRun := func(r run) bool { return r.author == bot && len(r.trailers) == 0 && r.items[0].release == nil }
+	var out []run
+	for _, r := range runs {
+		if n := len(out); n > 0 && botRun(out[n-1]) && botRun(r) {
+			out[n-1] = run{author: bot, items: slices.Concat(out[n-1].items, r.items)}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // pendingSize counts the changes and content bytes of runs.
 func pendingSize(runs []run) (items int, bytes int64) {
 	for _, r := range runs {

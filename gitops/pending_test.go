@@ -270,3 +270,35 @@ func TestPendingStaysBoundedDuringOutage(t *testing.T) {
 	}
 	mustFsck(t, srv, "bounded")
 }
+
+// TestBotBatchesWaitingForOnePushAreOneCommit: batches by the bot that wait for the same push
+// (here the remote is down from the start) become one commit; a batch by someone else between
+// them keeps its own, and so does the bot's batch after it.
+func TestBotBatchesWaitingForOnePushAreOneCommit(t *testing.T) {
+	srv := MustGitServer(t)
+	url := MustRepo(t, srv, "joined")
+	srv.SetAvailable(false)
+	w := StartWorker(t, url, "", BatchLimits{MaxFiles: 5, MaxWait: time.Hour, Quiet: time.Hour, IdleQuiet: time.Hour})
+	for i := range 20 {
+		c := Change{Path: cmPath(fmt.Sprint(i)), Content: configMap(fmt.Sprint(i), "1", 100)}
+		if i >= 10 && i < 15 {
+			c.Author = testAlice
+		}
+		MustEnqueue(t, w, c)
+	}
+	testenv.Eventually(t, 30*time.Second, "the queue to drain", func() (bool, string) { return w.in.depth() == 0, fmt.Sprint(w.in.depth()) })
+	srv.SetAvailable(true)
+	MustFlush(t, w)
+	var got []string
+	for _, c := range mustLog(t, srv, "joined") { // newest first
+		got = append(got, fmt.Sprintf("%s: %s", c.AuthorName, c.Subject))
+	}
+	want := []string{
+		testBot.Name + ": write " + cmPath("15") + " (+4 more)",
+		testAlice.Name + ": write " + cmPath("10") + " (+4 more)",
+		testBot.Name + ": write " + cmPath("0") + " (+9 more)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("commits = %q, want %q", got, want)
+	}
+}

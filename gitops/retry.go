@@ -174,6 +174,7 @@ func (w *Worker) buildPending() error {
 		w.store.dropOverlay()
 		w.built = build{valid: true, base: w.base, tip: w.base}
 	}
+	w.pending = append(w.pending[:w.built.runs], joinBotRuns(w.pending[w.built.runs:], w.identity.Bot)...)
 	for w.built.runs < len(w.pending) {
 		r := w.pending[w.built.runs]
 		tip, err := w.commitRun(w.built.tip, r, &w.built.stats)
