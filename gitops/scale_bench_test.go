@@ -47,10 +47,8 @@ func BenchmarkSeed100k(b *testing.B) {
 }
 
 // beforeSeed100k is what BenchmarkSeed100k printed before issue 24's work on the Git side: the
-// median of three runs on main at ab976e2, alternating with the new code on the same machine.
-// The faster worker makes more, smaller commits (fewer pending changes are merged past the
-// bound while a push is under way), which costs the Git server more.
-const beforeSeed100k = "before: 153 commits, worker CPU 15.2 s (152 µs per object), Git server CPU 7.8 s"
+// median of five runs on main at ab976e2, alternating with the new code on the same machine.
+const beforeSeed100k = "before: 153 commits, worker CPU 15.0 s (150 µs per object), Git server CPU 7.8 s"
 
 // childrenCPUTime is the user+system CPU time of the child processes that ended: the Git
 // server's http-backend and the git commands under it.
