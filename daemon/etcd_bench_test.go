@@ -5,7 +5,6 @@ import (
 	"crypto/sha1" //nolint:gosec // a made-up uid, not security
 	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -58,41 +57,26 @@ func etcdKey(ns, name string) string { return "/registry/configmaps/" + ns + "/"
 // seed writes ConfigMaps cm-<i> for i in [from, to) into etcd, in transactions on benchWriters
 // goroutines, and records what Git must hold.
 func (m *mirrorBench) seed(etcd *clientv3.Client, from, to int) {
-	var wg sync.WaitGroup
-	next := make(chan int)
-	errs := make(chan error, benchWriters)
-	for range benchWriters {
-		wg.Go(func() {
-			for start := range next {
-				ops := make([]clientv3.Op, 0, etcdTxnOps)
-				var targets [][2]string
-				for i := start; i < min(start+etcdTxnOps, to); i++ {
-					put, path, hash, err := m.putOp(i, 0)
-					if err != nil {
-						errs <- err
-						return
-					}
-					ops, targets = append(ops, put), append(targets, [2]string{path, hash})
-				}
-				if _, err := etcd.Txn(context.Background()).Then(ops...).Commit(); err != nil {
-					errs <- fmt.Errorf("seed etcd: %w", err)
-					return
-				}
-				for _, t := range targets {
-					m.record(t[0], t[1])
-				}
+	txns := (to - from + etcdTxnOps - 1) / etcdTxnOps
+	m.parallel(0, txns, func(ctx context.Context, k int) error {
+		start := from + k*etcdTxnOps
+		ops := make([]clientv3.Op, 0, etcdTxnOps)
+		var targets [][2]string
+		for i := start; i < min(start+etcdTxnOps, to); i++ {
+			put, path, hash, err := m.putOp(i, 0)
+			if err != nil {
+				return err
 			}
-		})
-	}
-	for start := from; start < to; start += etcdTxnOps {
-		next <- start
-	}
-	close(next)
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		m.tb.Fatal(err)
-	}
+			ops, targets = append(ops, put), append(targets, [2]string{path, hash})
+		}
+		if _, err := etcd.Txn(ctx).Then(ops...).Commit(); err != nil {
+			return fmt.Errorf("seed etcd: %w", err)
+		}
+		for _, t := range targets {
+			m.record(t[0], t[1])
+		}
+		return nil
+	})
 }
 
 // putOp is the write of object i's payload round, and the path and blob hash that it makes Git's
