@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -21,29 +20,16 @@ const (
 const handshakeErrorPrefix = "http: TLS handshake error from "
 
 // handshakeLog is the writer behind a server's ErrorLog. Lines about failed TLS handshakes are
-// passed on at most once per interval per source IP; the next one passed on says how many were
-// left out. Every other line passes through. Safe for concurrent use.
+// passed on at most once per interval per source IP (its Throttle); the next one passed on says
+// how many were left out. Every other line passes through. Safe for concurrent use.
 type handshakeLog struct {
 	next     io.Writer
-	interval time.Duration
-	capacity int
+	throttle *Throttle
 	now      func() time.Time // the clock; tests replace it before Run
-
-	mu      sync.Mutex
-	sources map[string]*handshakeSource
-}
-
-// handshakeSource is one source IP's current window.
-type handshakeSource struct {
-	since   time.Time // when its last line was passed on
-	dropped int       // lines left out since
 }
 
 func newHandshakeLog(next io.Writer) *handshakeLog {
-	return &handshakeLog{
-		next: next, interval: handshakeLogInterval, capacity: handshakeLogSources, now: time.Now,
-		sources: map[string]*handshakeSource{},
-	}
+	return &handshakeLog{next: next, throttle: NewThrottle(handshakeLogInterval, handshakeLogSources), now: time.Now}
 }
 
 func (h *handshakeLog) Write(p []byte) (int, error) {
@@ -51,7 +37,7 @@ func (h *handshakeLog) Write(p []byte) (int, error) {
 	if !ok {
 		return h.next.Write(p)
 	}
-	dropped, pass := h.admit(ip)
+	dropped, pass := h.throttle.Admit(ip, h.now())
 	if !pass {
 		return len(p), nil
 	}
@@ -64,57 +50,6 @@ func (h *handshakeLog) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
-}
-
-// admit says whether a line from ip is passed on, and how many were left out before it.
-func (h *handshakeLog) admit(ip string) (dropped int, pass bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	now := h.now()
-	s := h.sources[ip]
-	if s != nil && now.Sub(s.since) < h.interval {
-		s.dropped++
-		return 0, false
-	}
-	if s == nil {
-		h.makeRoomLocked(now)
-		s = &handshakeSource{}
-		h.sources[ip] = s
-	}
-	dropped = s.dropped
-	s.since, s.dropped = now, 0
-	return dropped, true
-}
-
-// makeRoomLocked forgets the sources whose window ended, and when every one is still current,
-// the one whose window started first, so there is room for one more.
-func (h *handshakeLog) makeRoomLocked(now time.Time) {
-	if len(h.sources) < h.capacity {
-		return
-	}
-	var oldest string
-	for ip, s := range h.sources {
-		if now.Sub(s.since) >= h.interval {
-			delete(h.sources, ip)
-			continue
-		}
-		if oldest == "" || s.since.Before(h.sources[oldest].since) {
-			oldest = ip
-		}
-	}
-	if len(h.sources) >= h.capacity {
-		delete(h.sources, oldest)
-	}
-}
-
-// droppedFrom is how many lines of ip were left out in its current window.
-func (h *handshakeLog) droppedFrom(ip string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if s := h.sources[ip]; s != nil {
-		return s.dropped
-	}
-	return 0
 }
 
 // handshakeSourceIP reads the source IP of a failed handshake's line: "http: TLS handshake error

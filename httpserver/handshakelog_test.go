@@ -57,7 +57,7 @@ func TestFailedHandshakesAreLoggedOnceAMinutePerSource(t *testing.T) {
 	}
 	for _, src := range sources {
 		waitFor(t, "every failed handshake of "+src+" to reach the log", func() bool {
-			return s.handshakes.droppedFrom(src) == attempts-1
+			return s.handshakes.throttle.droppedFrom(src) == attempts-1
 		})
 		if got := linesWith(logs, "TLS handshake error from "+src+":"); len(got) != 1 {
 			t.Fatalf("%d failed handshakes from %s logged %d lines, want 1:\n%s", attempts, src, len(got), strings.Join(got, "\n"))
@@ -80,7 +80,7 @@ func TestHandshakeLogPassesOtherLinesAndStaysBounded(t *testing.T) {
 	out := &testenv.SyncBuffer{}
 	h := newHandshakeLog(out)
 	clock := testenv.NewClock(time.Now())
-	h.now, h.capacity = clock.Now, 3
+	h.now, h.throttle = clock.Now, NewThrottle(handshakeLogInterval, 3)
 
 	for range 3 {
 		_, _ = h.Write([]byte("http: superfluous response.WriteHeader call\n"))
@@ -92,15 +92,15 @@ func TestHandshakeLogPassesOtherLinesAndStaysBounded(t *testing.T) {
 		_, _ = fmt.Fprintf(h, "%s10.0.0.%d:4242: EOF\n", handshakeErrorPrefix, i)
 		clock.Advance(time.Second)
 	}
-	if len(h.sources) > h.capacity {
-		t.Fatalf("%d sources remembered, want at most %d", len(h.sources), h.capacity)
+	if len(h.throttle.keys) > h.throttle.capacity {
+		t.Fatalf("%d sources remembered, want at most %d", len(h.throttle.keys), h.throttle.capacity)
 	}
 	if got := linesWith(out, "handshake error"); len(got) != 10 {
 		t.Fatalf("10 new sources logged %d lines, want 10", len(got))
 	}
 	_, _ = fmt.Fprintf(h, "%s[::1]:4242: EOF\n", handshakeErrorPrefix)
 	_, _ = fmt.Fprintf(h, "%s[::1]:4343: EOF\n", handshakeErrorPrefix)
-	if got := linesWith(out, "[::1]"); len(got) != 1 || h.droppedFrom("::1") != 1 {
+	if got := linesWith(out, "[::1]"); len(got) != 1 || h.throttle.droppedFrom("::1") != 1 {
 		t.Fatalf("an IPv6 source from two ports logged %d lines, want 1", len(got))
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/configbutler/gitops-reverser/httpserver"
 	"github.com/configbutler/gitops-reverser/metrics"
 )
 
@@ -30,8 +31,12 @@ const CorrelationsPath = "/correlations"
 // each admission little.
 const DefaultForwardTimeout = 250 * time.Millisecond
 
-// peerLogInterval bounds how often a failing peer is logged.
-const peerLogInterval = time.Minute
+// A failing peer, or a sender refused, is logged at most once per peerLogInterval; at most
+// peerLogKeys of them are remembered, as peers come and go.
+const (
+	peerLogInterval = time.Minute
+	peerLogKeys     = 1024
+)
 
 // PeersConfig configures Peers.
 type PeersConfig struct {
@@ -72,7 +77,7 @@ type Peers struct {
 	seen    *nonces
 	roots   rootPool
 	client  *http.Client
-	limiter logLimiter
+	limiter *httpserver.Throttle // the log lines of each peer, or each sender refused
 
 	forwarded map[string]prometheus.Counter
 	received  map[string]prometheus.Counter
@@ -101,7 +106,7 @@ func NewPeers(cfg PeersConfig) (*Peers, error) {
 		store: cfg.Store, addresses: cfg.Addresses, certs: cfg.Certs, serverName: cfg.ServerName,
 		timeout: cfg.Timeout, log: cfg.Log,
 		keys: keyring{certs: cfg.Certs}, seen: newNonces(replayMemory),
-		limiter:   logLimiter{every: peerLogInterval, last: map[string]time.Time{}, missed: map[string]int{}},
+		limiter:   httpserver.NewThrottle(peerLogInterval, peerLogKeys),
 		forwarded: map[string]prometheus.Counter{}, received: map[string]prometheus.Counter{},
 		duration: cfg.Metrics.ForwardDuration,
 	}
@@ -231,7 +236,7 @@ func (p *Peers) send(ctx context.Context, addr string, s signed) {
 // forwardFailed counts a forward that did not arrive and logs it, at most once a minute per peer.
 func (p *Peers) forwardFailed(addr, result string, err error) {
 	p.forwarded[result].Inc()
-	if ok, missed := p.limiter.allow(addr, time.Now()); ok {
+	if missed, ok := p.limiter.Admit(addr, time.Now()); ok {
 		p.log.Warn("admission record not handed to a peer replica; its watch credits the change to the bot",
 			"peer", addr, "result", result, "err", err, "unlogged_since_last", missed)
 	}
@@ -284,34 +289,4 @@ func (r *rootPool) pool(bundle []byte) (*x509.CertPool, error) {
 		r.bundle, r.roots = bytes.Clone(bundle), roots
 	}
 	return r.roots, nil
-}
-
-// logLimiter lets one message per key through every interval and counts the ones it held back.
-type logLimiter struct {
-	every  time.Duration
-	mu     sync.Mutex
-	last   map[string]time.Time
-	missed map[string]int
-}
-
-// allow reports whether key may log now, and how many of its messages were held back since the
-// last one that was.
-func (l *logLimiter) allow(key string, now time.Time) (bool, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Sub(l.last[key]) < l.every {
-		l.missed[key]++
-		return false, 0
-	}
-	if len(l.last) >= 1024 { // peers come and go: forget those quiet for a while
-		for k, t := range l.last {
-			if now.Sub(t) >= l.every {
-				delete(l.last, k)
-				delete(l.missed, k)
-			}
-		}
-	}
-	missed := l.missed[key]
-	l.last[key], l.missed[key] = now, 0
-	return true, missed
 }

@@ -24,7 +24,7 @@ func (p *Peers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.Error(w, err.Error(), status)
 	if status != http.StatusServiceUnavailable {
 		host, _, _ := net.SplitHostPort(r.RemoteAddr)
-		if ok, missed := p.limiter.allow("from "+host, time.Now()); ok {
+		if missed, ok := p.limiter.Admit("from "+host, time.Now()); ok {
 			p.log.Warn("refused an admission record from a peer", "remote", host, "result", result, "status", status,
 				"err", err, "unlogged_since_last", missed)
 		}
