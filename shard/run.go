@@ -102,8 +102,7 @@ func (s *Set) observe(obj any) {
 	if err != nil {
 		return
 	}
-	r := seen{Record: lease.Record{Spec: l.Spec, At: time.Now()}, role: l.Labels[labelRole], peer: l.Annotations[annotationPeer],
-		key: Key{URL: l.Annotations[annotationRepo], Branch: l.Annotations[annotationBranch]}}
+	r := seen{Record: lease.Record{Spec: l.Spec, At: time.Now()}, role: l.Labels[labelRole], peer: l.Annotations[annotationPeer]}
 	s.mu.Lock()
 	if old, ok := s.leases[l.Name]; ok && equality.Semantic.DeepEqual(old.Spec, l.Spec) {
 		r.At = old.At
@@ -178,8 +177,7 @@ func (s *Set) balance(ctx context.Context) {
 			room--
 			continue
 		}
-		t.leaving = true // not needed: its goroutine removes it once it stopped
-		t.cancel()
+		s.handOver(t) // a candidacy no longer needed: it is just given up
 	}
 	var free []Key
 	for k := range s.want {

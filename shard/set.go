@@ -79,7 +79,6 @@ type Set struct {
 type seen struct {
 	lease.Record
 	role, peer string
-	key        Key
 }
 
 // term is this replica's candidacy for one shard's Lease, and then its hold of it.
