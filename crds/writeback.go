@@ -2,7 +2,9 @@ package crds
 
 import (
 	"cmp"
+	"encoding/json"
 	"strconv"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -26,6 +28,14 @@ var (
 // AnnotationSyncNow on a GitDestination asks for a write-back reconcile now: any value other than
 // status.writeBack.lastHandledSyncNow triggers one (e.g. a timestamp).
 const AnnotationSyncNow = "configbutler.ai/sync-now"
+
+// SyncNowPatch is the merge patch of a GitDestination that asks for a write-back run now, and the
+// value of AnnotationSyncNow it sets: the time, which the daemon has not handled yet.
+func SyncNowPatch(now time.Time) (value string, patch []byte) {
+	value = now.UTC().Format(time.RFC3339Nano)
+	patch, _ = json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationSyncNow: value}}}) // strings always encode
+	return value, patch
+}
 
 // LabelDestination on Proposals and SyncRuns holds the name of their GitDestination, so they can
 // be listed per destination with a label selector.

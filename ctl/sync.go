@@ -2,7 +2,6 @@ package ctl
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -19,11 +18,7 @@ func syncNow(ctx context.Context, s *session, names []string) error {
 	if len(names) == 0 {
 		return usageErrorf("sync needs the NAME of a GitDestination (see status)")
 	}
-	value := time.Now().UTC().Format(time.RFC3339Nano)
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{crds.AnnotationSyncNow: value}}})
-	if err != nil {
-		return fmt.Errorf("encode the annotation: %w", err)
-	}
+	value, body := crds.SyncNowPatch(time.Now())
 	client := s.dyn.Resource(crds.GitDestinations).Namespace(s.namespace)
 	for _, name := range names {
 		u, err := client.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})

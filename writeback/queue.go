@@ -2,7 +2,6 @@ package writeback
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -61,8 +60,7 @@ func (c *Controller) SyncNow(namespace, name, why string) {
 func (c *Controller) requestSync(d *dest, why string) {
 	ctx, cancel := context.WithTimeout(context.Background(), requestSyncTimeout)
 	defer cancel()
-	value := time.Now().UTC().Format(time.RFC3339Nano)
-	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{crds.AnnotationSyncNow: value}}})
+	_, body := crds.SyncNowPatch(time.Now())
 	_, err := c.dyn.Resource(crds.GitDestinations).Namespace(d.obj.Namespace).Patch(ctx, d.obj.Name, types.MergePatchType, body, metav1.PatchOptions{})
 	if err != nil {
 		c.cfg.Log.Warn("could not ask the owner of a destination to sync now; it runs at its interval", "destination", d.key, "trigger", why, "err", err)
