@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jellydator/ttlcache/v3"
+
 	"github.com/configbutler/gitops-reverser/gitops"
 )
 
@@ -230,49 +232,29 @@ func (k *keyring) keys() ([][]byte, error) {
 }
 
 // nonces remembers the nonces of the requests received within the replay window, so a request
-// seen once is refused the second time. Bounded by its limit: when full, the oldest is forgotten
-// first. Safe for concurrent use.
+// is accepted once; at most limit of them, the oldest forgotten first. Each is kept for twice the
+// allowed skew: a request whose timestamp was maxClockSkew ahead stays acceptable that long.
+// Expiry is judged by the clock add is given, as Decisions does. Safe for concurrent use.
 type nonces struct {
-	mu    sync.Mutex
-	seen  map[[16]byte]struct{}
-	order []seenNonce // order[head:] are remembered, oldest first, so their expiry only grows
-	head  int
-	limit int
-}
-
-type seenNonce struct {
-	nonce   [16]byte
-	expires time.Time
+	mu      sync.Mutex
+	expires *ttlcache.Cache[[16]byte, time.Time]
 }
 
 func newNonces(limit int) *nonces {
-	return &nonces{seen: map[[16]byte]struct{}{}, limit: limit}
+	return &nonces{expires: ttlcache.New(ttlcache.WithCapacity[[16]byte, time.Time](uint64(limit)),
+		ttlcache.WithDisableTouchOnHit[[16]byte, time.Time]())}
 }
 
-// add remembers n and reports whether it is new. A nonce is kept for twice the allowed skew: a
-// request whose timestamp was maxClockSkew ahead stays acceptable that long.
+// add remembers n at now and reports whether it is new (or forgotten since).
 func (s *nonces) add(n [16]byte, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.head < len(s.order) && (now.After(s.order[s.head].expires) || len(s.order)-s.head >= s.limit) {
-		delete(s.seen, s.order[s.head].nonce)
-		s.head++
-	}
-	if s.head > len(s.order)/2 { // compact once half is forgotten: each entry moves O(1) times
-		s.order = append(s.order[:0], s.order[s.head:]...)
-		s.head = 0
-	}
-	if _, ok := s.seen[n]; ok {
+	if item := s.expires.Get(n); item != nil && !now.After(item.Value()) {
 		return false
 	}
-	s.seen[n] = struct{}{}
-	s.order = append(s.order, seenNonce{nonce: n, expires: now.Add(2 * maxClockSkew)})
+	s.expires.Set(n, now.Add(2*maxClockSkew), ttlcache.NoTTL)
 	return true
 }
 
 // len is the number of nonces remembered.
-func (s *nonces) len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.seen)
-}
+func (s *nonces) len() int { return s.expires.Len() }
