@@ -148,15 +148,7 @@ func ownersOf(t *testing.T, names []string) map[string]string {
 	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig())
 	out := map[string]string{}
 	for _, ns := range names {
-		u, err := dyn.Resource(crds.GitDestinations).Namespace(ns).Get(context.Background(), "dest", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := crds.FromUnstructured[crds.GitDestination](u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.Status.Git != nil {
+		if d := destination(t, dyn, ns, "dest"); d.Status.Git != nil {
 			out[ns] = d.Status.Git.Owner
 		}
 	}

@@ -111,15 +111,24 @@ func (w *wbWorld) cmPath(name string) string {
 }
 
 func (w *wbWorld) destStatus() crds.WriteBackStatus {
-	u, err := w.dyn.Resource(crds.GitDestinations).Namespace(w.ns).Get(context.Background(), "dest", metav1.GetOptions{})
+	if d := destination(w.t, w.dyn, w.ns, "dest"); d.Status.WriteBack != nil {
+		return *d.Status.WriteBack
+	}
+	return crds.WriteBackStatus{}
+}
+
+// destination reads a GitDestination as it is now.
+func destination(t testing.TB, dyn dynamic.Interface, ns, name string) *crds.GitDestination {
+	t.Helper()
+	u, err := dyn.Resource(crds.GitDestinations).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
-		w.t.Fatal(err)
+		t.Fatal(err)
 	}
 	d, err := crds.FromUnstructured[crds.GitDestination](u)
-	if err != nil || d.Status.WriteBack == nil {
-		return crds.WriteBackStatus{}
+	if err != nil {
+		t.Fatal(err)
 	}
-	return *d.Status.WriteBack
+	return d
 }
 
 // syncNow sets a new value of the sync-now annotation and waits until the daemon acted on it.
