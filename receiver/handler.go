@@ -10,6 +10,7 @@ import (
 	"net/http"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/httpserver"
 	"github.com/configbutler/gitops-reverser/metrics"
 )
 
@@ -165,13 +166,9 @@ func (h *handler) handle(w http.ResponseWriter, r *http.Request, e *Entry) verdi
 // length is read into a buffer of that size, so it takes no more than the budget reserved for it.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, verdict, bool) {
 	var buf bytes.Buffer
-	if r.ContentLength > 0 && r.ContentLength <= MaxBodyBytes {
-		buf.Grow(int(r.ContentLength) + bytes.MinRead) // ReadFrom wants MinRead free to see the end
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	var mbe *http.MaxBytesError
+	err := httpserver.ReadBody(w, r, &buf, MaxBodyBytes)
 	switch {
-	case errors.As(err, &mbe):
+	case errors.Is(err, httpserver.ErrBodyTooLarge):
 		return nil, tooLargeVerdict(), false
 	case err != nil:
 		return nil, refusedVerdict(http.StatusBadRequest, metrics.ReceiverRefused, reasonUnreadable,

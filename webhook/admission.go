@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/configbutler/gitops-reverser/httpserver"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/sanitize"
 )
@@ -214,25 +215,16 @@ func (h *admissionHandler) serve(w http.ResponseWriter, r *http.Request) string 
 // readBody reads the request body, up to MaxReviewBytes, into buf. When it fails it has answered
 // the request (413 or 400) and returns false.
 func readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) bool {
-	tooLarge := func() {
+	err := httpserver.ReadBody(w, r, buf, MaxReviewBytes)
+	switch {
+	case errors.Is(err, httpserver.ErrBodyTooLarge):
 		http.Error(w, fmt.Sprintf("admission review is larger than %d bytes", MaxReviewBytes), http.StatusRequestEntityTooLarge)
+	case err != nil:
+		http.Error(w, "read admission review: "+err.Error(), http.StatusBadRequest)
+	default:
+		return true
 	}
-	if r.ContentLength > MaxReviewBytes {
-		tooLarge()
-		return false
-	}
-	if n := r.ContentLength; n > 0 {
-		buf.Grow(int(n) + bytes.MinRead) // ReadFrom wants MinRead spare to see EOF without growing
-	}
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxReviewBytes)); err != nil {
-		if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
-			tooLarge()
-		} else {
-			http.Error(w, "read admission review: "+err.Error(), http.StatusBadRequest)
-		}
-		return false
-	}
-	return true
+	return false
 }
 
 // record stores the author of a watched change, or who changed a proposal's decision, and returns

@@ -1,13 +1,14 @@
 package webhook
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"time"
 
+	"github.com/configbutler/gitops-reverser/httpserver"
 	"github.com/configbutler/gitops-reverser/metrics"
 )
 
@@ -38,16 +39,13 @@ func (p *Peers) receive(w http.ResponseWriter, r *http.Request) (string, int, er
 		w.Header().Set("Allow", http.MethodPost)
 		return metrics.ReceivedMalformed, http.StatusMethodNotAllowed, errors.New("records are POSTed")
 	}
-	tooLarge := fmt.Errorf("record is larger than %d bytes", maxCorrelationBytes)
-	if r.ContentLength > maxCorrelationBytes {
-		return metrics.ReceivedTooLarge, http.StatusRequestEntityTooLarge, tooLarge
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCorrelationBytes))
-	if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
-		return metrics.ReceivedTooLarge, http.StatusRequestEntityTooLarge, tooLarge
+	var buf bytes.Buffer
+	if err := httpserver.ReadBody(w, r, &buf, maxCorrelationBytes); errors.Is(err, httpserver.ErrBodyTooLarge) {
+		return metrics.ReceivedTooLarge, http.StatusRequestEntityTooLarge, fmt.Errorf("record is larger than %d bytes", maxCorrelationBytes)
 	} else if err != nil {
 		return metrics.ReceivedMalformed, http.StatusBadRequest, fmt.Errorf("read record: %w", err)
 	}
+	body := buf.Bytes()
 	now := time.Now()
 	ts := r.Header.Get(headerTimestamp)
 	if wellFormed, err := checkTimestamp(ts, now); !wellFormed {
