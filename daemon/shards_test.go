@@ -190,6 +190,19 @@ func TestShardsSharedOutTakenOverAndHandedOver(t *testing.T) {
 		}
 		return len(count) == 3 && count[idOf(t, a)] == 4 && count[idOf(t, b)] == 4, fmt.Sprint(count)
 	})
+	// The metrics say the same: each of a's destinations is a shard it owns, of 12, among 3 replicas.
+	for _, ns := range ownedBy(t, names, idOf(t, a)) {
+		owned := fmt.Sprintf(`gitops_reverser_shard_owned{shard="%s@main"}`, srv.RepoURL(ns))
+		if got := a.Metric(t, owned); got != 1 {
+			t.Errorf("%s on shard-a = %v, want 1", owned, got)
+		}
+		if got := b.Metric(t, owned); got != 0 {
+			t.Errorf("%s on shard-b = %v, want 0: it does not own it", owned, got)
+		}
+	}
+	if shards, replicas := a.Metric(t, "gitops_reverser_shards"), a.Metric(t, "gitops_reverser_shard_replicas"); shards != n || replicas != 3 {
+		t.Errorf("shard-a: gitops_reverser_shards %v, gitops_reverser_shard_replicas %v; want %d and 3", shards, replicas, n)
+	}
 
 	// Alice's change in a shard the leader does not own: the leader's webhook, the registered one,
 	// hands the record to the owner before it answers the apiserver.

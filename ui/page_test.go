@@ -232,3 +232,26 @@ func TestStaticFilesAreServed(t *testing.T) {
 		t.Errorf("a missing file: %d", r.status)
 	}
 }
+
+// TestPageShowsTheOwnersProgressOfABranchWrittenElsewhere: with shards, the replica serving the
+// page may run no Git worker for a destination's branch; the page then shows the progress the
+// branch's owner wrote into the destination's status.git.
+func TestPageShowsTheOwnersProgressOfABranchWrittenElsewhere(t *testing.T) {
+	w := newWorld(t)
+	ns := w.namespace("elsewhere")
+	w.create(crds.GitRepoConfigs, &crds.GitRepoConfig{ObjectMeta: metav1.ObjectMeta{Name: "repo", Namespace: ns},
+		Spec: crds.GitRepoConfigSpec{RepoURL: "https://git.example.com/" + ns + ".git", AllowedBranches: []string{"main"}}}, nil)
+	pushed := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
+	w.create(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "dest", Namespace: ns},
+		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: "main", BaseFolder: "live"}},
+		crds.GitDestinationStatus{Git: &crds.GitProgress{LastPushedCommit: sha, LastPushTime: &pushed,
+			LastPushAuthor: "Carol Owner <carol@example.com>", Pending: 5, Owner: "replica-b_0a1b2c3d"}})
+	w.grant(ns, "alice", "get", "list")
+	base := startPage(t, Config{Auth: AuthToken, Progress: func(string, string) (gitops.WorkerStatus, bool) {
+		return gitops.WorkerStatus{}, false // no worker here: another replica owns every branch
+	}})
+	r := waitFor(t, base, "/", "alice", "0123456789", "Carol Owner", "5 change(s) waiting")
+	if strings.Contains(r.body, "carol@example.com") {
+		t.Errorf("the page shows the author's email, where it shows names only")
+	}
+}
