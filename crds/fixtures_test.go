@@ -204,7 +204,7 @@ func fullProposal(namespace, name string) *crds.Proposal {
 			LiveResourceVersion: "12345",
 			LiveDigest:          liveDigest,
 			Decision:            crds.DecisionApprove,
-			DecidedBy:           &crds.Reviewer{Username: "alice", UID: "uid-alice", Groups: []string{"developers"}},
+			DecidedBy:           &crds.Reviewer{Username: "alice", UID: "uid-alice", Groups: []string{"developers"}, Stamp: "0123456789abcdef"},
 		},
 	}
 }
@@ -220,6 +220,7 @@ func proposalStatus(generation int64) any {
 		DecidedAt:          &fixtureTime,
 		AppliedAt:          &fixtureTime,
 		SupersededBy:       "proposal-2",
+		Stamp:              "0123456789abcdef",
 	}
 }
 

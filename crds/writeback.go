@@ -79,7 +79,15 @@ const (
 	PhaseStale ProposalPhase = "Stale"
 	// PhaseSuperseded: a newer Proposal for the same target replaced it (status.supersededBy).
 	PhaseSuperseded ProposalPhase = "Superseded"
+	// PhaseForeign: the daemon did not open it (no valid AnnotationSeal): it is never applied,
+	// never holds a file and never writes anything to Git.
+	PhaseForeign ProposalPhase = "Foreign"
 )
+
+// AnnotationSeal on a Proposal is the daemon's proof that it opened it: an HMAC-SHA256 (hex),
+// keyed by a secret only the daemon holds, over the Proposal's namespace, name and spec without
+// its decision. A Proposal without a valid one is Foreign.
+const AnnotationSeal = "configbutler.ai/seal"
 
 // ConditionApplied is the condition a Proposal reports: True once its change was applied.
 const ConditionApplied = "Applied"
@@ -121,7 +129,7 @@ type ProposalSpec struct {
 	// Decision is the reviewer's verdict; DecisionNone until reviewed.
 	Decision Decision `json:"decision,omitempty"`
 	// DecidedBy is who set Decision: written by the apiserver's admission policy, or checked by
-	// it to be the requester. Trusted only while that policy is in force.
+	// it to be the requester. Trusted only with the stamp of the policies in force now.
 	DecidedBy *Reviewer `json:"decidedBy,omitempty"`
 }
 
@@ -150,6 +158,10 @@ type Reviewer struct {
 	Username string   `json:"username"`
 	UID      string   `json:"uid,omitempty"`
 	Groups   []string `json:"groups,omitempty"`
+	// Stamp is the epoch of the daemon's admission policies when the decision was made: the
+	// mutating policy writes it; under the validating policy alone the reviewer copies it from
+	// the Proposal's status.stamp. A decision whose stamp is not the current epoch is asked again.
+	Stamp string `json:"stamp,omitempty"`
 }
 
 // ProposalStatus is what the daemon did with a Proposal.
@@ -172,6 +184,9 @@ type ProposalStatus struct {
 	AppliedAt *metav1.Time `json:"appliedAt,omitempty"`
 	// SupersededBy names the Proposal that replaced this one (phase Superseded).
 	SupersededBy string `json:"supersededBy,omitempty"`
+	// Stamp is the current epoch of the daemon's admission policies, as last written: what
+	// spec.decidedBy.stamp must carry where only the validating policy is in force.
+	Stamp string `json:"stamp,omitempty"`
 }
 
 // SyncRun triggers: what started a run. SyncRunSpec.Trigger is a free string; these are the

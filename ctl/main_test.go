@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,7 +58,14 @@ func setupCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig())
-	if _, err := crds.InstallApproverPolicies(ctx, dyn, crds.ApproverPolicyValidating); err != nil {
+	// The admin creates the Proposals here, as the daemon would: the policy lets only it.
+	self, err := kubernetes.NewForConfigOrDie(cp.AdminConfig()).AuthenticationV1().SelfSubjectReviews().Create(ctx,
+		&authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := crds.ApproverParams{Namespace: "default", Daemon: self.Status.UserInfo.Username}
+	if _, _, err := crds.InstallApproverPolicies(ctx, dyn, crds.ApproverPolicyValidating, params); err != nil {
 		t.Fatal(err)
 	}
 	probe, err := crds.ToUnstructured(&crds.Proposal{ObjectMeta: metav1.ObjectMeta{Name: "approver-probe", Namespace: "default"},

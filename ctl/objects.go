@@ -12,7 +12,7 @@ import (
 // fetch reads objects of gvr (called kind in messages): those named, in the session's
 // namespace, else every one that selector picks in the session's namespace (or all of them).
 func (s *session) fetch(ctx context.Context, gvr schema.GroupVersionResource, kind string, names []string, selector string) ([]unstructured.Unstructured, error) {
-	client := s.dyn.Resource(gvr).Namespace(s.namespace)
+	client := s.ourKind(gvr)
 	if len(names) == 0 {
 		list, err := client.List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {

@@ -111,8 +111,8 @@ var pastTense = map[crds.Decision]string{
 }
 
 // decide sets spec.decision of each Proposal named, as the user: a merge patch that names them
-// in spec.decidedBy (username, uid and groups as the apiserver knows them), which the
-// apiserver's admission policy checks, or writes itself. A Proposal that already ended
+// in spec.decidedBy (username, uid and groups as the apiserver knows them, and the Proposal's
+// status.stamp), which the apiserver's admission policy checks, or writes itself. A Proposal that already ended
 // (Applied, Rejected, Stale, Superseded) is not patched. It stops at the first refusal.
 func decide(ctx context.Context, s *session, names []string, decision crds.Decision) error {
 	if len(names) == 0 {
@@ -122,11 +122,7 @@ func decide(ctx context.Context, s *session, names []string, decision crds.Decis
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(map[string]any{"spec": map[string]any{"decision": decision, "decidedBy": me}})
-	if err != nil {
-		return fmt.Errorf("encode the decision: %w", err)
-	}
-	client := s.dyn.Resource(crds.Proposals).Namespace(s.namespace)
+	client := s.ourKind(crds.Proposals)
 	for _, name := range names {
 		key := s.namespace + "/" + name
 		u, err := client.Get(ctx, name, metav1.GetOptions{})
@@ -141,6 +137,11 @@ func decide(ctx context.Context, s *session, names []string, decision crds.Decis
 		case "", crds.PhasePending, crds.PhaseIgnored:
 		default:
 			return errors.New("proposal " + key + " is " + string(p.Status.Phase) + ": only a Pending or Ignored one can be decided")
+		}
+		me.Stamp = p.Status.Stamp // what the validating policy alone asks for; the mutating one writes it
+		body, err := json.Marshal(map[string]any{"spec": map[string]any{"decision": decision, "decidedBy": me}})
+		if err != nil {
+			return fmt.Errorf("encode the decision: %w", err)
 		}
 		if _, err := client.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 			return failed(fmt.Sprintf("%s proposal %s", strings.ToLower(string(decision)), key), err)

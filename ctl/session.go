@@ -117,7 +117,7 @@ func failed(doing string, err error) error {
 		return fmt.Errorf("%s: %w", doing, err)
 	}
 	st := status.Status()
-	if apierrors.IsNotFound(err) && (st.Details == nil || st.Details.Name == "") {
+	if kindNotServed(err) {
 		return fmt.Errorf("%s: error from server (%s): %w (are the configbutler.ai CRDs installed?)", doing, st.Reason, err)
 	}
 	return fmt.Errorf("%s: error from server (%s): %w", doing, st.Reason, err)

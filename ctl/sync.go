@@ -19,7 +19,7 @@ func syncNow(ctx context.Context, s *session, names []string) error {
 		return usageErrorf("sync needs the NAME of a GitDestination (see status)")
 	}
 	value, body := crds.SyncNowPatch(time.Now())
-	client := s.dyn.Resource(crds.GitDestinations).Namespace(s.namespace)
+	client := s.ourKind(crds.GitDestinations)
 	for _, name := range names {
 		u, err := client.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
 		if err != nil {

@@ -100,7 +100,8 @@ func TestApprovalsNamedUnderTheValidatingPolicy(t *testing.T) {
 	if err := w.patchAs("dave", p, `{"decision":"Approve","decidedBy":{"username":"alice"}}`); err == nil {
 		t.Error("dave approving in alice's name was accepted")
 	}
-	if err := w.patchAs("alice", p, `{"decision":"Approve","decidedBy":{"username":"alice","groups":["developers"]}}`); err != nil {
+	stamped := fmt.Sprintf(`{"decision":"Approve","decidedBy":{"username":"alice","groups":["developers"],"stamp":%q}}`, p.Status.Stamp)
+	if err := w.patchAs("alice", p, stamped); err != nil {
 		t.Fatal(err)
 	}
 	p = w.waitProposal(path, "alice's named approval applied", applied(p.Name))

@@ -31,14 +31,16 @@ type crdInstall struct {
 	kube    *rest.Config
 	install bool
 	policy  crds.ApproverPolicy // the admission policies applied with the CRDs
-	log     *slog.Logger
+	// namespace is the daemon's, where the policies' params live.
+	namespace string
+	log       *slog.Logger
 	// mirror is closed once the mirror's kinds are served, all once every kind is.
 	mirror, all chan struct{}
 	done        atomic.Bool
 }
 
-func newCRDInstall(kube *rest.Config, install bool, policy crds.ApproverPolicy, log *slog.Logger) *crdInstall {
-	return &crdInstall{kube: kube, install: install, policy: policy, log: log, mirror: make(chan struct{}), all: make(chan struct{})}
+func newCRDInstall(kube *rest.Config, install bool, policy crds.ApproverPolicy, namespace string, log *slog.Logger) *crdInstall {
+	return &crdInstall{kube: kube, install: install, policy: policy, namespace: namespace, log: log, mirror: make(chan struct{}), all: make(chan struct{})}
 }
 
 // Run installs the mirror's kinds, then the approver policies, then the rest, and returns once
@@ -91,17 +93,22 @@ func (c *crdInstall) installPolicies(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, policyInstallTimeout)
 	defer cancel()
 	dyn, err := dynamic.NewForConfig(c.kube)
+	var self string
+	if err == nil {
+		self, err = whoAmI(ctx, dyn)
+	}
 	if err == nil {
 		var installed []string
-		installed, err = crds.InstallApproverPolicies(ctx, dyn, c.policy)
+		var drawn bool
+		installed, drawn, err = crds.InstallApproverPolicies(ctx, dyn, c.policy, crds.ApproverParams{Namespace: c.namespace, Daemon: self})
 		if err == nil {
-			c.log.Info("approver policies in place", "policy", c.policy, "installed", installed)
+			c.log.Info("approver policies in place", "policy", c.policy, "installed", installed, "newEpoch", drawn, "creator", self)
 			return
 		}
 	}
 	c.log.Warn("approver policies not applied: who approves a Proposal is known from the admission webhook only",
 		"policy", c.policy, "err", err,
-		"fix", "grant the daemon create, patch and delete on its admission policies (deploy/rbac.yaml), or set --approver-policy=none")
+		"fix", "grant the daemon create, patch and delete on its admission policies and their ConfigMap (deploy/rbac.yaml), or set --approver-policy=none")
 }
 
 // wait blocks until ch is closed (true) or ctx ends (false).

@@ -49,7 +49,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	reg := metrics.New()
 	s := shared{kube: restCfg, dyn: dyn, reg: reg, optional: newOptionalParts(reg.Health.Degraded, log), log: log,
 		namespace: cfg.Namespace, bot: cfg.Bot, workDir: cfg.WorkDir, inCluster: cfg.InCluster}
-	inst := newCRDInstall(restCfg, cfg.InstallCRDs, cfg.ApproverPolicy, log)
+	inst := newCRDInstall(restCfg, cfg.InstallCRDs, cfg.ApproverPolicy, cfg.Namespace, log)
 	ready := &readiness{api: api, optional: s.optional, crds: inst}
 
 	eps, err := listenEndpoints(cfg.Endpoints, reg, ready, log)

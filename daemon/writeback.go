@@ -42,6 +42,9 @@ type writeBackDeps struct {
 	credits *writeback.Credits
 	fences  gitops.Fences
 	shards  *shard.Set
+	// approverPolicy is --approver-policy; sealName the Secret of the key of the proposals' seals.
+	approverPolicy crds.ApproverPolicy
+	sealName       string
 }
 
 func newWriteBack(s shared, cfg WriteBackConfig, d writeBackDeps) (*writeBack, error) {
@@ -52,6 +55,12 @@ func newWriteBack(s shared, cfg WriteBackConfig, d writeBackDeps) (*writeBack, e
 		Retention: cfg.Retention, FailedRetention: cfg.FailedRetention, ProposalRetention: cfg.ProposalRetention,
 		Fences:  d.fences,
 		Metrics: s.reg.WriteBack, Log: log.With("part", metrics.PartWriteBack),
+		SealKey: sealKey(s, d.sealName), Approval: approval(context.Background(), s, d.approverPolicy), Mirror: mr.manager,
+	}
+	if self, err := whoAmI(context.Background(), s.dyn); err == nil {
+		wc.Self = self
+	} else {
+		log.Warn("the daemon's own user is not known, so it cannot leave itself out of the approvers it reads", "err", err)
 	}
 	if d.shards != nil {
 		wc.Owns = func(url, branch string) bool { return d.shards.Owns(shard.Key{URL: url, Branch: branch}) }

@@ -17,6 +17,9 @@ type WriteBack struct {
 	SyncRuns         *prometheus.CounterVec // by status: success | failed | partial
 	Pending          prometheus.Gauge       // proposals waiting for a decision, over every destination
 	AppliesFenced    prometheus.Counter     // applies and deletes not made because this replica no longer held the lease
+	// PoliciesRestored counts the times the daemon put its admission policies back after someone
+	// deleted, replaced or changed them.
+	PoliciesRestored prometheus.Counter
 	// OldestPending is the creation time (Unix seconds) of the oldest proposal waiting for a
 	// decision, 0 when none waits: an alert reads its age as time() minus it.
 	OldestPending prometheus.Gauge
@@ -38,6 +41,8 @@ func newWriteBack(reg prometheus.Registerer) *WriteBack {
 			Help: "Creation time, in Unix seconds, of the oldest proposal waiting for a decision; 0 when none waits."}),
 		AppliesFenced: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "writeback_applies_fenced_total",
 			Help: "Applies and deletes of proposals not made because this replica no longer held the leader Lease; the leader makes them."}),
+		PoliciesRestored: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "approver_policies_restored_total",
+			Help: "Times the daemon put its admission policies back after someone else deleted, replaced or changed them."}),
 	}
 	for _, c := range []string{"create", "update", "destroy"} {
 		w.ProposalsOpened.WithLabelValues(c)
@@ -48,6 +53,6 @@ func newWriteBack(reg prometheus.Registerer) *WriteBack {
 	for _, s := range []string{"success", "failed", "partial"} {
 		w.SyncRuns.WithLabelValues(s)
 	}
-	reg.MustRegister(w.ProposalsOpened, w.ProposalsApplied, w.ProposalsRefused, w.SyncRuns, w.Pending, w.OldestPending, w.AppliesFenced)
+	reg.MustRegister(w.ProposalsOpened, w.ProposalsApplied, w.ProposalsRefused, w.SyncRuns, w.Pending, w.OldestPending, w.AppliesFenced, w.PoliciesRestored)
 	return w
 }

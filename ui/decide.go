@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -67,8 +68,9 @@ func (p *Page) decide(w http.ResponseWriter, r *http.Request) {
 }
 
 // patchDecision merge-patches spec.decision with a client that carries the person's token and
-// none of the daemon's credentials. The patch names the person in spec.decidedBy, as the
-// apiserver's validating policy asks (where the mutating policy runs, it writes the same).
+// none of the daemon's credentials. The patch names the person in spec.decidedBy with the
+// Proposal's status.stamp, as the apiserver's validating policy asks (where the mutating policy
+// runs, it writes the same).
 func (p *Page) patchDecision(ctx context.Context, v *viewer, namespace, name string, decision crds.Decision) error {
 	cfg := rest.AnonymousClientConfig(p.cfg.Kube)
 	cfg.BearerToken = v.token
@@ -76,11 +78,18 @@ func (p *Page) patchDecision(ctx context.Context, v *viewer, namespace, name str
 	if err != nil {
 		return fmt.Errorf("build a client for the viewer: %w", err)
 	}
-	decidedBy := crds.Reviewer{Username: v.user.Username, UID: v.user.UID, Groups: v.user.Groups}
+	proposals := client.Resource(crds.Proposals).Namespace(namespace)
+	cur, err := proposals.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	// The stamp the validating policy alone asks the reviewer to carry (the mutating one writes it).
+	stamp, _, _ := unstructured.NestedString(cur.Object, "status", "stamp")
+	decidedBy := crds.Reviewer{Username: v.user.Username, UID: v.user.UID, Groups: v.user.Groups, Stamp: stamp}
 	body, err := json.Marshal(map[string]any{"spec": map[string]any{"decision": decision, "decidedBy": decidedBy}})
 	if err != nil {
 		return err
 	}
-	_, err = client.Resource(crds.Proposals).Namespace(namespace).Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
+	_, err = proposals.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
 	return err
 }

@@ -111,7 +111,8 @@ type Manager struct {
 	progress  map[string]crds.GitProgress // status.git last written, by destination
 	dests     []*destination              // as the last reconcile resolved them
 	sopsRules map[string]string           // the .sops.yaml last handed to each destination's worker, by destination
-	selected  atomic.Pointer[map[string][]Selection]
+	// published is, by destination, what the last reconcile selected: for Selections and Render.
+	published atomic.Pointer[map[string]*destinationRules]
 }
 
 // running is a goroutine the manager started and can stop.
@@ -268,11 +269,19 @@ func (c Changes) Notify() {
 // and its own namespace for a WatchRule. Nil when the destination selects nothing or is unknown.
 // Safe to call from any goroutine.
 func (m *Manager) Selections(destination string) []Selection {
-	p := m.selected.Load()
+	p := m.published.Load()
 	if p == nil {
 		return nil
 	}
-	return (*p)[destination]
+	d := (*p)[destination]
+	if d == nil {
+		return nil
+	}
+	out := make([]Selection, len(d.selected))
+	for i, s := range d.selected {
+		out[i] = s.sel
+	}
+	return out
 }
 
 func (m *Manager) rediscover(ctx context.Context) {

@@ -131,17 +131,23 @@ func (m *Manager) destinationCondition(d *destination) condition {
 	return d.cond
 }
 
-// publishSelections makes what each destination selects readable through Selections.
+// publishSelections makes what each destination selects, and how the mirror writes it, readable
+// through Selections and Render. It stores a new map: what it published before is never changed.
 func (m *Manager) publishSelections(specs map[string]*watcherSpec) {
-	byDest := map[string][]Selection{}
+	byDest := map[string]*destinationRules{}
 	for _, s := range specs {
 		for _, t := range s.targets {
+			d := byDest[t.destination]
+			if d == nil {
+				d = &destinationRules{baseFolder: t.baseFolder}
+				byDest[t.destination] = d
+			}
 			sel := s.sel
-			sel.Ops = t.ops
-			byDest[t.destination] = append(byDest[t.destination], sel)
+			sel.Ops, sel.filter = t.ops, t.filter // the destination's own, not those of whichever rule came first
+			d.selected = append(d.selected, selected{sel: sel, recipients: slices.Clone(t.recipients)})
 		}
 	}
-	m.selected.Store(&byDest)
+	m.published.Store(&byDest)
 }
 
 type ruleRef struct {

@@ -251,11 +251,12 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 	h := maphash.Bytes(w.seed, canon)
 	var content []byte
 	if h != skip {
-		if content, err = sanitize.YAML(clean); err != nil {
+		var fits bool
+		if content, fits, err = fileContent(clean); err != nil {
 			w.log.Error("render object; skipped", "object", w.describe(obj), "err", err)
 			return paths, skip, nil // its file, if any, stays
 		}
-		if len(content) > gitops.MaxFileBytes {
+		if !fits {
 			w.tooLarge(obj, len(content))
 			return paths, h, nil // its file, if any, stays as it was
 		}
@@ -291,13 +292,11 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 			w.metrics.ChangesSkipped.WithLabelValues(why).Inc()
 			continue
 		}
-		c := gitops.Change{Path: paths[i], Content: content, Credit: credit, Summary: op.verb + " " + w.describe(obj)}
-		if t.recipients != nil {
-			if c.Content, c.Keep, err = w.sealer.Seal(content, t.recipients); err != nil {
-				// The error never holds the plaintext; the file, if any, stays as it was.
-				w.log.Error("encrypt Secret; skipped", "object", w.describe(obj), "destination", t.destination, "err", err)
-				continue
-			}
+		c := gitops.Change{Path: paths[i], Credit: credit, Summary: op.verb + " " + w.describe(obj)}
+		if c.Content, c.Keep, err = seal(w.sealer, w.sel, t.recipients, content); err != nil {
+			// The error never holds the plaintext; the file, if any, stays as it was.
+			w.log.Error("seal object; skipped", "object", w.describe(obj), "destination", t.destination, "err", err)
+			continue
 		}
 		if err := t.sink.Enqueue(c); err != nil {
 			return nil, h, err
@@ -338,14 +337,11 @@ func (w *watcher) groupKind() schema.GroupKind {
 }
 
 func (w *watcher) path(t target, obj *unstructured.Unstructured) string {
-	return layout.Path(t.baseFolder, w.sel.GVR.Group, w.sel.GVR.Resource, obj.GetNamespace(), obj.GetName())
+	return mirrorPath(t.baseFolder, w.sel, obj.GetNamespace(), obj.GetName())
 }
 
 func (w *watcher) describe(obj *unstructured.Unstructured) string {
-	if ns := obj.GetNamespace(); ns != "" {
-		return w.sel.GVR.Resource + " " + ns + "/" + obj.GetName()
-	}
-	return w.sel.GVR.Resource + " " + obj.GetName()
+	return describe(w.sel.GVR.Resource, obj.GetNamespace(), obj.GetName())
 }
 
 func key(obj *unstructured.Unstructured) string {

@@ -2,12 +2,12 @@ package writeback
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -24,99 +24,179 @@ const (
 	sourceMutatingPolicy                         // spec.decidedBy, which the apiserver writes
 )
 
-// Reasons of the Ready condition in a destination's status.writeBack.
+// Reasons of the Ready condition in a destination's status.writeBack, and of the Warning Event
+// when the daemon puts its admission policies back.
 const (
 	ReasonApproverFromMutatingPolicy   = "ApproverFromMutatingPolicy"
 	ReasonApproverFromValidatingPolicy = "ApproverFromValidatingPolicy"
 	ReasonApproverFromWebhook          = "ApproverFromWebhook"
+	ReasonAdmissionPolicyChanged       = "AdmissionPolicyChanged"
+	// ReasonStampNotCurrent refuses an approval whose spec.decidedBy carries no stamp of the
+	// policies in force now (proposals_refused_total{reason}).
+	ReasonStampNotCurrent = "StampNotCurrent"
 )
 
-// probeSpacing is the least time between two checks of which admission policy is in force.
-const probeSpacing = 10 * time.Second
+// policiesKey asks for the daemon's admission policies to be looked at: one of them changed.
+const policiesKey = "policies"
 
-// probeUser is the name the probe puts in spec.decidedBy: no request is ever made by it.
-const probeUser = "system:gitops-reverser:approver-probe"
+// policyKey queues policiesKey for a change of one of the daemon's policy objects.
+func policyKey(obj any) string {
+	if controllerObjectName(obj) == crds.ApproverPolicyName {
+		return policiesKey
+	}
+	return ""
+}
 
-// approver is who set p's decision, as the apiserver authenticated them: spec.decidedBy while
-// the daemon's admission policy is in force, else the webhook's record, else the reviewer the
-// daemon already acted for. False when nobody is known.
-func (c *Controller) approver(ctx context.Context, p *crds.Proposal) (authenticationv1.UserInfo, bool) {
-	if src := c.approvalSource(ctx, p.Namespace); src >= sourceValidatingPolicy {
-		if r := p.Spec.DecidedBy; r != nil && r.Username != "" {
-			return authenticationv1.UserInfo{Username: r.Username, UID: r.UID, Groups: r.Groups}, true
+func controllerObjectName(obj any) string {
+	if d, ok := obj.(interface{ GetName() string }); ok {
+		return d.GetName()
+	}
+	if t, ok := obj.(interface{ Obj() any }); ok { // a tombstone
+		return controllerObjectName(t.Obj())
+	}
+	return ""
+}
+
+// approver is who set p's decision, as the apiserver vouches for it now: spec.decidedBy when it
+// carries the epoch of the daemon's policies and they are still the ones that epoch was drawn
+// for; else the webhook's record; else the reviewer the daemon already acted for at this
+// generation. Never the daemon itself. False when nobody is known; refused says why a
+// spec.decidedBy was not trusted ("" when there was none).
+func (c *Controller) approver(ctx context.Context, p *crds.Proposal) (who authenticationv1.UserInfo, ok bool, refused string, err error) {
+	if r := p.Spec.DecidedBy; r != nil && r.Username != "" && r.Username != c.cfg.Self && c.cfg.Approval != nil {
+		epoch, err := c.checkPolicies(ctx)
+		switch {
+		case errors.Is(err, crds.ErrApproverPoliciesChanged):
+			refused = err.Error()
+		case err != nil:
+			return who, false, "", err
+		case r.Stamp != epoch:
+			refused = fmt.Sprintf("its stamp %q is not %q, the epoch of the admission policies in force now (status.stamp): "+
+				"it was made before they were last installed", r.Stamp, epoch)
+		default:
+			return authenticationv1.UserInfo{Username: r.Username, UID: r.UID, Groups: r.Groups}, true, "", nil
 		}
 	}
 	if c.cfg.Approvers != nil {
-		if u, ok := c.cfg.Approvers(p.UID, string(p.Spec.Decision)); ok {
-			return u, true
+		if u, ok := c.cfg.Approvers(p.UID, string(p.Spec.Decision)); ok && u.Username != c.cfg.Self {
+			return u, true, "", nil
 		}
 	}
-	if r := p.Status.ReviewedBy; r != nil && p.Status.ObservedGeneration == p.Generation && p.Status.DecidedAt != nil {
-		return authenticationv1.UserInfo{Username: r.Username, UID: r.UID, Groups: r.Groups}, true
+	if r := p.Status.ReviewedBy; r != nil && p.Status.ObservedGeneration == p.Generation && p.Status.DecidedAt != nil && r.Username != c.cfg.Self {
+		return authenticationv1.UserInfo{Username: r.Username, UID: r.UID, Groups: r.Groups}, true, "", nil
 	}
-	return authenticationv1.UserInfo{}, false
+	return who, false, refused, nil
 }
 
-// approvalSource says, from a check at most probeSpacing old, how approvers are known. The check
-// is made in namespace, where the daemon may create Proposals.
-func (c *Controller) approvalSource(ctx context.Context, namespace string) approvalSource {
-	c.mu.Lock()
-	src, fresh := c.source, time.Since(c.probedAt) < probeSpacing
-	c.mu.Unlock()
-	if fresh {
-		return src
+// checkPolicies reads the epoch of the daemon's policies from etcd, checking that they are the
+// ones it was drawn for; a change found is acted on as the informer's would be.
+func (c *Controller) checkPolicies(ctx context.Context) (string, error) {
+	epoch, err := crds.CheckApproverPolicies(ctx, c.dyn, c.cfg.Approval.Namespace)
+	if errors.Is(err, crds.ErrApproverPoliciesChanged) {
+		c.ctl.Add(policiesKey)
 	}
-	probed, err := c.probePolicy(ctx, namespace)
-	if err != nil {
-		c.cfg.Log.Warn("check which admission policy names approvers", "err", err)
-		return src
+	if err == nil {
+		c.epoch.Store(&epoch)
 	}
-	if probed == sourceUnknown && c.cfg.Approvers != nil {
-		probed = sourceWebhook
-	}
-	c.mu.Lock()
-	changed := c.source != probed || c.probedAt.IsZero()
-	c.source, c.probedAt = probed, time.Now()
-	c.mu.Unlock()
-	if changed {
-		ready := readyCondition(probed)
-		c.cfg.Log.Info("how approvers are known", "reason", ready.Reason, "message", ready.Message)
-	}
-	return probed
+	return epoch, err
 }
 
-// probePolicy asks the apiserver to create, as a dry run, a Proposal whose spec.decidedBy names
-// someone else: the mutating policy replaces the name with the daemon's, the validating policy
-// refuses it, and without either it is accepted as it is.
-func (c *Controller) probePolicy(ctx context.Context, namespace string) (approvalSource, error) {
-	probe := &crds.Proposal{
-		TypeMeta:   metav1.TypeMeta{APIVersion: crds.GroupVersion.String(), Kind: crds.KindProposal},
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "approver-probe-", Namespace: namespace},
-		Spec: crds.ProposalSpec{
-			DestinationRef: crds.LocalReference{Name: "approver-probe"}, Change: crds.ChangeCreate,
-			Target: crds.ProposalTarget{APIVersion: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: namespace, Name: "approver-probe"},
-			Path:   "approver-probe.yaml", SourceCommit: strings.Repeat("0", 40),
-			Author:  crds.GitAuthor{Name: "probe", Email: "probe@invalid"},
-			Desired: "kind: ConfigMap\n", Diff: "-\n",
-			Decision:  crds.DecisionApprove,
-			DecidedBy: &crds.Reviewer{Username: probeUser},
-		},
+// policiesChanged looks at the daemon's policies after one of them changed: when they are no
+// longer those the epoch was drawn for, it says so on every write-back destination and puts them
+// back (drawing a new epoch) if the daemon installs them; then every destination's Ready condition
+// says how approvers are known now.
+func (c *Controller) policiesChanged(ctx context.Context) error {
+	if c.cfg.Approval == nil {
+		return nil
 	}
-	u, err := crds.ToUnstructured(probe)
-	if err != nil {
-		return sourceUnknown, err
+	_, err := c.checkPolicies(ctx)
+	if errors.Is(err, crds.ErrApproverPoliciesChanged) {
+		msg := err.Error() + ": approvals stamped before are asked again"
+		if c.cfg.Approval.Reinstall != nil {
+			msg = err.Error() + "; gitops-reverser put them back, and approvals stamped before are asked again"
+		}
+		c.cfg.Log.Warn("admission policies of the daemon changed", "change", err)
+		for _, d := range c.writeBackDestinations() {
+			c.recorder.Event(crds.ObjectReference(crds.KindGitDestination, d.obj), corev1.EventTypeWarning, ReasonAdmissionPolicyChanged, msg)
+		}
+		if c.cfg.Approval.Reinstall != nil {
+			if err := c.cfg.Approval.Reinstall(ctx); err != nil {
+				return fmt.Errorf("put the admission policies back: %w", err)
+			}
+			c.cfg.Metrics.PoliciesRestored.Inc()
+			if _, err := c.checkPolicies(ctx); err != nil {
+				return err
+			}
+		}
+	} else if err != nil {
+		return err
 	}
-	created, err := c.dyn.Resource(crds.Proposals).Namespace(namespace).Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	return c.refreshReady(ctx)
+}
+
+// refreshReady recomputes how approvers are known from the cached policies and, when that
+// changed, writes every write-back destination's Ready condition at once.
+func (c *Controller) refreshReady(ctx context.Context) error {
+	src := c.approvalSource()
+	c.mu.Lock()
+	changed := c.source != src
+	c.source = src
+	c.mu.Unlock()
+	if !changed {
+		return nil
+	}
+	ready := readyCondition(src)
+	c.cfg.Log.Info("how approvers are known", "reason", ready.Reason, "message", ready.Message)
+	var errs []error
+	for _, d := range c.writeBackDestinations() {
+		st := d.status()
+		meta.SetStatusCondition(&st.Conditions, ready)
+		errs = append(errs, c.patchWriteBackStatus(ctx, d, st))
+	}
+	return errors.Join(errs...)
+}
+
+// approvalSource says how approvers are known, from the cached policy objects.
+func (c *Controller) approvalSource() approvalSource {
+	src := sourceUnknown
+	if c.cfg.Approvers != nil {
+		src = sourceWebhook
+	}
+	if c.cfg.Approval == nil {
+		return src
+	}
+	present := func(resources ...int) bool {
+		for _, i := range resources {
+			idx, ok := c.caches.Indexer(crds.PolicyResources[i])
+			if !ok {
+				return false
+			}
+			if _, found, _ := idx.GetByKey(crds.ApproverPolicyName); !found {
+				return false
+			}
+		}
+		return true
+	}
 	switch {
-	case (apierrors.IsForbidden(err) || apierrors.IsInvalid(err)) && strings.Contains(err.Error(), crds.ApproverPolicyName):
-		return sourceValidatingPolicy, nil
-	case err != nil:
-		return sourceUnknown, fmt.Errorf("dry-run a Proposal in %s: %w", namespace, err)
+	case present(0, 1, 2, 3):
+		return sourceMutatingPolicy
+	case present(0, 1):
+		return sourceValidatingPolicy
 	}
-	if name, _, _ := unstructured.NestedString(created.Object, "spec", "decidedBy", "username"); name != probeUser {
-		return sourceMutatingPolicy, nil
+	return src
+}
+
+// writeBackDestinations are the cached destinations that enable write-back and this replica owns.
+func (c *Controller) writeBackDestinations() []*dest {
+	var out []*dest
+	for _, item := range c.dests.GetStore().List() {
+		u := item.(*unstructured.Unstructured)
+		d, err := c.destination(u.GetNamespace(), u.GetName())
+		if err == nil && d.writeBack().Enabled && c.owns(d) {
+			out = append(out, d)
+		}
 	}
-	return sourceUnknown, nil
+	return out
 }
 
 // readyCondition is the Ready condition of write-back for the way approvers are known.
@@ -125,12 +205,13 @@ func readyCondition(src approvalSource) metav1.Condition {
 	switch src {
 	case sourceMutatingPolicy:
 		c.Reason = ReasonApproverFromMutatingPolicy
-		c.Message = "the apiserver writes who sets spec.decision into spec.decidedBy (MutatingAdmissionPolicy " +
-			crds.ApproverPolicyName + "): an approval is checked against its approver's own permissions"
+		c.Message = "the apiserver writes who sets spec.decision into spec.decidedBy, stamped with the epoch of the policies in force " +
+			"(MutatingAdmissionPolicy " + crds.ApproverPolicyName + "): an approval is checked against its approver's own permissions"
 	case sourceValidatingPolicy:
 		c.Reason = ReasonApproverFromValidatingPolicy
 		c.Message = "the apiserver refuses a spec.decidedBy that is not the requester (ValidatingAdmissionPolicy " +
-			crds.ApproverPolicyName + "): set spec.decidedBy.username to your own name with spec.decision (the operator page does)"
+			crds.ApproverPolicyName + "): set spec.decidedBy.username to your own name and spec.decidedBy.stamp to the Proposal's " +
+			"status.stamp with spec.decision (the operator page and the CLI do)"
 	case sourceWebhook:
 		c.Reason = ReasonApproverFromWebhook
 		c.Message = "no admission policy of the daemon is in force: who sets spec.decision is known from the admission webhook only, " +

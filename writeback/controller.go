@@ -2,6 +2,7 @@ package writeback
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -78,6 +81,36 @@ type Config struct {
 	// Owns says whether this replica does the write-back of a repository's branch (it owns the
 	// branch's shard); nil means every branch. The others are left to their owners.
 	Owns func(url, branch string) bool
+	// SealKey reads (or creates) the key of the seals that prove a Proposal was opened by the
+	// daemon; every replica must get the same. Required.
+	SealKey func(ctx context.Context) ([]byte, error)
+	// Self is the daemon's own user: never counted as an approver.
+	Self string
+	// Approval, when set, is the daemon's admission policies that stamp approvers; nil when there
+	// are none (--approver-policy=none): approvers are then known from the webhook alone.
+	Approval *Approval
+	// Mirror renders what the mirror writes for an object (watch.Manager): a proposal that ends
+	// unapplied hands back to it only that. Nil restores nothing.
+	Mirror Mirror
+}
+
+// Approval is how the daemon's admission policies vouch for approvers.
+type Approval struct {
+	// Namespace holds their params ConfigMap (crds.ApproverPolicyName): the daemon's.
+	Namespace string
+	// Resources are the policy kinds the apiserver serves, watched so that a deletion or a change
+	// is seen at once.
+	Resources []schema.GroupVersionResource
+	// Reinstall puts the policies back as the daemon installs them, drawing a new epoch; nil
+	// when the daemon does not install them.
+	Reinstall func(ctx context.Context) error
+}
+
+// Mirror is what write-back needs of the mirror (watch.Manager).
+type Mirror interface {
+	// Render is the change the mirror makes for an object in a destination, through its own
+	// rules; ok is false when it writes nothing for it.
+	Render(destination string, gvr schema.GroupVersionResource, namespace, name string, live *unstructured.Unstructured) (gitops.Change, bool, error)
 }
 
 // Controller runs write-back for every GitDestination that enables it. It always follows the
@@ -97,12 +130,13 @@ type Controller struct {
 	requested map[string]string    // the sync-now value last queued, per destination
 	started   map[string]time.Time // when each destination's last run started
 	waits     map[string]int       // runs in a row that found no Git worker yet, per destination
-	source    approvalSource       // how approvers are known, as last checked
-	probedAt  time.Time            // when that was checked
+	source    approvalSource       // how approvers are known, as last seen
 	idle      map[string]time.Time // when each destination's last idle run was recorded, by clock
 
 	clock  func() time.Time // time.Now; a test's own clock
 	fenced atomic.Bool      // the last apply was fenced: said once, and again when applies resume
+	key    atomic.Pointer[[]byte]
+	epoch  atomic.Pointer[string] // of the admission policies, as last checked
 }
 
 // trigger is why a destination is reconciled; value is the sync-now annotation it answers.
@@ -144,7 +178,12 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c.caches = c.ctl.Group()
 	c.caches.Informer(crds.GitRepoConfigs, func(any) string { return "" }, nil)
-	c.caches.Informer(crds.Proposals, proposalKey, cache.Indexers{pathIndex: indexByPath})
+	c.caches.Informer(crds.Proposals, c.proposalKey, cache.Indexers{pathIndex: indexByPath})
+	if cfg.Approval != nil {
+		for _, gvr := range cfg.Approval.Resources {
+			c.caches.Informer(gvr, policyKey, nil)
+		}
+	}
 	return c, nil
 }
 
@@ -179,6 +218,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.Selections == nil {
 		cfg.Selections = func(string) []Selection { return nil }
+	}
+	if cfg.SealKey == nil {
+		cfg.SealKey = func(context.Context) ([]byte, error) { return nil, errors.New("no key configured") }
 	}
 	return cfg
 }

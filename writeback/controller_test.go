@@ -110,6 +110,9 @@ func (e *wbEnv) run(git Git, log *slog.Logger) *Controller {
 // controller before it runs.
 func (e *wbEnv) start(cfg Config, prep func(*Controller)) *Controller {
 	e.t.Helper()
+	if cfg.SealKey == nil { // the daemon keeps it in a Secret; any fixed key does here
+		cfg.SealKey = func(context.Context) ([]byte, error) { return []byte("a test's key of the proposals' seals"), nil }
+	}
 	c, err := New(cfg)
 	if err != nil {
 		e.t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitedits"
@@ -42,8 +43,14 @@ func (c *Controller) decide(ctx context.Context, namespace, name string) error {
 		return fmt.Errorf("read Proposal %s/%s: %w", namespace, name, err)
 	}
 	p, err := crds.FromUnstructured[crds.Proposal](u)
-	if err != nil || !waiting(p) {
+	if err != nil {
 		return err
+	}
+	if !c.ours(p) {
+		return c.disown(ctx, p)
+	}
+	if !waiting(p) {
+		return nil
 	}
 	d, err := c.destination(namespace, p.Spec.DestinationRef.Name)
 	if errors.Is(err, errNotWriteBack) {
@@ -69,8 +76,11 @@ func (c *Controller) decide(ctx context.Context, namespace, name string) error {
 		if p.Status.Phase == crds.PhaseIgnored {
 			return nil
 		}
-		who, _ := c.approver(ctx, p)
-		_, err := c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
+		who, _, _, err := c.approver(ctx, p)
+		if err != nil {
+			return err
+		}
+		_, err = c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
 			s.Phase, s.ReviewedBy, s.DecidedAt = crds.PhaseIgnored, reviewer(who), now()
 			s.Message = "ignored: the file stays as written in Git until it is edited again or the live object changes"
 			setApplied(s, metav1.ConditionFalse, reasonIgnored, s.Message)
@@ -84,8 +94,15 @@ func (c *Controller) decide(ctx context.Context, namespace, name string) error {
 
 // approve applies an approved proposal when nothing forbids it.
 func (c *Controller) approve(ctx context.Context, d *dest, p *crds.Proposal) error {
-	who, ok := c.approver(ctx, p)
-	if !ok {
+	who, ok, untrusted, err := c.approver(ctx, p)
+	switch {
+	case err != nil:
+		return err
+	case !ok && untrusted != "":
+		return c.refuseApproval(ctx, p, nil, refusal{ReasonStampNotCurrent, reasonApproverUnknown,
+			fmt.Sprintf("the approval by %s in spec.decidedBy is not vouched for by the admission policies in force now (%s); "+
+				"set spec.decision again", p.Spec.DecidedBy.Username, untrusted)})
+	case !ok:
 		return c.refuseApproval(ctx, p, nil, refusal{ReasonApproverUnknown, reasonApproverUnknown,
 			"nobody is known to have approved it (no spec.decidedBy the apiserver vouches for, and the admission webhook did not see " +
 				"who set spec.decision); set spec.decision again, naming yourself in spec.decidedBy where the GitDestination's " +
@@ -180,8 +197,11 @@ func (c *Controller) applyAndRecord(ctx context.Context, d *dest, p *crds.Propos
 
 // reject keeps the live state; the mirror writes it back over the edit.
 func (c *Controller) reject(ctx context.Context, d *dest, p *crds.Proposal, live *unstructured.Unstructured) error {
-	who, _ := c.approver(ctx, p)
-	restore, err := restoreChange(p, live, "rejected")
+	who, _, _, err := c.approver(ctx, p)
+	if err != nil {
+		return err
+	}
+	restore, err := c.restoreChange(d, p, live, "rejected")
 	if err != nil {
 		return err
 	}
@@ -200,7 +220,7 @@ func (c *Controller) reject(ctx context.Context, d *dest, p *crds.Proposal, live
 
 // markStale ends a proposal whose live object moved: the mirror writes the live state again.
 func (c *Controller) markStale(ctx context.Context, d *dest, p *crds.Proposal, live *unstructured.Unstructured, why string) error {
-	restore, err := restoreChange(p, live, "stale")
+	restore, err := c.restoreChange(d, p, live, "stale")
 	if err != nil {
 		return err
 	}
@@ -267,21 +287,28 @@ func (c *Controller) fromGit(ctx context.Context, d *dest, p *crds.Proposal) err
 }
 
 // restoreChange is what the mirror writes when a proposal ends without being applied, should
-// it have nothing newer: the live object, or the deletion of a file no live object maps to.
-func restoreChange(p *crds.Proposal, live *unstructured.Unstructured, why string) (*gitops.Change, error) {
-	ch := &gitops.Change{
-		Path:    p.Spec.Path,
-		Summary: fmt.Sprintf("restore %s (proposal %s %s)", targetName(p.Spec.Target), p.Name, why),
-		Credit:  gitops.Credit{Trailers: [][2]string{{TrailerProposal, p.Namespace + "/" + p.Name}}},
+// it have nothing newer: what the mirror itself writes for the target in the destination, through
+// its own rules (a Secret only encrypted, nothing its rules do not select), at its own path; nil
+// when that is nothing, or not the proposal's file.
+func (c *Controller) restoreChange(d *dest, p *crds.Proposal, live *unstructured.Unstructured, why string) (*gitops.Change, error) {
+	if c.cfg.Mirror == nil {
+		return nil, nil
 	}
-	if live != nil {
-		content, err := sanitize.YAML(sanitize.Object(live.Object))
-		if err != nil {
-			return nil, fmt.Errorf("render the live object: %w", err)
-		}
-		ch.Content = content
+	t := p.Spec.Target
+	gv, err := schema.ParseGroupVersion(t.APIVersion)
+	if err != nil {
+		return nil, nil //nolint:nilerr // not a target the mirror writes
 	}
-	return ch, nil
+	ch, ok, err := c.cfg.Mirror.Render(d.key, gv.WithResource(t.Resource), t.Namespace, t.Name, live)
+	if err != nil {
+		return nil, fmt.Errorf("render %s as the mirror does: %w", targetName(t), err)
+	}
+	if !ok || ch.Path != p.Spec.Path {
+		return nil, nil
+	}
+	ch.Summary = fmt.Sprintf("restore %s (proposal %s %s)", targetName(t), p.Name, why)
+	ch.Credit = gitops.Credit{Trailers: [][2]string{{TrailerProposal, p.Namespace + "/" + p.Name}}}
+	return &ch, nil
 }
 
 // staleness says why the live object no longer is what the proposal was computed against, or "".

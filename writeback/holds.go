@@ -16,6 +16,10 @@ import (
 // written from the live state, and the proposal goes Stale when next looked at), quietly when
 // the destination no longer exists.
 func (c *Controller) LoadHolds(ctx context.Context) (int, error) {
+	key, err := c.sealKey(ctx)
+	if err != nil {
+		return 0, err
+	}
 	list, err := c.dyn.Resource(crds.Proposals).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("list Proposals: %w", err)
@@ -24,7 +28,7 @@ func (c *Controller) LoadHolds(ctx context.Context) (int, error) {
 	held := 0
 	for i := range list.Items {
 		p, err := crds.FromUnstructured[crds.Proposal](&list.Items[i])
-		if err != nil || !waiting(p) {
+		if err != nil || !waiting(p) || !sealed(key, p) { // one the daemon did not open holds nothing
 			continue
 		}
 		d, err := c.getDestination(ctx, p.Namespace, p.Spec.DestinationRef.Name, repos)

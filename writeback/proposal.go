@@ -74,6 +74,11 @@ func (c *Controller) open(ctx context.Context, d *dest, cand *candidate) (*crds.
 			LiveResourceVersion: cand.liveRV, LiveDigest: cand.liveDigest,
 		},
 	}
+	key, err := c.sealKey(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	p.Annotations = map[string]string{crds.AnnotationSeal: seal(key, p)}
 	u, err := crds.ToUnstructured(p)
 	if err != nil {
 		return nil, false, err
@@ -131,6 +136,9 @@ func (c *Controller) setStatus(ctx context.Context, p *crds.Proposal, f func(*cr
 		}
 		f(&fresh.Status)
 		fresh.Status.ObservedGeneration = fresh.Generation
+		if e := c.epoch.Load(); e != nil {
+			fresh.Status.Stamp = *e // what spec.decidedBy.stamp must carry under the validating policy alone
+		}
 		u, err := crds.ToUnstructured(fresh)
 		if err != nil {
 			return err
@@ -148,10 +156,11 @@ func (c *Controller) setStatus(ctx context.Context, p *crds.Proposal, f func(*cr
 	return out, nil
 }
 
-// clearDecision empties spec.decision, so a person decides again (and the webhook sees who).
+// clearDecision empties spec.decision and spec.decidedBy, so a person decides again (and the
+// webhook sees who): a stamp never outlives its decision.
 func (c *Controller) clearDecision(ctx context.Context, p *crds.Proposal) error {
 	client := c.dyn.Resource(crds.Proposals).Namespace(p.Namespace)
-	body := []byte(`{"spec":{"decision":null}}`)
+	body := []byte(`{"spec":{"decision":null,"decidedBy":null}}`) // the stamp goes with the decision
 	if _, err := client.Patch(ctx, p.Name, "application/merge-patch+json", body, metav1.PatchOptions{FieldManager: crds.FieldManager}); err != nil {
 		return fmt.Errorf("clear the decision of Proposal %s/%s: %w", p.Namespace, p.Name, err)
 	}
@@ -183,7 +192,7 @@ func indexByPath(obj any) ([]string, error) {
 	return []string{p}, nil
 }
 
-// proposalsAt lists the cached proposals of a file path, in any destination.
+// proposalsAt lists the cached proposals of a file path that the daemon opened, in any destination.
 func (c *Controller) proposalsAt(path string) []*crds.Proposal {
 	props, ok := c.caches.Indexer(crds.Proposals)
 	if !ok {
@@ -195,7 +204,7 @@ func (c *Controller) proposalsAt(path string) []*crds.Proposal {
 	}
 	out := make([]*crds.Proposal, 0, len(items))
 	for _, item := range items {
-		if p, err := crds.FromUnstructured[crds.Proposal](item.(*unstructured.Unstructured)); err == nil {
+		if p, err := crds.FromUnstructured[crds.Proposal](item.(*unstructured.Unstructured)); err == nil && c.ours(p) {
 			out = append(out, p)
 		}
 	}

@@ -100,7 +100,7 @@ func (c *Controller) Resync() {
 	}
 	if proposals, ok := c.caches.Indexer(crds.Proposals); ok {
 		for _, obj := range proposals.List() {
-			if key := proposalKey(obj); key != gaugesKey {
+			if key := c.proposalKey(obj); key != gaugesKey {
 				c.ctl.Add(key)
 			}
 		}
@@ -124,15 +124,22 @@ func (c *Controller) enqueueDestination(key string, t trigger) {
 	c.ctl.AddAfter(destinationKeyPrefix+key, max(wait, 0))
 }
 
-// proposalKey is the key of a proposal that waits and carries a decision; for any other change
-// of a proposal, gaugesKey, so the pending gauges follow the cache.
-func proposalKey(obj any) string {
+// proposalKey is the key of a proposal that waits and carries a decision, or that the daemon did
+// not open and has not disowned yet; for any other change of a proposal, gaugesKey, so the
+// pending gauges follow the cache.
+func (c *Controller) proposalKey(obj any) string {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return gaugesKey // deleted: nothing to decide
 	}
 	p, err := crds.FromUnstructured[crds.Proposal](u)
-	if err != nil || !waiting(p) || p.Spec.Decision == crds.DecisionNone {
+	if err != nil {
+		return gaugesKey
+	}
+	if p.Status.Phase != crds.PhaseForeign && !c.ours(p) {
+		return proposalKeyPrefix + p.Namespace + "/" + p.Name // to be disowned, whatever its decision
+	}
+	if !waiting(p) || p.Spec.Decision == crds.DecisionNone {
 		return gaugesKey
 	}
 	if p.Status.Phase == crds.PhaseIgnored && p.Spec.Decision == crds.DecisionIgnore {
@@ -154,6 +161,9 @@ func (c *Controller) handle(ctx context.Context, key string) (time.Duration, err
 	if err := c.followCaches(ctx); err != nil {
 		return 0, err
 	}
+	if _, err := c.sealKey(ctx); err != nil { // nothing is opened nor decided without it
+		return 0, err
+	}
 	var after time.Duration
 	var err error
 	switch {
@@ -165,6 +175,8 @@ func (c *Controller) handle(ctx context.Context, key string) (time.Duration, err
 		if errors.Is(err, ErrFenced) { // said once where it was refused; not a failure to retry
 			after, err = fencedRetry, nil
 		}
+	case key == policiesKey:
+		err = c.policiesChanged(ctx)
 	}
 	n, oldest := c.pending("")
 	c.cfg.Metrics.Pending.Set(float64(n))

@@ -54,7 +54,7 @@ func (c *Controller) pruneRuns(ctx context.Context, d *dest) {
 // of the file supersedes it or the live object changes (Stale), and is pruned from then on.
 func ended(phase crds.ProposalPhase) bool {
 	switch phase {
-	case crds.PhaseApplied, crds.PhaseRejected, crds.PhaseStale, crds.PhaseSuperseded:
+	case crds.PhaseApplied, crds.PhaseRejected, crds.PhaseStale, crds.PhaseSuperseded, crds.PhaseForeign:
 		return true
 	}
 	return false

@@ -139,7 +139,12 @@ func (c *Controller) recordDestination(ctx context.Context, d *dest, t trigger, 
 		st.LastHandledSyncNow = t.value
 	}
 	st.PendingProposals, _ = c.pending(d.key)
-	meta.SetStatusCondition(&st.Conditions, readyCondition(c.approvalSource(ctx, d.obj.Namespace)))
+	meta.SetStatusCondition(&st.Conditions, readyCondition(c.approvalSource()))
+	return c.patchWriteBackStatus(ctx, d, st)
+}
+
+// patchWriteBackStatus writes a destination's status.writeBack.
+func (c *Controller) patchWriteBackStatus(ctx context.Context, d *dest, st crds.WriteBackStatus) error {
 	body, err := json.Marshal(map[string]any{"status": map[string]any{"writeBack": st}})
 	if err != nil {
 		return err

@@ -1,0 +1,83 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/kube"
+	"github.com/configbutler/gitops-reverser/writeback"
+)
+
+// whoAmITimeout bounds the one request that asks the apiserver who the daemon is.
+const whoAmITimeout = 15 * time.Second
+
+// whoAmI is the daemon's own user as the apiserver authenticates it (a SelfSubjectReview, which
+// every authenticated user may create): the only one its policies let create Proposals, and never
+// an approver.
+func whoAmI(ctx context.Context, dyn dynamic.Interface) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, whoAmITimeout)
+	defer cancel()
+	review, err := kube.For(dyn, kube.SelfSubjectReviews, "").Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("ask the apiserver who the daemon is (SelfSubjectReview): %w", err)
+	}
+	name := review.Status.UserInfo.Username
+	if name == "" {
+		return "", fmt.Errorf("the SelfSubjectReview names no user")
+	}
+	return name, nil
+}
+
+// approval is how write-back learns who approved: the policies mode installs, of the kinds the
+// apiserver serves, watched and put back; nil for --approver-policy=none.
+func approval(ctx context.Context, s shared, mode crds.ApproverPolicy) *writeback.Approval {
+	if mode == crds.ApproverPolicyNone {
+		return nil
+	}
+	kinds := crds.PolicyResources[:2]
+	if mode == crds.ApproverPolicyMutating && served(ctx, s.dyn, crds.MutatingAdmissionPolicies) {
+		kinds = crds.PolicyResources
+	}
+	return &writeback.Approval{
+		Namespace: s.namespace, Resources: kinds,
+		Reinstall: func(ctx context.Context) error {
+			self, err := whoAmI(ctx, s.dyn)
+			if err != nil {
+				return err
+			}
+			_, _, err = crds.InstallApproverPolicies(ctx, s.dyn, mode, crds.ApproverParams{Namespace: s.namespace, Daemon: self})
+			return err
+		},
+	}
+}
+
+// served reports whether the apiserver serves gvr; false also when it cannot tell.
+func served(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource) bool {
+	ctx, cancel := context.WithTimeout(ctx, whoAmITimeout)
+	defer cancel()
+	_, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+	return err == nil || !apierrors.IsNotFound(err)
+}
+
+// sealKey reads (or creates) the key of the seals of the daemon's Proposals, in the Secret
+// <webhook-service-name>-proposal-seal of its namespace: every replica uses the same.
+func sealKey(s shared, name string) func(ctx context.Context) ([]byte, error) {
+	secrets := kube.For(s.dyn, kube.Secrets, s.namespace)
+	return func(ctx context.Context) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(ctx, digestKeyTimeout)
+		defer cancel()
+		key, err := digestKey(ctx, secrets, name)
+		if err != nil {
+			return nil, fmt.Errorf("Secret %s in the daemon's namespace: %w; grant the daemon get and create on Secrets there", name, err)
+		}
+		return key, nil
+	}
+}
