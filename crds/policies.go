@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,18 +36,26 @@ const (
 	ApproverPolicyNone ApproverPolicy = "none"
 )
 
-// ApproverPolicyName names the daemon's policies, their bindings and their params: a ConfigMap
-// in the daemon's namespace.
+// ApproverPolicyName names the daemon's policies, their bindings and its record of them: a
+// ConfigMap in the daemon's namespace.
 const ApproverPolicyName = "gitops-reverser-approver"
 
-// Keys of the params ConfigMap. daemon is the daemon's own user, the only one that may create
-// Proposals and SyncRuns; epoch is the stamp the mutating policy writes into spec.decidedBy;
-// policies records the uid and generation of each policy object when epoch was drawn, so that a
-// policy deleted, replaced or changed since is seen (CheckApproverPolicies).
+// Keys of the record ConfigMap. daemon is the daemon's own user, the only one the policies let
+// create Proposals and SyncRuns; epoch is the stamp the mutating policy writes into
+// spec.decidedBy; policies records the uid and generation of each policy object as it was
+// applied with that epoch, so that a policy deleted, replaced or changed since is seen
+// (CheckApproverPolicies). The policies do not read it: the daemon writes the user and the epoch
+// into their expressions, so nothing but the policy objects themselves decides what they admit.
 const (
 	ParamDaemon   = "daemon"
 	ParamEpoch    = "epoch"
 	ParamPolicies = "policies"
+)
+
+// Placeholders in the embedded policies for what the daemon writes in when it applies them.
+const (
+	placeholderDaemon = "__DAEMON__"
+	placeholderEpoch  = "__EPOCH__"
 )
 
 // The admission policy kinds, served by admissionregistration.k8s.io/v1.
@@ -78,15 +87,18 @@ type policyFile struct {
 //go:embed policies/*.yaml
 var policyManifests embed.FS
 
-// ApproverParams are what the policies read from their params ConfigMap.
+// ApproverParams are what the daemon writes into its policies and where it keeps its record.
 type ApproverParams struct {
-	Namespace string // the daemon's: where the ConfigMap lives
+	Namespace string // the daemon's: where the record ConfigMap lives
 	Daemon    string // the daemon's own user
 }
 
-// policyObjects returns the embedded objects of the given files, in order, their params in namespace.
-func policyObjects(files []policyFile, namespace string) ([]*unstructured.Unstructured, error) {
+// policyObjects returns the embedded objects of the given files, in order, with the daemon's user
+// and the epoch written in.
+func policyObjects(files []policyFile, daemon, epoch string) ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, 0, len(files))
+	quote := strings.NewReplacer(`\`, `\\`, `'`, `\'`) // inside a CEL string literal
+	fill := strings.NewReplacer(placeholderDaemon, quote.Replace(daemon), placeholderEpoch, quote.Replace(epoch))
 	for _, f := range files {
 		data, err := policyManifests.ReadFile("policies/" + f.name)
 		if err != nil {
@@ -96,123 +108,125 @@ func policyObjects(files []policyFile, namespace string) ([]*unstructured.Unstru
 		if err := yaml.Unmarshal(data, &u.Object); err != nil {
 			return nil, fmt.Errorf("parse embedded policy %s: %w", f.name, err)
 		}
-		if _, ok, _ := unstructured.NestedMap(u.Object, "spec", "paramRef"); ok {
-			if err := unstructured.SetNestedField(u.Object, namespace, "spec", "paramRef", "namespace"); err != nil {
-				return nil, err
-			}
-		}
+		u.Object = fillStrings(u.Object, fill).(map[string]any)
 		out = append(out, u)
 	}
 	return out, nil
 }
 
+// fillStrings replaces the placeholders in every string of a decoded YAML value.
+func fillStrings(v any, fill *strings.Replacer) any {
+	switch t := v.(type) {
+	case string:
+		return fill.Replace(t)
+	case map[string]any:
+		for k, e := range t {
+			t[k] = fillStrings(e, fill)
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = fillStrings(e, fill)
+		}
+	}
+	return v
+}
+
 // InstallApproverPolicies makes the cluster hold the daemon's admission policies that mode asks
-// for: it writes their params (the daemon's user), server-side applies them (policy, then binding)
-// and deletes its own that mode does not ask for (binding, then policy). A policy whose API the
-// apiserver does not serve is skipped: the mutating one before Kubernetes 1.36, both before
-// 1.30. When any policy object is not the one the current epoch was drawn for, it draws a new
-// epoch, so no stamp written before is trusted. It returns what it installed and whether it drew.
+// for: it server-side applies them (policy, then binding), with the daemon's user and the epoch
+// written in, and deletes its own that mode does not ask for (binding, then policy). A policy
+// whose API the apiserver does not serve is skipped: the mutating one before Kubernetes 1.36, both
+// before 1.30. When any policy object is not the one its record names, it draws a new epoch and
+// applies them again, so no stamp written before is trusted; an unchanged policy keeps its epoch
+// across restarts and failovers. It returns what it installed and whether it drew.
 func InstallApproverPolicies(ctx context.Context, dyn dynamic.Interface, mode ApproverPolicy, params ApproverParams) (installed []string, drawn bool, err error) {
 	want := map[ApproverPolicy][2]bool{ // validating, mutating
 		ApproverPolicyMutating: {true, true}, ApproverPolicyValidating: {true, false}, ApproverPolicyNone: {false, false},
 	}[mode]
-	if want[0] {
-		if err := ensureParams(ctx, dyn, params); err != nil {
-			return nil, false, err
-		}
+	if !want[0] {
+		installed, err = applyPolicies(ctx, dyn, want, "", "")
+		return installed, false, err
 	}
+	records := dyn.Resource(ConfigMaps).Namespace(params.Namespace)
+	record, err := readRecord(ctx, records, params.Namespace)
+	if err != nil {
+		return nil, false, err
+	}
+	epoch, _, _ := unstructured.NestedString(record.Object, "data", ParamEpoch)
+	recorded, _, _ := unstructured.NestedString(record.Object, "data", ParamPolicies)
+	daemon, _, _ := unstructured.NestedString(record.Object, "data", ParamDaemon)
+	for {
+		if installed, err = applyPolicies(ctx, dyn, want, params.Daemon, epoch); err != nil {
+			return installed, drawn, err
+		}
+		now, err := policyIdentities(ctx, dyn)
+		if err != nil {
+			return installed, drawn, err
+		}
+		switch {
+		case drawn: // applied with the epoch just drawn: record them as they are now
+			return installed, true, writeRecord(ctx, records, record, map[string]string{ParamDaemon: params.Daemon, ParamEpoch: epoch, ParamPolicies: now})
+		case epoch != "" && recorded == now && daemon == params.Daemon:
+			return installed, false, nil
+		}
+		if epoch, err = newEpoch(); err != nil {
+			return installed, false, err
+		}
+		drawn = true
+	}
+}
+
+// applyPolicies applies the policies want asks for (validating, mutating) and deletes the others.
+func applyPolicies(ctx context.Context, dyn dynamic.Interface, want [2]bool, daemon, epoch string) (installed []string, err error) {
 	for i, files := range [][]policyFile{validatingPolicyFiles, mutatingPolicyFiles} {
-		kind := files[0].gvr.Resource
 		if !want[i] {
 			if err := deletePolicy(ctx, dyn, files); err != nil {
-				return installed, false, err
+				return installed, err
 			}
 			continue
 		}
-		err := applyPolicy(ctx, dyn, files, params.Namespace)
+		err := applyPolicy(ctx, dyn, files, daemon, epoch)
 		switch {
 		case errors.Is(err, errPolicyAPIUnserved):
 		case err != nil:
-			return installed, false, err
+			return installed, err
 		default:
-			installed = append(installed, kind)
+			installed = append(installed, files[0].gvr.Resource)
 		}
 	}
-	if !want[0] {
-		return installed, false, nil
-	}
-	drawn, err = drawEpoch(ctx, dyn, params.Namespace)
-	return installed, drawn, err
+	return installed, nil
 }
 
-// ensureParams creates the params ConfigMap, or corrects the daemon's user in it.
-func ensureParams(ctx context.Context, dyn dynamic.Interface, params ApproverParams) error {
-	client := dyn.Resource(ConfigMaps).Namespace(params.Namespace)
-	cm, err := client.Get(ctx, ApproverPolicyName, metav1.GetOptions{})
+// readRecord reads the record ConfigMap, creating an empty one when missing.
+func readRecord(ctx context.Context, records dynamic.ResourceInterface, namespace string) (*unstructured.Unstructured, error) {
+	cm, err := records.Get(ctx, ApproverPolicyName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		epoch, err := newEpoch()
-		if err != nil {
-			return err
-		}
 		cm = &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"name": ApproverPolicyName, "labels": map[string]any{"app.kubernetes.io/managed-by": "gitops-reverser"}},
-			"data":     map[string]any{ParamDaemon: params.Daemon, ParamEpoch: epoch}}}
-		if _, err := client.Create(ctx, cm, metav1.CreateOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create ConfigMap %s/%s: %w", params.Namespace, ApproverPolicyName, err)
+			"metadata": map[string]any{"name": ApproverPolicyName, "labels": map[string]any{"app.kubernetes.io/managed-by": "gitops-reverser"}}}}
+		if cm, err = records.Create(ctx, cm, metav1.CreateOptions{FieldManager: FieldManager}); apierrors.IsAlreadyExists(err) {
+			cm, err = records.Get(ctx, ApproverPolicyName, metav1.GetOptions{})
 		}
-		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("read ConfigMap %s/%s: %w", params.Namespace, ApproverPolicyName, err)
+		return nil, fmt.Errorf("read ConfigMap %s/%s: %w", namespace, ApproverPolicyName, err)
 	}
-	if daemon, _, _ := unstructured.NestedString(cm.Object, "data", ParamDaemon); daemon == params.Daemon {
-		return nil
+	return cm, nil
+}
+
+// writeRecord writes data into the record as read: the update is conditional on its
+// resourceVersion, so of two replicas drawing at once one wins and the other retries.
+func writeRecord(ctx context.Context, records dynamic.ResourceInterface, record *unstructured.Unstructured, data map[string]string) error {
+	for k, v := range data {
+		if err := unstructured.SetNestedField(record.Object, v, "data", k); err != nil {
+			return err
+		}
 	}
-	if err := unstructured.SetNestedField(cm.Object, params.Daemon, "data", ParamDaemon); err != nil {
-		return err
-	}
-	if _, err := client.Update(ctx, cm, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
-		return fmt.Errorf("update ConfigMap %s/%s: %w", params.Namespace, ApproverPolicyName, err)
+	if _, err := records.Update(ctx, record, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("record the epoch of the admission policies in ConfigMap %s: %w", ApproverPolicyName, err)
 	}
 	return nil
 }
 
-// drawEpoch writes a new epoch and the identities of the policy objects as they are now, unless
-// the recorded ones already are: an unchanged policy keeps its epoch across restarts and failovers,
-// so an approval stamped while the daemon was away still counts.
-func drawEpoch(ctx context.Context, dyn dynamic.Interface, namespace string) (bool, error) {
-	client := dyn.Resource(ConfigMaps).Namespace(namespace)
-	cm, err := client.Get(ctx, ApproverPolicyName, metav1.GetOptions{})
-	if err != nil {
-		return false, fmt.Errorf("read ConfigMap %s/%s: %w", namespace, ApproverPolicyName, err)
-	}
-	now, err := policyIdentities(ctx, dyn)
-	if err != nil {
-		return false, err
-	}
-	recorded, _, _ := unstructured.NestedString(cm.Object, "data", ParamPolicies)
-	if recorded == now {
-		return false, nil
-	}
-	epoch, err := newEpoch()
-	if err != nil {
-		return false, err
-	}
-	if err := unstructured.SetNestedField(cm.Object, epoch, "data", ParamEpoch); err != nil {
-		return false, err
-	}
-	if err := unstructured.SetNestedField(cm.Object, now, "data", ParamPolicies); err != nil {
-		return false, err
-	}
-	// The update is conditional on the resourceVersion read: two replicas drawing at once
-	// leave one epoch, and the loser sees a conflict and reads the winner's.
-	if _, err := client.Update(ctx, cm, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
-		return false, fmt.Errorf("draw a new epoch in ConfigMap %s/%s: %w", namespace, ApproverPolicyName, err)
-	}
-	return true, nil
-}
-
-// CheckApproverPolicies reads (from etcd, not a cache) the params and every policy object and
+// CheckApproverPolicies reads (from etcd, not a cache) the record and every policy object and
 // returns the current epoch, or ErrApproverPoliciesChanged naming what differs from the record.
 // Read after a decision was seen, an unchanged record proves that the policies in force when the
 // epoch was drawn were in force without a break until now, so a decision stamped with that epoch
@@ -288,8 +302,8 @@ func newEpoch() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-func applyPolicy(ctx context.Context, dyn dynamic.Interface, files []policyFile, namespace string) error {
-	objs, err := policyObjects(files, namespace)
+func applyPolicy(ctx context.Context, dyn dynamic.Interface, files []policyFile, daemon, epoch string) error {
+	objs, err := policyObjects(files, daemon, epoch)
 	if err != nil {
 		return err
 	}
@@ -311,6 +325,70 @@ func deletePolicy(ctx context.Context, dyn dynamic.Interface, files []policyFile
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete %s %s: %w", files[i].gvr.Resource, ApproverPolicyName, err)
 		}
+	}
+	return nil
+}
+
+// probeUser is the name a probe puts in spec.decidedBy, to see it refused: nobody is called so.
+const probeUser = "system:gitops-reverser:approver-probe"
+
+// WaitApproverPolicies waits until the apiserver enforces the policies mode installs, as they are
+// now: a Proposal the daemon creates in namespace as a dry run is stamped with the current epoch
+// (mutating) or, under the validating policy alone, refused when it names someone else. The
+// apiserver takes up new policy objects moments after they are written, and an
+// approval stamped meanwhile is asked again: waiting keeps that from the daemon's own start. It
+// polls until ctx ends.
+func WaitApproverPolicies(ctx context.Context, dyn dynamic.Interface, mode ApproverPolicy, namespace string) error {
+	if mode == ApproverPolicyNone {
+		return nil
+	}
+	var last error
+	for {
+		if last = approverPoliciesEnforced(ctx, dyn, mode, namespace); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the apiserver does not enforce the admission policies yet: %w", last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func approverPoliciesEnforced(ctx context.Context, dyn dynamic.Interface, mode ApproverPolicy, namespace string) error {
+	epoch, err := CheckApproverPolicies(ctx, dyn, namespace)
+	if err != nil {
+		return err
+	}
+	probe := &Proposal{
+		TypeMeta:   metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: KindProposal},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "approver-probe-", Namespace: namespace},
+		Spec: ProposalSpec{
+			DestinationRef: LocalReference{Name: "approver-probe"}, Change: ChangeCreate,
+			Target: ProposalTarget{APIVersion: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: namespace, Name: "approver-probe"},
+			Path:   "approver-probe.yaml", SourceCommit: strings.Repeat("0", 40),
+			Author: GitAuthor{Name: "probe", Email: "probe@invalid"}, Desired: "kind: ConfigMap\n", Diff: "-\n",
+			Decision: DecisionApprove,
+		},
+	}
+	if mode == ApproverPolicyValidating {
+		probe.Spec.DecidedBy = &Reviewer{Username: probeUser}
+	}
+	u, err := ToUnstructured(probe)
+	if err != nil {
+		return err
+	}
+	created, err := dyn.Resource(Proposals).Namespace(namespace).Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	switch {
+	case mode == ApproverPolicyValidating && err != nil && strings.Contains(err.Error(), ApproverPolicyName):
+		return nil
+	case mode == ApproverPolicyValidating && err == nil:
+		return errors.New("a Proposal naming someone else as its approver was admitted")
+	case err != nil:
+		return fmt.Errorf("dry-run a Proposal in %s: %w", namespace, err)
+	}
+	if stamp, _, _ := unstructured.NestedString(created.Object, "spec", "decidedBy", "stamp"); stamp != epoch {
+		return fmt.Errorf("a decision is stamped %q, not the current epoch %q", stamp, epoch)
 	}
 	return nil
 }

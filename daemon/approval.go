@@ -53,8 +53,12 @@ func approval(ctx context.Context, s shared, mode crds.ApproverPolicy) *writebac
 			if err != nil {
 				return err
 			}
-			_, _, err = crds.InstallApproverPolicies(ctx, s.dyn, mode, crds.ApproverParams{Namespace: s.namespace, Daemon: self})
-			return err
+			if _, _, err = crds.InstallApproverPolicies(ctx, s.dyn, mode, crds.ApproverParams{Namespace: s.namespace, Daemon: self}); err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(ctx, policyInstallTimeout)
+			defer cancel()
+			return crds.WaitApproverPolicies(ctx, s.dyn, mode, s.namespace)
 		},
 	}
 }

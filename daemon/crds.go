@@ -31,7 +31,7 @@ type crdInstall struct {
 	kube    *rest.Config
 	install bool
 	policy  crds.ApproverPolicy // the admission policies applied with the CRDs
-	// namespace is the daemon's, where the policies' params live.
+	// namespace is the daemon's, where the record of its policies lives.
 	namespace string
 	log       *slog.Logger
 	// mirror is closed once the mirror's kinds are served, all once every kind is.
@@ -56,6 +56,7 @@ func (c *crdInstall) Run(ctx context.Context) error {
 	if !c.ensure(ctx, nil) {
 		return nil
 	}
+	c.waitPolicies(ctx)
 	c.done.Store(true)
 	close(c.all)
 	return nil
@@ -109,6 +110,21 @@ func (c *crdInstall) installPolicies(ctx context.Context) {
 	c.log.Warn("approver policies not applied: who approves a Proposal is known from the admission webhook only",
 		"policy", c.policy, "err", err,
 		"fix", "grant the daemon create, patch and delete on its admission policies and their ConfigMap (deploy/rbac.yaml), or set --approver-policy=none")
+}
+
+// waitPolicies waits, bounded, until the apiserver enforces the policies just applied, so that
+// write-back, which starts next, finds approvals stamped by them (and the Proposal kind, which
+// the check needs, is served by now).
+func (c *crdInstall) waitPolicies(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, policyInstallTimeout)
+	defer cancel()
+	dyn, err := dynamic.NewForConfig(c.kube)
+	if err == nil {
+		err = crds.WaitApproverPolicies(ctx, dyn, c.policy, c.namespace)
+	}
+	if err != nil {
+		c.log.Warn("approver policies not enforced yet: approvals stamped meanwhile are asked again", "policy", c.policy, "err", err)
+	}
 }
 
 // wait blocks until ch is closed (true) or ctx ends (false).

@@ -159,9 +159,9 @@ func TestOutsideTheClusterWithoutWebhookURLIsDegradedForGood(t *testing.T) {
 	if n := d.logged("attribution degraded"); n != 1 {
 		t.Errorf("the degraded warning was logged %d times, want once", n)
 	}
-	secrets, err := kube.CoreV1().Secrets(daemonNS).List(ctx, metav1.ListOptions{})
+	secrets, err := kube.CoreV1().Secrets(daemonNS).List(ctx, metav1.ListOptions{FieldSelector: "type=" + string(corev1.SecretTypeTLS)})
 	if err != nil || len(secrets.Items) != 0 {
-		t.Errorf("the daemon made certificates nobody can use: %d Secrets in %s (err %v)", len(secrets.Items), daemonNS, err)
+		t.Errorf("the daemon made certificates nobody can use: %d TLS Secrets in %s (err %v)", len(secrets.Items), daemonNS, err)
 	}
 	vwc, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, controllerName, metav1.GetOptions{})
 	if err == nil {

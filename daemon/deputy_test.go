@@ -10,7 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/configbutler/gitops-reverser/crds"
@@ -157,9 +159,14 @@ func (w *wbWorld) waitEvent(kind, name, reason string) {
 }
 
 // TestOnlyTheDaemonCreatesProposals: with the daemon's policies in force, the apiserver itself
-// refuses a Proposal or a SyncRun that anyone else creates (on main alice's was created).
+// refuses a Proposal or a SyncRun that anyone else creates (on main alice's was created), and
+// write-back's Ready condition says so from the first run.
 func TestOnlyTheDaemonCreatesProposals(t *testing.T) {
 	w := newWBWorld(t, "wb-creator", crds.WriteBack{Enabled: true}, nil, "--enable-webhook=false")
+	// The first run already says how approvers are known (main said ApproverUnknown at start).
+	if c := meta.FindStatusCondition(w.destStatus().Conditions, crds.ConditionReady); c == nil || c.Reason != "ApproverFromMutatingPolicy" {
+		t.Errorf("Ready after the first run: %+v, want ApproverFromMutatingPolicy", c)
+	}
 	w.proposalRole("proposal-maker", []string{"get", "list", "watch", "create", "update", "patch"}, "alice")
 	target := crds.ProposalTarget{APIVersion: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: w.ns, Name: "seed"}
 	// The apiserver takes its policies up moments after they are installed; each Proposal alice
@@ -284,10 +291,21 @@ func TestStaleStampsAreNeverEnough(t *testing.T) {
 		path, p := w.on(t).pendingEdit("replaced")
 		restart(func() { // an admin replaces both policies with ones that stamp anyone as alice
 			admin := dynamic.NewForConfigOrDie(cp.AdminConfig())
-			patch := `{"spec":{"mutations":[{"patchType":"JSONPatch","jsonPatch":{"expression":` +
-				`"[JSONPatch{op: \"add\", path: \"/spec/decidedBy\", value: Object.spec.decidedBy{username: \"alice\", groups: [\"developers\"], stamp: params.data.?epoch.orValue('')}}]"}}]}}`
-			if _, err := admin.Resource(crds.MutatingAdmissionPolicies).Patch(context.Background(), crds.ApproverPolicyName,
-				"application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+			// The same policy, stamps and all, but naming alice whoever decides.
+			policy, err := admin.Resource(crds.MutatingAdmissionPolicies).Get(context.Background(), crds.ApproverPolicyName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mutations, _, _ := unstructured.NestedSlice(policy.Object, "spec", "mutations")
+			expr, _, _ := unstructured.NestedString(mutations[0].(map[string]any), "jsonPatch", "expression")
+			expr = w.replace(expr, "username: request.userInfo.username", `username: "alice"`)
+			if err := unstructured.SetNestedField(mutations[0].(map[string]any), expr, "jsonPatch", "expression"); err != nil {
+				t.Fatal(err)
+			}
+			if err := unstructured.SetNestedSlice(policy.Object, mutations, "spec", "mutations"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := admin.Resource(crds.MutatingAdmissionPolicies).Update(context.Background(), policy, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			lax := `{"spec":{"validations":[{"expression":"true"}]}}` // and the validating one lets it through

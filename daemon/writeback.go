@@ -110,7 +110,8 @@ func (w *writeBack) Run(ctx context.Context) error {
 		err := w.probe(ctx)
 		return problem{
 			what: fmt.Sprint(err),
-			fix:  "grant the daemon get/list/watch/create on proposals and syncruns of configbutler.ai (deploy/rbac.yaml, the Helm chart)",
+			fix: "grant the daemon get/list/watch/create on proposals and syncruns of configbutler.ai, and get/create on Secrets " +
+				"of its namespace (deploy/rbac.yaml, the Helm chart)",
 		}, err == nil
 	})
 	if !probed {
@@ -121,7 +122,10 @@ func (w *writeBack) Run(ctx context.Context) error {
 }
 
 func (w *writeBack) probe(ctx context.Context) error {
-	return mayList(ctx, w.dyn, crds.Proposals, crds.SyncRuns)
+	if err := mayList(ctx, w.dyn, crds.Proposals, crds.SyncRuns); err != nil {
+		return err
+	}
+	return w.ctl.LoadKey(ctx)
 }
 
 // selections tells write-back what the watch selects for a destination.

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/configbutler/gitops-reverser/controller"
 	"github.com/configbutler/gitops-reverser/crds"
 )
 
@@ -41,18 +42,8 @@ const policiesKey = "policies"
 
 // policyKey queues policiesKey for a change of one of the daemon's policy objects.
 func policyKey(obj any) string {
-	if controllerObjectName(obj) == crds.ApproverPolicyName {
+	if controller.ObjectKey(obj) == crds.ApproverPolicyName { // cluster-scoped: the key is the name
 		return policiesKey
-	}
-	return ""
-}
-
-func controllerObjectName(obj any) string {
-	if d, ok := obj.(interface{ GetName() string }); ok {
-		return d.GetName()
-	}
-	if t, ok := obj.(interface{ Obj() any }); ok { // a tombstone
-		return controllerObjectName(t.Obj())
 	}
 	return ""
 }

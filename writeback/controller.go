@@ -96,7 +96,7 @@ type Config struct {
 
 // Approval is how the daemon's admission policies vouch for approvers.
 type Approval struct {
-	// Namespace holds their params ConfigMap (crds.ApproverPolicyName): the daemon's.
+	// Namespace holds their record, the ConfigMap crds.ApproverPolicyName: the daemon's.
 	Namespace string
 	// Resources are the policy kinds the apiserver serves, watched so that a deletion or a change
 	// is seen at once.

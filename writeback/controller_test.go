@@ -108,10 +108,13 @@ func (e *wbEnv) run(git Git, log *slog.Logger) *Controller {
 
 // start runs a write-back controller with cfg until the test ends; prep, if set, is given the
 // controller before it runs.
+// testSealKey seals the proposals of the tests' controllers, and those the tests make as theirs.
+var testSealKey = []byte("a test's key of the proposals' seals")
+
 func (e *wbEnv) start(cfg Config, prep func(*Controller)) *Controller {
 	e.t.Helper()
 	if cfg.SealKey == nil { // the daemon keeps it in a Secret; any fixed key does here
-		cfg.SealKey = func(context.Context) ([]byte, error) { return []byte("a test's key of the proposals' seals"), nil }
+		cfg.SealKey = func(context.Context) ([]byte, error) { return testSealKey, nil }
 	}
 	c, err := New(cfg)
 	if err != nil {

@@ -111,6 +111,8 @@ func (e *wbEnv) proposalWithStatus(name, dest string, status crds.ProposalStatus
 			Diff: "--- live\n+++ desired\n", LiveResourceVersion: "1", LiveDigest: fmt.Sprintf("%064x", 1),
 		},
 	}
+	p.Namespace = e.ns
+	p.Annotations = map[string]string{crds.AnnotationSeal: seal(testSealKey, p)} // as the daemon opened it
 	e.create(crds.Proposals, p)
 	client := e.dyn.Resource(crds.Proposals).Namespace(e.ns)
 	u, err := client.Get(ctx, name, metav1.GetOptions{})

@@ -24,6 +24,14 @@ const ReasonNotOpenedByDaemon = "NotOpenedByDaemon"
 // everything the daemon wrote, keyed by a Secret of the daemon's namespace: a copy of it on
 // another Proposal, or on a changed spec, does not verify.
 
+// LoadKey reads (or creates) the key of the seals, once: nothing is opened, decided or held
+// without it. The daemon asks before it runs the controller, so a key it cannot read shows as
+// write-back degraded.
+func (c *Controller) LoadKey(ctx context.Context) error {
+	_, err := c.sealKey(ctx)
+	return err
+}
+
 // sealKey is the key of the seals, read (or created) once through Config.SealKey.
 func (c *Controller) sealKey(ctx context.Context) ([]byte, error) {
 	if k := c.key.Load(); k != nil {
