@@ -16,6 +16,10 @@ import (
 // a destination of 10,000 files, and how long a run that opens and auto-applies 25 proposals
 // takes end to end (sync-now → every proposal Applied), and how long an approval takes to be
 // applied (the approval's patch → Applied).
+// beforeWriteBack are the figures of main before proposals were sealed and approvals' stamps
+// checked from etcd (9171414, the same machine).
+const beforeWriteBack = "before: visible 72ms, 25 applied 3.589s, approval → applied 104ms"
+
 func BenchmarkWriteBack(b *testing.B) {
 	for range b.N {
 		// 10,000 files already in the folder before the baseline (no rule selects their kind, so the
@@ -62,7 +66,7 @@ func BenchmarkWriteBack(b *testing.B) {
 		w.decide("alice", destroy, crds.DecisionApprove)
 		approved := w.pollApplied(b, 27, start)
 		b.Logf("write-back: sync-now → proposal visible, 1 edited file of 10,000: %v (goal ≤ 500ms); sync-now → 25 proposals opened and applied: %v; "+
-			"approval → applied: %v", visible.Round(time.Millisecond), tick.Round(time.Millisecond), approved.Round(time.Millisecond))
+			"approval → applied: %v (%s)", visible.Round(time.Millisecond), tick.Round(time.Millisecond), approved.Round(time.Millisecond), beforeWriteBack)
 		b.ReportMetric(float64(visible.Milliseconds()), "ms-proposal-visible")
 		b.ReportMetric(float64(tick.Milliseconds()), "ms-25-applied")
 		b.ReportMetric(float64(approved.Milliseconds()), "ms-approval-applied")
