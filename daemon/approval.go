@@ -6,7 +6,6 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -63,12 +62,14 @@ func approval(ctx context.Context, s shared, mode crds.ApproverPolicy) *writebac
 	}
 }
 
-// served reports whether the apiserver serves gvr; false also when it cannot tell.
+// served reports whether the daemon can list gvr: false when the apiserver does not serve it
+// (before 1.36 for the mutating policies), and also when it cannot tell, so that write-back never
+// waits for a cache that cannot fill.
 func served(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource) bool {
 	ctx, cancel := context.WithTimeout(ctx, whoAmITimeout)
 	defer cancel()
 	_, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
-	return err == nil || !apierrors.IsNotFound(err)
+	return err == nil
 }
 
 // sealKey reads (or creates) the key of the seals of the daemon's Proposals, in the Secret
@@ -80,7 +81,7 @@ func sealKey(s shared, name string) func(ctx context.Context) ([]byte, error) {
 		defer cancel()
 		key, err := digestKey(ctx, secrets, name)
 		if err != nil {
-			return nil, fmt.Errorf("Secret %s in the daemon's namespace: %w; grant the daemon get and create on Secrets there", name, err)
+			return nil, fmt.Errorf("the Secret %s of the daemon's namespace: %w; grant the daemon get and create on Secrets there", name, err)
 		}
 		return key, nil
 	}

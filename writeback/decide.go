@@ -296,8 +296,8 @@ func (c *Controller) restoreChange(d *dest, p *crds.Proposal, live *unstructured
 	}
 	t := p.Spec.Target
 	gv, err := schema.ParseGroupVersion(t.APIVersion)
-	if err != nil {
-		return nil, nil //nolint:nilerr // not a target the mirror writes
+	if err != nil { // no object the mirror writes: nothing to hand back
+		return nil, nil
 	}
 	ch, ok, err := c.cfg.Mirror.Render(d.key, gv.WithResource(t.Resource), t.Namespace, t.Name, live)
 	if err != nil {
