@@ -79,6 +79,10 @@ func fullFixtures(namespace string) []fixture {
 				SecretRef:       &crds.LocalReference{Name: "repo-creds"},
 				Receiver:        &crds.GeneratedReceiver{Type: crds.ReceiverGitHub, Events: []string{"push", "ping"}},
 				CommitSigning:   &crds.CommitSigning{Format: crds.SigningSSH, SecretRef: crds.LocalReference{Name: "repo-signing"}},
+				AccessPolicy: &crds.AccessPolicy{Namespaces: []string{"team-a"}, NamespaceSelector: &metav1.LabelSelector{
+					MatchLabels:      map[string]string{"tenant": "a"},
+					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"prod"}}},
+				}},
 			},
 		}, status: repoStatus, decode: decodeAs[crds.GitRepoConfig]},
 		{kind: crds.KindGitDestination, gvr: crds.GitDestinations, obj: &crds.GitDestination{
@@ -91,6 +95,10 @@ func fullFixtures(namespace string) []fixture {
 				Encryption: &crds.Encryption{Provider: crds.EncryptionSOPS, Age: &crds.AgeRecipients{
 					Recipients:          []string{testRecipient},
 					RecipientsSecretRef: &crds.LocalReference{Name: "sops-recipients"},
+				}},
+				AccessPolicy: &crds.AccessPolicy{Namespaces: []string{"team-a"}, NamespaceSelector: &metav1.LabelSelector{
+					MatchLabels:      map[string]string{"tenant": "a"},
+					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"prod"}}},
 				}},
 			},
 		}, status: destinationStatus, decode: decodeAs[crds.GitDestination]},

@@ -276,6 +276,9 @@ func collectLeaves(path string, v any, out *[]string) {
 	walk = func(path string, v any) {
 		switch v := v.(type) {
 		case map[string]any:
+			if strings.HasSuffix(path, ".matchLabels") { // a map of labels: one field of the schema
+				break
+			}
 			for k, child := range v {
 				walk(strings.TrimPrefix(path+"."+k, "."), child)
 			}

@@ -33,6 +33,11 @@ var (
 // ConditionReady is the condition every kind reports; the Ready printer column shows it.
 const ConditionReady = "Ready"
 
+// ReasonReferenceNotAllowed is the Ready reason of a GitDestination or WatchRule whose reference
+// into another namespace that namespace's object does not admit (spec.accessPolicy,
+// --cross-namespace-refs): it writes nothing, clones nothing and uses no credential.
+const ReasonReferenceNotAllowed = "ReferenceNotAllowed"
+
 // Status is the status shared by every kind: written only through the status subresource.
 type Status struct {
 	// Conditions is a map keyed by Type (x-kubernetes-list-type: map).
@@ -85,6 +90,8 @@ type GitRepoConfigSpec struct {
 	Receiver *GeneratedReceiver `json:"receiver,omitempty"`
 	// CommitSigning signs every commit the daemon writes into this repository; nil means unsigned.
 	CommitSigning *CommitSigning `json:"commitSigning,omitempty"`
+	// AccessPolicy admits GitDestinations of other namespaces; nil admits only this namespace.
+	AccessPolicy *AccessPolicy `json:"accessPolicy,omitempty"`
 }
 
 // The formats of CommitSigning.
@@ -149,6 +156,17 @@ type GitDestinationSpec struct {
 	// Encryption mirrors the Secrets that rules name explicitly as SOPS documents encrypted for
 	// age recipients; nil means Secrets are skipped.
 	Encryption *Encryption `json:"encryption,omitempty"`
+	// AccessPolicy admits WatchRules of other namespaces; nil admits only this namespace.
+	AccessPolicy *AccessPolicy `json:"accessPolicy,omitempty"`
+}
+
+// AccessPolicy says which other namespaces may refer to an object: the consent of the namespace
+// referred to, as a ReferenceGrant gives it in the Gateway API.
+type AccessPolicy struct {
+	// Namespaces admitted by name.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// NamespaceSelector admits the namespaces whose labels match; an empty one matches all.
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 }
 
 // EncryptionSOPS is the one Encryption provider: SOPS documents (values of data and stringData

@@ -15,6 +15,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/watch"
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
@@ -61,6 +62,7 @@ type EndpointsConfig struct {
 // MirrorConfig is the cluster → Git flow's.
 type MirrorConfig struct {
 	Enabled           bool
+	CrossNamespace    watch.CrossNamespaceRefs
 	DiscoveryRefresh  time.Duration
 	WatchAll          bool
 	DiscoveryExclude  []string
@@ -212,6 +214,7 @@ func configFrom(c *cli.Context) (Config, error) {
 			Enabled:          c.Bool(keyEnableWatchIngestion),
 			DiscoveryRefresh: c.Duration(keyDiscoveryRefresh),
 			WatchAll:         c.Bool(keyWatchAll),
+			CrossNamespace:   watch.CrossNamespaceRefs(c.String(keyCrossNamespaceRefs)),
 			DiscoveryExclude: c.StringSlice(keyDiscoveryExclude),
 			Batch: gitops.BatchLimits{
 				MaxFiles: c.Int(keyBatchMaxFiles),
@@ -274,6 +277,8 @@ func configFrom(c *cli.Context) (Config, error) {
 	check(cfg.Namespace != "", keyNamespace, "must not be empty")
 	check(cfg.Webhook.CorrelationTTL >= time.Second, keyCorrelationTTL, "must be at least 1s, got %s", cfg.Webhook.CorrelationTTL)
 	check(cfg.Webhook.CorrelationCapacity >= 100, keyCorrelationCapacity, "must be at least 100, got %d", cfg.Webhook.CorrelationCapacity)
+	check(slices.Contains([]watch.CrossNamespaceRefs{watch.CrossNamespaceConsent, watch.CrossNamespaceDeny}, cfg.Mirror.CrossNamespace),
+		keyCrossNamespaceRefs, "must be consent or deny, got %q", cfg.Mirror.CrossNamespace)
 	check(slices.Contains([]crds.ApproverPolicy{crds.ApproverPolicyMutating, crds.ApproverPolicyValidating, crds.ApproverPolicyNone}, cfg.ApproverPolicy),
 		keyApproverPolicy, "must be mutating, validating or none, got %q", cfg.ApproverPolicy)
 	check(cfg.WriteBack.Interval >= 10*time.Second, keyWriteBackInterval, "must be at least 10s, got %s", cfg.WriteBack.Interval)

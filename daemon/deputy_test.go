@@ -144,18 +144,7 @@ func TestHandMadeProposalsAreDisowned(t *testing.T) {
 // waitEvent waits for a Warning Event with reason on the object kind/name of the world's namespace.
 func (w *wbWorld) waitEvent(kind, name, reason string) {
 	w.t.Helper()
-	testenv.Eventually(w.t, time.Minute, "Event "+reason+" on "+kind+" "+name, func() (bool, string) {
-		events, err := w.kube.CoreV1().Events(w.ns).List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, e := range events.Items {
-			if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name && e.Reason == reason && e.Type == corev1.EventTypeWarning {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("%d events", len(events.Items))
-	}, w.d.FailFast())
+	waitEventOn(w.t, w.d, w.ns, kind, name, reason)
 }
 
 // TestOnlyTheDaemonCreatesProposals: with the daemon's policies in force, the apiserver itself

@@ -8,6 +8,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/watch"
 	"github.com/configbutler/gitops-reverser/webhook"
 	"github.com/configbutler/gitops-reverser/writeback"
 	"github.com/urfave/cli/v2"
@@ -24,6 +25,7 @@ const (
 	keyKubeconfig           = "kubeconfig"
 	keyInstallCRDs          = "install-crds"
 	keyApproverPolicy       = "approver-policy"
+	keyCrossNamespaceRefs   = "cross-namespace-refs"
 	keyEnableWatchIngestion = "enable-watch-ingestion"
 	keyDiscoveryRefresh     = "discovery-refresh"
 	keyWatchAll             = "watch-all"
@@ -128,6 +130,8 @@ func Flags() []cli.Flag {
 			Usage: "admission policies applied with the CRDs that make a Proposal's approval carry its approver (spec.decidedBy): " +
 				"mutating (the apiserver writes it where it serves MutatingAdmissionPolicy, 1.36+, and refuses any other name), " +
 				"validating (an approval must name its approver, 1.30+) or none (the admission webhook alone tells)"},
+		&cli.StringFlag{Name: keyCrossNamespaceRefs, EnvVars: envs(keyCrossNamespaceRefs), Value: string(watch.CrossNamespaceConsent),
+			Usage: "whether a GitDestination may use a GitRepoConfig, and a WatchRule a GitDestination, of another namespace: consent (only when the object referred to admits the namespace in its spec.accessPolicy) or deny (never)"},
 		&cli.BoolFlag{Name: keyEnableWatchIngestion, EnvVars: envs(keyEnableWatchIngestion), Value: true,
 			Usage: "list and watch the selected resources and mirror them into Git"},
 		&cli.DurationFlag{Name: keyDiscoveryRefresh, EnvVars: envs(keyDiscoveryRefresh), Value: 5 * time.Minute,

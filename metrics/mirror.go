@@ -24,6 +24,9 @@ type Mirror struct {
 	// SigningKeysInvalid counts the repositories that ask for signed commits but whose signing key
 	// Secret is missing or holds no usable key.
 	SigningKeysInvalid prometheus.Gauge
+	// ReferencesRefused counts the references into another namespace that its object does not
+	// admit (spec.accessPolicy, --cross-namespace-refs), by the referring kind.
+	ReferencesRefused *prometheus.GaugeVec
 }
 
 func newMirror(reg prometheus.Registerer) *Mirror {
@@ -45,6 +48,8 @@ func newMirror(reg prometheus.Registerer) *Mirror {
 		SecretsSkipped: counter("secrets_skipped_total", "Secrets selected by a rule but skipped because they are never written in plain text."),
 		ActiveWorkers: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "repo_branch_active_workers",
 			Help: "Git workers (one per repository and branch) currently committing or pushing."}),
+		ReferencesRefused: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "references_refused",
+			Help: "References into another namespace refused because the object referred to does not admit them, by referring kind."}, []string{"kind"}),
 		Watches: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "watches",
 			Help: "Resources being listed and watched: one per resource and namespace scope selected by the rules."}),
 		QueueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "repo_branch_queue_depth",
@@ -60,6 +65,6 @@ func newMirror(reg prometheus.Registerer) *Mirror {
 	}
 	m.SigningKeysInvalid = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "signing_keys_invalid",
 		Help: "GitRepoConfigs that ask for signed commits but whose signing key Secret is missing or holds no usable key; their status says why."})
-	reg.MustRegister(m.ActiveWorkers, m.Watches, m.QueueDepth, m.QueueCoalesced, m.ChangesSkipped, m.SigningKeysInvalid)
+	reg.MustRegister(m.ActiveWorkers, m.Watches, m.QueueDepth, m.QueueCoalesced, m.ChangesSkipped, m.SigningKeysInvalid, m.ReferencesRefused)
 	return m
 }

@@ -58,10 +58,10 @@ func (d *destination) shard() shard.Key {
 // ours says whether this replica writes the destination: it is usable and not owned elsewhere.
 func (d *destination) ours() bool { return d.usable && !d.elsewhere }
 
-// resolveDestinations checks every destination against its repository: the repository exists and
-// is ready, the branch is allowed, and no other destination on the same repository and branch
+// resolveDestinations checks every destination against its repository: the repository exists, admits
+// the destination's namespace (c), and is ready, the branch is allowed, and no other destination on the same repository and branch
 // owns an overlapping folder (the older destination keeps it; the newer is refused).
-func resolveDestinations(objs []*crds.GitDestination, repos map[string]*repo) []*destination {
+func resolveDestinations(objs []*crds.GitDestination, repos map[string]*repo, c *consent) []*destination {
 	slices.SortFunc(objs, func(a, b *crds.GitDestination) int {
 		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
 			return c
@@ -78,6 +78,12 @@ func resolveDestinations(objs []*crds.GitDestination, repos map[string]*repo) []
 		case !ok:
 			d.cond = notReady("RepoNotFound", "GitRepoConfig %s not found", repoName)
 			continue
+		}
+		if why := c.refusal("spec.repoRef", obj.Namespace, crds.KindGitRepoConfig, r.obj.Namespace, r.obj.Name, r.obj.Spec.AccessPolicy); why != "" {
+			d.cond = notReady(ReasonReferenceNotAllowed, "%s", why)
+			continue
+		}
+		switch {
 		case !r.credsOK:
 			d.cond = notReady("RepoNotReady", "GitRepoConfig %s is not ready: %s", repoName, r.cond.message)
 			continue

@@ -66,6 +66,9 @@ type Options struct {
 	// those of the shards it owns, and leaves the rest (their watches, workers and status) to
 	// their owners. Its changes of ownership should reach Changes. Nil writes every destination.
 	Shards Shards
+	// CrossNamespaceRefs says whether a GitDestination may use a GitRepoConfig, and a WatchRule a
+	// GitDestination, of another namespace: with its consent ("" or consent), or never (deny).
+	CrossNamespaceRefs CrossNamespaceRefs
 	// Writable, if set, holds the first reconcile (and so every watcher) until it is closed: the
 	// daemon closes it once the files of waiting proposals are held. Nil writes at once.
 	Writable <-chan struct{}
@@ -111,6 +114,7 @@ type Manager struct {
 	progress  map[string]crds.GitProgress // status.git last written, by destination
 	dests     []*destination              // as the last reconcile resolved them
 	sopsRules map[string]string           // the .sops.yaml last handed to each destination's worker, by destination
+	refused   map[string]string           // the refusal last told as an Event, by uid of the referring object
 	// published is, by destination, what the last reconcile selected: for Selections and Render.
 	published atomic.Pointer[map[string]*destinationRules]
 }
@@ -149,6 +153,7 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 		coalesced: map[string]int{},
 		progress:  map[string]crds.GitProgress{},
 		sopsRules: map[string]string{},
+		refused:   map[string]string{},
 	}, nil
 }
 

@@ -35,7 +35,9 @@ func (s *watcherSpec) signature() string {
 // reconcile brings workers and watchers in line with the configuration and reports status.
 func (m *Manager) reconcile(ctx context.Context) error {
 	repos := m.resolveRepos(ctx)
-	dests := resolveDestinations(list[crds.GitDestination](m, crds.GitDestinations), repos)
+	refs := m.consent(ctx)
+	refused := &refusals{messages: map[string]string{}, byKind: map[string]int{}}
+	dests := resolveDestinations(list[crds.GitDestination](m, crds.GitDestinations), repos, refs)
 	m.resolveEncryption(ctx, dests)
 	m.shareOut(dests)
 	byName := map[string]*destination{}
@@ -50,7 +52,13 @@ func (m *Manager) reconcile(ctx context.Context) error {
 			rules[i] = ruleSpec{ResourceRule: rr, namespace: r.Namespace}
 		}
 		dest := byName[r.Spec.DestinationRef.NamespaceOr(r.Namespace)+"/"+r.Spec.DestinationRef.Name]
-		cond := m.addRule(ctx, specs, ruleRef{crds.KindWatchRule, &r.ObjectMeta}, rules, dest)
+		var cond condition
+		if why := refusedDestination(refs, r.Namespace, dest); why != "" {
+			cond = notReady(ReasonReferenceNotAllowed, "%s", why)
+		} else {
+			cond = m.addRule(ctx, specs, ruleRef{crds.KindWatchRule, &r.ObjectMeta}, rules, dest)
+		}
+		m.tell(refused, crds.KindWatchRule, r, cond)
 		errs = append(errs, m.reporter.report(ctx, watchRuleKind, r, r.Status, cond))
 	}
 	for _, r := range list[crds.ClusterWatchRule](m, crds.ClusterWatchRules) {
@@ -62,6 +70,10 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		cond := m.addRule(ctx, specs, ruleRef{crds.KindClusterWatchRule, &r.ObjectMeta}, rules, dest)
 		errs = append(errs, m.reporter.report(ctx, clusterWatchRuleKind, r, r.Status, cond))
 	}
+	for _, d := range dests {
+		m.tell(refused, crds.KindGitDestination, d.obj, d.cond)
+	}
+	m.keep(refused)
 	m.applyWatchers(ctx, dests, specs)
 	m.writeCreationRules(dests)
 	m.publishSelections(specs)

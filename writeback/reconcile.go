@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitedits"
@@ -28,6 +29,9 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 	}
 	if !d.writeBack().Enabled {
 		return false, nil
+	}
+	if c := meta.FindStatusCondition(d.obj.Status.Conditions, crds.ConditionReady); c != nil && c.Reason == crds.ReasonReferenceNotAllowed {
+		return true, nil // its repository does not admit it: write-back reads none of it either
 	}
 	if !c.owns(d) {
 		return true, nil // another replica owns its branch; Resync runs it should this one take it

@@ -1,0 +1,206 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+// tenant is a namespace whose only user, bob, holds a Role there alone: ConfigMaps and the
+// configbutler.ai kinds.
+type tenant struct {
+	t    *testing.T
+	ns   string
+	kube kubernetes.Interface
+	dyn  dynamic.Interface // as bob
+}
+
+func newTenant(t *testing.T, ns string) *tenant {
+	t.Helper()
+	ctx := context.Background()
+	admin := kubernetes.NewForConfigOrDie(cp.AdminConfig())
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}},
+		{APIGroups: []string{crds.Group}, Resources: []string{"*"}, Verbs: []string{"*"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "tenant"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "bob", APIGroup: rbacv1.GroupName}}}
+	if _, err := admin.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tn := &tenant{t: t, ns: ns, kube: kubernetes.NewForConfigOrDie(cp.ImpersonatingConfig("bob", testenv.Users["bob"]...)),
+		dyn: dynamic.NewForConfigOrDie(cp.ImpersonatingConfig("bob", testenv.Users["bob"]...))}
+	testenv.Eventually(t, time.Minute, "bob's Role in force", func() (bool, string) {
+		_, err := tn.dyn.Resource(crds.WatchRules).Namespace(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, fmt.Sprint(err)
+	})
+	return tn
+}
+
+// create makes one of our objects as bob.
+func (tn *tenant) create(gvr schema.GroupVersionResource, obj any) {
+	tn.t.Helper()
+	u, err := crds.ToUnstructured(obj)
+	if err != nil {
+		tn.t.Fatal(err)
+	}
+	if _, err := tn.dyn.Resource(gvr).Namespace(tn.ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+		tn.t.Fatalf("bob creates %s: %v", gvr.Resource, err)
+	}
+}
+
+func (tn *tenant) configMap(name string) {
+	tn.t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tn.ns}, Data: map[string]string{"k": "v"}}
+	if _, err := tn.kube.CoreV1().ConfigMaps(tn.ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		tn.t.Fatal(err)
+	}
+}
+
+// waitReady waits until the object's Ready condition has reason, and returns its message.
+func waitReadyReason(t *testing.T, d *testenv.Daemon, gvr schema.GroupVersionResource, ns, name, reason string) string {
+	t.Helper()
+	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig())
+	var msg string
+	testenv.Eventually(t, time.Minute, fmt.Sprintf("%s %s/%s Ready: %s", gvr.Resource, ns, name, reason), func() (bool, string) {
+		u, err := dyn.Resource(gvr).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			c := c.(map[string]any)
+			if c["type"] == crds.ConditionReady {
+				msg, _ = c["message"].(string)
+				return c["reason"] == reason, fmt.Sprintf("%v: %v", c["reason"], c["message"])
+			}
+		}
+		return false, "no Ready condition"
+	}, d.FailFast())
+	return msg
+}
+
+// adminPatch merge-patches an object as the cluster's admin (team-a's owner here).
+func adminPatch(t *testing.T, gvr schema.GroupVersionResource, ns, name, body string) {
+	t.Helper()
+	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig())
+	if _, err := dyn.Resource(gvr).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReferencesAcrossNamespacesNeedConsent: bob, who holds a Role in tn-b only, points a
+// GitDestination at team tn-a's GitRepoConfig (its repository and credentials) and a WatchRule at
+// tn-a's GitDestination. On main both wrote into tn-a's repository. Here both are refused, visibly,
+// until tn-a admits tn-b (by name for the repository, by a namespace label for the destination);
+// revoking stops the writes; --cross-namespace-refs=deny refuses even with consent. tn-a's own
+// mirror goes on throughout.
+func TestReferencesAcrossNamespacesNeedConsent(t *testing.T) {
+	srv, admin := mirrorSetup(t, "tn-a")
+	bob := newTenant(t, "tn-b")
+	d := startDaemon(t, t.TempDir(), "--git-batch-quiet-ms", "200")
+	bob.configMap("payload")
+	bob.create(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "borrow"},
+		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo", Namespace: "tn-a"}, Branch: "main", BaseFolder: "borrowed"}})
+	bob.create(crds.WatchRules, &crds.WatchRule{ObjectMeta: metav1.ObjectMeta{Name: "mine"},
+		Spec: crds.WatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "borrow"}, Rules: []crds.ResourceRule{{Resources: []string{"configmaps"}}}}})
+	bob.create(crds.WatchRules, &crds.WatchRule{ObjectMeta: metav1.ObjectMeta{Name: "sneak"},
+		Spec: crds.WatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "dest", Namespace: "tn-a"}, Rules: []crds.ResourceRule{{Resources: []string{"configmaps"}}}}})
+	borrowed, sneaked := "borrowed/tn-b/configmaps/payload.yaml", "live/tn-b/configmaps/payload.yaml"
+
+	msg := waitReadyReason(t, d, crds.GitDestinations, "tn-b", "borrow", "ReferenceNotAllowed")
+	if !strings.Contains(msg, "spec.accessPolicy.namespaces") || !strings.Contains(msg, "tn-a/repo") {
+		t.Errorf("the refusal does not say what to add where: %s", msg)
+	}
+	waitReadyReason(t, d, crds.WatchRules, "tn-b", "sneak", "ReferenceNotAllowed")
+	// tn-a's own mirror runs on: a ConfigMap of its own arrives; bob's do not.
+	if _, err := admin.CoreV1().ConfigMaps("tn-a").Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "own"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "tn-a's own ConfigMap mirrored", remoteHas(srv, "live/tn-a/configmaps/own.yaml"), d.FailFast())
+	for _, f := range []string{borrowed, sneaked} {
+		if ok, _ := remoteHas(srv, f)(); ok {
+			t.Errorf("a refused reference wrote %s", f)
+		}
+	}
+	if got := d.Metric(t, `gitops_reverser_references_refused{kind="GitDestination"}`); got != 1 {
+		t.Errorf("references_refused{kind=GitDestination} = %v, want 1", got)
+	}
+	waitEventOn(t, d, "tn-b", crds.KindWatchRule, "sneak", "ReferenceNotAllowed")
+
+	// Consent: the repository by name, the destination by a label of tn-b.
+	adminPatch(t, crds.GitRepoConfigs, "tn-a", "repo", `{"spec":{"accessPolicy":{"namespaces":["tn-b"]}}}`)
+	adminPatch(t, crds.GitDestinations, "tn-a", "dest", `{"spec":{"accessPolicy":{"namespaceSelector":{"matchLabels":{"team":"b"}}}}}`)
+	if _, err := admin.CoreV1().Namespaces().Patch(context.Background(), "tn-b", types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"b"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	adminPatch(t, crds.WatchRules, "tn-b", "sneak", `{"metadata":{"annotations":{"relabelled":"1"}}}`) // a reconcile sees the new label
+	testenv.Eventually(t, time.Minute, "bob's ConfigMap in his admitted destination", remoteHas(srv, borrowed), d.FailFast())
+	testenv.Eventually(t, time.Minute, "bob's ConfigMap in tn-a's destination, admitted", remoteHas(srv, sneaked), d.FailFast())
+
+	// Revoked: the WatchRule is refused again, and what bob creates next stays out of tn-a's folder.
+	adminPatch(t, crds.GitDestinations, "tn-a", "dest", `{"spec":{"accessPolicy":null}}`)
+	waitReadyReason(t, d, crds.WatchRules, "tn-b", "sneak", "ReferenceNotAllowed")
+	bob.configMap("after-revoke")
+	testenv.Eventually(t, time.Minute, "the admitted destination still writes", remoteHas(srv, "borrowed/tn-b/configmaps/after-revoke.yaml"), d.FailFast())
+	if ok, _ := remoteHas(srv, "live/tn-b/configmaps/after-revoke.yaml")(); ok {
+		t.Error("a revoked reference still wrote into tn-a's folder")
+	}
+	if ok, _ := remoteHas(srv, sneaked)(); !ok {
+		t.Error("revoking removed what was already pushed")
+	}
+
+	// deny: no reference leaves its namespace, whatever the accessPolicy says.
+	d.Stop(t)
+	d = startDaemon(t, t.TempDir(), "--git-batch-quiet-ms", "200", "--cross-namespace-refs", "deny")
+	msg = waitReadyReason(t, d, crds.GitDestinations, "tn-b", "borrow", "ReferenceNotAllowed")
+	if !strings.Contains(msg, "--cross-namespace-refs=deny") {
+		t.Errorf("the refusal does not name the flag: %s", msg)
+	}
+	bob.configMap("after-deny")
+	if _, err := admin.CoreV1().ConfigMaps("tn-a").Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "own-after-deny"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "tn-a's own ConfigMap mirrored under deny", remoteHas(srv, "live/tn-a/configmaps/own-after-deny.yaml"), d.FailFast())
+	if ok, _ := remoteHas(srv, "borrowed/tn-b/configmaps/after-deny.yaml")(); ok {
+		t.Error("deny let a consented reference write")
+	}
+}
+
+// waitEventOn waits for a Warning Event with reason on the object kind/name in ns.
+func waitEventOn(t testing.TB, d *testenv.Daemon, ns, kind, name, reason string) {
+	t.Helper()
+	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
+	testenv.Eventually(t, time.Minute, "Event "+reason+" on "+kind+" "+name, func() (bool, string) {
+		events, err := kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name && e.Reason == reason && e.Type == corev1.EventTypeWarning {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events", len(events.Items))
+	}, d.FailFast())
+}

@@ -1,0 +1,131 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/configbutler/gitops-reverser/crds"
+)
+
+// CrossNamespaceRefs says whether a reference may leave its namespace (--cross-namespace-refs).
+type CrossNamespaceRefs string
+
+// Values of CrossNamespaceRefs.
+const (
+	// CrossNamespaceConsent admits a reference into another namespace when the object referred
+	// to admits the referring namespace (spec.accessPolicy): the default.
+	CrossNamespaceConsent CrossNamespaceRefs = "consent"
+	// CrossNamespaceDeny admits no reference into another namespace, whatever an accessPolicy says.
+	CrossNamespaceDeny CrossNamespaceRefs = "deny"
+)
+
+// ReasonReferenceNotAllowed is the Ready reason of a refused reference.
+const ReasonReferenceNotAllowed = crds.ReasonReferenceNotAllowed
+
+var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// consent decides the references of one reconcile; the labels of the namespaces it reads are
+// kept for that reconcile only.
+type consent struct {
+	m      *Manager
+	ctx    context.Context
+	labels map[string]labels.Set
+}
+
+func (m *Manager) consent(ctx context.Context) *consent {
+	return &consent{m: m, ctx: ctx, labels: map[string]labels.Set{}}
+}
+
+// refusal says why the reference field of an object in namespace from, to the object kind
+// target/namespace/name whose accessPolicy is policy, is not admitted; "" when it is.
+func (c *consent) refusal(field, from, kind, namespace, name string, policy *crds.AccessPolicy) string {
+	if namespace == from {
+		return ""
+	}
+	target := fmt.Sprintf("%s %s/%s", kind, namespace, name)
+	if c.m.opts.CrossNamespaceRefs == CrossNamespaceDeny {
+		return fmt.Sprintf("%s names %s in another namespace, and this daemon admits no reference across namespaces "+
+			"(--cross-namespace-refs=deny): use a %s of namespace %s", field, target, kind, from)
+	}
+	if c.admitted(from, policy) {
+		return ""
+	}
+	return fmt.Sprintf("%s names %s, which does not admit namespace %s: add %q to spec.accessPolicy.namespaces of %s "+
+		"(or give namespace %s labels its spec.accessPolicy.namespaceSelector matches)", field, target, from, from, target, from)
+}
+
+// admitted reports whether policy admits namespace from, by name or by its labels.
+func (c *consent) admitted(from string, policy *crds.AccessPolicy) bool {
+	if policy == nil {
+		return false
+	}
+	for _, ns := range policy.Namespaces {
+		if ns == from {
+			return true
+		}
+	}
+	if policy.NamespaceSelector == nil {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(policy.NamespaceSelector)
+	if err != nil {
+		return false // the apiserver's schema refuses most; what it lets through admits nobody
+	}
+	set, ok := c.labels[from]
+	if !ok {
+		ns, err := c.m.dyn.Resource(namespacesGVR).Get(c.ctx, from, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			c.m.opts.Log.Warn("read a namespace's labels for an accessPolicy; its references are refused until it can be read", "namespace", from, "err", err)
+		default:
+			set = ns.GetLabels()
+		}
+		c.labels[from] = set
+	}
+	return sel.Matches(set)
+}
+
+// refusedDestination says why a WatchRule of namespace from may not write into dest ("" when it
+// may, or when dest is missing: addRule says that).
+func refusedDestination(c *consent, from string, dest *destination) string {
+	if dest == nil {
+		return ""
+	}
+	return c.refusal("spec.destinationRef", from, crds.KindGitDestination, dest.obj.Namespace, dest.obj.Name, dest.obj.Spec.AccessPolicy)
+}
+
+// refusals are the references one reconcile refused, by uid of the referring object, and their
+// count by kind.
+type refusals struct {
+	messages map[string]string
+	byKind   map[string]int
+}
+
+// tell records a refused reference of obj; a Warning Event says it the first time (and again when
+// the refusal changes). One admitted since is forgotten, so a later refusal is told again.
+func (m *Manager) tell(r *refusals, kind string, obj metav1.Object, cond condition) {
+	if cond.reason != ReasonReferenceNotAllowed {
+		return
+	}
+	uid := string(obj.GetUID())
+	r.messages[uid] = cond.message
+	r.byKind[kind]++
+	if m.refused[uid] != cond.message {
+		m.reporter.recorder.Event(crds.ObjectReference(kind, obj), corev1.EventTypeWarning, ReasonReferenceNotAllowed, cond.message)
+	}
+}
+
+// keep makes r what the next reconcile compares with, and sets references_refused.
+func (m *Manager) keep(r *refusals) {
+	m.refused = r.messages
+	for _, kind := range []string{crds.KindGitDestination, crds.KindWatchRule} {
+		m.opts.Metrics.ReferencesRefused.WithLabelValues(kind).Set(float64(r.byKind[kind]))
+	}
+}
