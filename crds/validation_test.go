@@ -47,6 +47,14 @@ func clusterWatchRule(ref crds.NamespacedReference, rules []crds.ClusterResource
 
 var destRef = crds.NamespacedReference{Name: "dest", Namespace: validationNS}
 
+// destinationAdmitting is a destination whose accessPolicy admits the namespaces matching req.
+func destinationAdmitting(req metav1.LabelSelectorRequirement) *crds.GitDestination {
+	d := destination("main", "clusters/prod")
+	d.Spec.AccessPolicy = &crds.AccessPolicy{Namespaces: []string{"team-a"},
+		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{req}}}
+	return d
+}
+
 func destinationWithWriteBack(wb crds.WriteBack) *crds.GitDestination {
 	d := destination("main", "clusters/prod")
 	d.Spec.WriteBack = &wb
@@ -164,6 +172,19 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"ssh URL with user accepted", repoWithURL("ssh://git@git.example.com/org/repo.git"), nil},
 		{"ssh URL with user and port accepted", repoWithURL("ssh://git@git.example.com:2222/org/repo.git"), nil},
 		{"scp-like accepted", repoWithURL("git@git.example.com:org/repo.git"), nil},
+		// spec.accessPolicy: a selector that does not parse is refused here, never met by the daemon
+		{"accessPolicy In without values", destinationAdmitting(metav1.LabelSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpIn}),
+			[]string{"spec.accessPolicy.namespaceSelector.matchExpressions[0]", "In and NotIn need values"}},
+		{"accessPolicy Exists with values", destinationAdmitting(metav1.LabelSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpExists, Values: []string{"a"}}),
+			[]string{"Exists and DoesNotExist take none"}},
+		{"accessPolicy unknown operator", destinationAdmitting(metav1.LabelSelectorRequirement{Key: "team", Operator: "Like", Values: []string{"a"}}),
+			[]string{"spec.accessPolicy.namespaceSelector.matchExpressions[0].operator"}},
+		{"accessPolicy empty namespace", func() *crds.GitRepoConfig {
+			r := repoWithURL("https://h/r.git")
+			r.Spec.AccessPolicy = &crds.AccessPolicy{Namespaces: []string{""}}
+			return r
+		}(), []string{"spec.accessPolicy.namespaces[0]"}},
+		{"accessPolicy accepted", destinationAdmitting(metav1.LabelSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"x"}}), nil},
 		// spec.allowedBranches
 		{"no allowed branches", &crds.GitRepoConfig{
 			ObjectMeta: metav1.ObjectMeta{Name: "repo", Namespace: validationNS},

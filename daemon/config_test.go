@@ -12,6 +12,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/watch"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -44,7 +45,7 @@ func TestDefaultsMatchTheSpec(t *testing.T) {
 		InstallCRDs: true, ApproverPolicy: crds.ApproverPolicyMutating, WorkDir: filepath.Join(cache, "gitops-reverser"), Namespace: "gitops-reverser-system", Bot: gitops.Bot,
 		Log:       LogConfig{Format: "text"},
 		Endpoints: EndpointsConfig{MetricsBindAddress: ":8080", HealthBindAddress: ":8081"},
-		Mirror: MirrorConfig{
+		Mirror: MirrorConfig{CrossNamespace: watch.CrossNamespaceConsent,
 			Enabled: true, DiscoveryRefresh: 5 * time.Minute,
 			Batch:      gitops.BatchLimits{MaxFiles: 200, MaxBytes: 1 << 20, MaxWait: 20 * time.Second, Quiet: 1500 * time.Millisecond},
 			MaxWorkers: 24, MaxWorkersPerRepo: 5,

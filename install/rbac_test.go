@@ -156,6 +156,7 @@ spec:
   repoRef: {name: platform}
   branch: main
   baseFolder: clusters/prod
+  accessPolicy: {namespaces: [team-a]}
 ---
 apiVersion: configbutler.ai/v1alpha1
 kind: WatchRule

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/configbutler/gitops-reverser/crds"
@@ -88,6 +89,8 @@ func (c *Controller) disown(ctx context.Context, p *crds.Proposal) error {
 		"target", targetName(p.Spec.Target), "path", p.Spec.Path)
 	_, err := c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
 		s.Phase, s.Message = crds.PhaseForeign, msg
+		// Kept for the retention from now: its condition's time is when it was disowned.
+		meta.RemoveStatusCondition(&s.Conditions, crds.ConditionApplied)
 		setApplied(s, metav1.ConditionFalse, ReasonNotOpenedByDaemon, msg)
 	})
 	c.recorder.Event(crds.ObjectReference(crds.KindProposal, p), corev1.EventTypeWarning, ReasonNotOpenedByDaemon, msg)
