@@ -154,7 +154,6 @@ func TestReferencesAcrossNamespacesNeedConsent(t *testing.T) {
 	if _, err := admin.CoreV1().Namespaces().Patch(context.Background(), "tn-b", types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"b"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	adminPatch(t, crds.WatchRules, "tn-b", "sneak", `{"metadata":{"annotations":{"relabelled":"1"}}}`) // a reconcile sees the new label
 	testenv.Eventually(t, time.Minute, "bob's ConfigMap in his admitted destination", remoteHas(srv, borrowed), d.FailFast())
 	testenv.Eventually(t, time.Minute, "bob's ConfigMap in tn-a's destination, admitted", remoteHas(srv, sneaked), d.FailFast())
 

@@ -1,12 +1,11 @@
 package watch
 
 import (
-	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -30,17 +29,10 @@ const ReasonReferenceNotAllowed = crds.ReasonReferenceNotAllowed
 
 var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
-// consent decides the references of one reconcile; the labels of the namespaces it reads are
-// kept for that reconcile only.
-type consent struct {
-	m      *Manager
-	ctx    context.Context
-	labels map[string]labels.Set
-}
+// consent decides the references of one reconcile, reading the namespaces' labels from the cache.
+type consent struct{ m *Manager }
 
-func (m *Manager) consent(ctx context.Context) *consent {
-	return &consent{m: m, ctx: ctx, labels: map[string]labels.Set{}}
-}
+func (m *Manager) consent() *consent { return &consent{m: m} }
 
 // refusal says why the reference field of an object in namespace from, to the object kind
 // target/namespace/name whose accessPolicy is policy, is not admitted; "" when it is.
@@ -77,17 +69,12 @@ func (c *consent) admitted(from string, policy *crds.AccessPolicy) bool {
 	if err != nil {
 		return false // the apiserver's schema refuses most; what it lets through admits nobody
 	}
-	set, ok := c.labels[from]
-	if !ok {
-		ns, err := c.m.dyn.Resource(namespacesGVR).Get(c.ctx, from, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			c.m.opts.Log.Warn("read a namespace's labels for an accessPolicy; its references are refused until it can be read", "namespace", from, "err", err)
-		default:
-			set = ns.GetLabels()
-		}
-		c.labels[from] = set
+	var set labels.Set
+	if c.m.namespaces == nil {
+		return false // not running: no labels to match
+	}
+	if item, ok, _ := c.m.namespaces.GetStore().GetByKey(from); ok {
+		set = item.(*unstructured.Unstructured).GetLabels()
 	}
 	return sel.Matches(set)
 }

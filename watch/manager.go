@@ -8,6 +8,7 @@ package watch
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,20 +102,21 @@ type Sealer interface {
 // for, and reports the status of the configuration objects. Everything it owns is touched only
 // from its Run goroutine.
 type Manager struct {
-	opts      Options
-	dyn       dynamic.Interface
-	api       rest.Interface // of discovery
-	reporter  *reporter
-	trigger   chan struct{}
-	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
-	resources []APIResource
-	watchers  map[string]*running
-	warned    map[string]bool             // rules already warned about selecting Secrets, by uid/generation
-	coalesced map[string]int              // coalescings already reported, by destination
-	progress  map[string]crds.GitProgress // status.git last written, by destination
-	dests     []*destination              // as the last reconcile resolved them
-	sopsRules map[string]string           // the .sops.yaml last handed to each destination's worker, by destination
-	refused   map[string]string           // the refusal last told as an Event, by uid of the referring object
+	opts       Options
+	dyn        dynamic.Interface
+	api        rest.Interface // of discovery
+	reporter   *reporter
+	trigger    chan struct{}
+	informers  map[schema.GroupVersionResource]cache.SharedIndexInformer
+	resources  []APIResource
+	watchers   map[string]*running
+	warned     map[string]bool             // rules already warned about selecting Secrets, by uid/generation
+	coalesced  map[string]int              // coalescings already reported, by destination
+	progress   map[string]crds.GitProgress // status.git last written, by destination
+	dests      []*destination              // as the last reconcile resolved them
+	sopsRules  map[string]string           // the .sops.yaml last handed to each destination's worker, by destination
+	refused    map[string]string           // the refusal last told as an Event, by uid of the referring object
+	namespaces cache.SharedIndexInformer   // for the namespaceSelector of accessPolicies
 	// published is, by destination, what the last reconcile selected: for Selections and Render.
 	published atomic.Pointer[map[string]*destinationRules]
 }
@@ -187,6 +189,22 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.informers[gvr] = inf
 		informers.Go(func() { inf.RunWithContext(ctx) })
 	}
+	// Namespaces, for the namespaceSelector of accessPolicies: a relabelled namespace is admitted
+	// or refused at once. Not waited for: consent by label waits for it, the mirror does not.
+	namespaces := m.configInformer(namespacesGVR)
+	if _, err := namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { m.poke() },
+		UpdateFunc: func(old, cur any) {
+			if !maps.Equal(old.(*unstructured.Unstructured).GetLabels(), cur.(*unstructured.Unstructured).GetLabels()) {
+				m.poke()
+			}
+		},
+		DeleteFunc: func(any) { m.poke() },
+	}); err != nil {
+		return err
+	}
+	m.namespaces = namespaces
+	informers.Go(func() { namespaces.RunWithContext(ctx) })
 	discovered := make(chan struct{})
 	informers.Go(func() { m.rediscover(ctx); close(discovered) }) // beside the caches' first lists
 	for _, inf := range m.informers {

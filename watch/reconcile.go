@@ -35,7 +35,7 @@ func (s *watcherSpec) signature() string {
 // reconcile brings workers and watchers in line with the configuration and reports status.
 func (m *Manager) reconcile(ctx context.Context) error {
 	repos := m.resolveRepos(ctx)
-	refs := m.consent(ctx)
+	refs := m.consent()
 	refused := &refusals{messages: map[string]string{}, byKind: map[string]int{}}
 	dests := resolveDestinations(list[crds.GitDestination](m, crds.GitDestinations), repos, refs)
 	m.resolveEncryption(ctx, dests)
