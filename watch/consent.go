@@ -70,8 +70,11 @@ func (c *consent) admitted(from string, policy *crds.AccessPolicy) bool {
 		return false // the apiserver's schema refuses most; what it lets through admits nobody
 	}
 	var set labels.Set
+	if c.m.cacheNamespaces != nil {
+		c.m.cacheNamespaces()
+	}
 	if c.m.namespaces == nil {
-		return false // not running: no labels to match
+		return false // not cached (yet): its Add events reconcile again
 	}
 	if item, ok, _ := c.m.namespaces.GetStore().GetByKey(from); ok {
 		set = item.(*unstructured.Unstructured).GetLabels()

@@ -116,7 +116,9 @@ type Manager struct {
 	dests      []*destination              // as the last reconcile resolved them
 	sopsRules  map[string]string           // the .sops.yaml last handed to each destination's worker, by destination
 	refused    map[string]string           // the refusal last told as an Event, by uid of the referring object
-	namespaces cache.SharedIndexInformer   // for the namespaceSelector of accessPolicies
+	namespaces cache.SharedIndexInformer   // for the namespaceSelector of accessPolicies; nil until one is met
+	// cacheNamespaces starts namespaces, once; set by Run.
+	cacheNamespaces func()
 	// published is, by destination, what the last reconcile selected: for Selections and Render.
 	published atomic.Pointer[map[string]*destinationRules]
 }
@@ -189,22 +191,29 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.informers[gvr] = inf
 		informers.Go(func() { inf.RunWithContext(ctx) })
 	}
-	// Namespaces, for the namespaceSelector of accessPolicies: a relabelled namespace is admitted
-	// or refused at once. Not waited for: consent by label waits for it, the mirror does not.
-	namespaces := m.configInformer(namespacesGVR)
-	if _, err := namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { m.poke() },
-		UpdateFunc: func(old, cur any) {
-			if !maps.Equal(old.(*unstructured.Unstructured).GetLabels(), cur.(*unstructured.Unstructured).GetLabels()) {
-				m.poke()
+	// Namespaces are cached for the namespaceSelector of accessPolicies, from the first reconcile
+	// that meets one: a relabelled namespace is then admitted or refused at once. Without such a
+	// selector they cost nothing. The mirror never waits for them.
+	var startNamespaces sync.Once
+	m.cacheNamespaces = func() {
+		startNamespaces.Do(func() {
+			inf := m.configInformer(namespacesGVR)
+			if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+				AddFunc: func(any) { m.poke() },
+				UpdateFunc: func(old, cur any) {
+					if !maps.Equal(old.(*unstructured.Unstructured).GetLabels(), cur.(*unstructured.Unstructured).GetLabels()) {
+						m.poke()
+					}
+				},
+				DeleteFunc: func(any) { m.poke() },
+			}); err != nil {
+				m.opts.Log.Warn("follow the namespaces' labels; accessPolicies admit by name only", "err", err)
+				return
 			}
-		},
-		DeleteFunc: func(any) { m.poke() },
-	}); err != nil {
-		return err
+			m.namespaces = inf
+			informers.Go(func() { inf.RunWithContext(ctx) })
+		})
 	}
-	m.namespaces = namespaces
-	informers.Go(func() { namespaces.RunWithContext(ctx) })
 	discovered := make(chan struct{})
 	informers.Go(func() { m.rediscover(ctx); close(discovered) }) // beside the caches' first lists
 	for _, inf := range m.informers {
