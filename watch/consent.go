@@ -29,31 +29,30 @@ const ReasonReferenceNotAllowed = crds.ReasonReferenceNotAllowed
 
 var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
-// consent decides the references of one reconcile, reading the namespaces' labels from the cache.
-type consent struct{ m *Manager }
-
-func (m *Manager) consent() *consent { return &consent{m: m} }
+// refusalFunc is Manager.refusal, as resolveDestinations asks it.
+type refusalFunc func(field, from, kind, namespace, name string, policy *crds.AccessPolicy) string
 
 // refusal says why the reference field of an object in namespace from, to the object kind
 // target/namespace/name whose accessPolicy is policy, is not admitted; "" when it is.
-func (c *consent) refusal(field, from, kind, namespace, name string, policy *crds.AccessPolicy) string {
+func (m *Manager) refusal(field, from, kind, namespace, name string, policy *crds.AccessPolicy) string {
 	if namespace == from {
 		return ""
 	}
 	target := fmt.Sprintf("%s %s/%s", kind, namespace, name)
-	if c.m.opts.CrossNamespaceRefs == CrossNamespaceDeny {
+	if m.opts.CrossNamespaceRefs == CrossNamespaceDeny {
 		return fmt.Sprintf("%s names %s in another namespace, and this daemon admits no reference across namespaces "+
 			"(--cross-namespace-refs=deny): use a %s of namespace %s", field, target, kind, from)
 	}
-	if c.admitted(from, policy) {
+	if m.admitted(from, policy) {
 		return ""
 	}
 	return fmt.Sprintf("%s names %s, which does not admit namespace %s: add %q to spec.accessPolicy.namespaces of %s "+
 		"(or give namespace %s labels its spec.accessPolicy.namespaceSelector matches)", field, target, from, from, target, from)
 }
 
-// admitted reports whether policy admits namespace from, by name or by its labels.
-func (c *consent) admitted(from string, policy *crds.AccessPolicy) bool {
+// admitted reports whether policy admits namespace from, by name or by the labels it has in the
+// cache of namespaces.
+func (m *Manager) admitted(from string, policy *crds.AccessPolicy) bool {
 	if policy == nil {
 		return false
 	}
@@ -70,13 +69,13 @@ func (c *consent) admitted(from string, policy *crds.AccessPolicy) bool {
 		return false // the apiserver's schema refuses most; what it lets through admits nobody
 	}
 	var set labels.Set
-	if c.m.cacheNamespaces != nil {
-		c.m.cacheNamespaces()
+	if m.cacheNamespaces != nil {
+		m.cacheNamespaces()
 	}
-	if c.m.namespaces == nil {
+	if m.namespaces == nil {
 		return false // not cached (yet): its Add events reconcile again
 	}
-	if item, ok, _ := c.m.namespaces.GetStore().GetByKey(from); ok {
+	if item, ok, _ := m.namespaces.GetStore().GetByKey(from); ok {
 		set = item.(*unstructured.Unstructured).GetLabels()
 	}
 	return sel.Matches(set)
@@ -84,11 +83,11 @@ func (c *consent) admitted(from string, policy *crds.AccessPolicy) bool {
 
 // refusedDestination says why a WatchRule of namespace from may not write into dest ("" when it
 // may, or when dest is missing: addRule says that).
-func refusedDestination(c *consent, from string, dest *destination) string {
+func (m *Manager) refusedDestination(from string, dest *destination) string {
 	if dest == nil {
 		return ""
 	}
-	return c.refusal("spec.destinationRef", from, crds.KindGitDestination, dest.obj.Namespace, dest.obj.Name, dest.obj.Spec.AccessPolicy)
+	return m.refusal("spec.destinationRef", from, crds.KindGitDestination, dest.obj.Namespace, dest.obj.Name, dest.obj.Spec.AccessPolicy)
 }
 
 // refusals are the references one reconcile refused, by uid of the referring object, and their

@@ -59,9 +59,9 @@ func (d *destination) shard() shard.Key {
 func (d *destination) ours() bool { return d.usable && !d.elsewhere }
 
 // resolveDestinations checks every destination against its repository: the repository exists, admits
-// the destination's namespace (c), and is ready, the branch is allowed, and no other destination on the same repository and branch
+// the destination's namespace (refusal), and is ready, the branch is allowed, and no other destination on the same repository and branch
 // owns an overlapping folder (the older destination keeps it; the newer is refused).
-func resolveDestinations(objs []*crds.GitDestination, repos map[string]*repo, c *consent) []*destination {
+func resolveDestinations(objs []*crds.GitDestination, repos map[string]*repo, refusal refusalFunc) []*destination {
 	slices.SortFunc(objs, func(a, b *crds.GitDestination) int {
 		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
 			return c
@@ -79,7 +79,7 @@ func resolveDestinations(objs []*crds.GitDestination, repos map[string]*repo, c 
 			d.cond = notReady("RepoNotFound", "GitRepoConfig %s not found", repoName)
 			continue
 		}
-		if why := c.refusal("spec.repoRef", obj.Namespace, crds.KindGitRepoConfig, r.obj.Namespace, r.obj.Name, r.obj.Spec.AccessPolicy); why != "" {
+		if why := refusal("spec.repoRef", obj.Namespace, crds.KindGitRepoConfig, r.obj.Namespace, r.obj.Name, r.obj.Spec.AccessPolicy); why != "" {
 			d.cond = notReady(ReasonReferenceNotAllowed, "%s", why)
 			continue
 		}

@@ -35,9 +35,8 @@ func (s *watcherSpec) signature() string {
 // reconcile brings workers and watchers in line with the configuration and reports status.
 func (m *Manager) reconcile(ctx context.Context) error {
 	repos := m.resolveRepos(ctx)
-	refs := m.consent()
 	refused := &refusals{messages: map[string]string{}, byKind: map[string]int{}}
-	dests := resolveDestinations(list[crds.GitDestination](m, crds.GitDestinations), repos, refs)
+	dests := resolveDestinations(list[crds.GitDestination](m, crds.GitDestinations), repos, m.refusal)
 	m.resolveEncryption(ctx, dests)
 	m.shareOut(dests)
 	byName := map[string]*destination{}
@@ -53,7 +52,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		}
 		dest := byName[r.Spec.DestinationRef.NamespaceOr(r.Namespace)+"/"+r.Spec.DestinationRef.Name]
 		var cond condition
-		if why := refusedDestination(refs, r.Namespace, dest); why != "" {
+		if why := m.refusedDestination(r.Namespace, dest); why != "" {
 			cond = notReady(ReasonReferenceNotAllowed, "%s", why)
 		} else {
 			cond = m.addRule(ctx, specs, ruleRef{crds.KindWatchRule, &r.ObjectMeta}, rules, dest)
