@@ -58,9 +58,10 @@ func (d *destination) shard() shard.Key {
 // ours says whether this replica writes the destination: it is usable and not owned elsewhere.
 func (d *destination) ours() bool { return d.usable && !d.elsewhere }
 
-// resolveDestinations checks every destination against its repository: the repository exists, admits
-// the destination's namespace (refusal), and is ready, the branch is allowed, and no other destination on the same repository and branch
-// owns an overlapping folder (the older destination keeps it; the newer is refused).
+// resolveDestinations checks every destination against its repository: the repository exists,
+// admits the destination's namespace (refusal), and is ready, the branch is allowed, and no other
+// destination on the same repository and branch owns an overlapping folder (the older destination
+// keeps it; the newer is refused).
 func resolveDestinations(objs []*crds.GitDestination, repos map[string]*repo, refusal refusalFunc) []*destination {
 	slices.SortFunc(objs, func(a, b *crds.GitDestination) int {
 		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
