@@ -36,8 +36,9 @@ func whoAmI(ctx context.Context, dyn dynamic.Interface) (string, error) {
 }
 
 // approval is how write-back learns who approved: the policies mode installs, of the kinds the
-// apiserver serves, watched and put back; nil for --approver-policy=none.
-func approval(ctx context.Context, s shared, mode crds.ApproverPolicy) *writeback.Approval {
+// apiserver serves, watched and put back; nil for --approver-policy=none. self is the daemon's
+// user, "" when it could not be asked yet: putting the policies back asks then.
+func approval(ctx context.Context, s shared, mode crds.ApproverPolicy, self string) *writeback.Approval {
 	if mode == crds.ApproverPolicyNone {
 		return nil
 	}
@@ -48,11 +49,14 @@ func approval(ctx context.Context, s shared, mode crds.ApproverPolicy) *writebac
 	return &writeback.Approval{
 		Namespace: s.namespace, Resources: kinds,
 		Reinstall: func(ctx context.Context) error {
-			self, err := whoAmI(ctx, s.dyn)
-			if err != nil {
-				return err
+			daemon := self
+			if daemon == "" {
+				var err error
+				if daemon, err = whoAmI(ctx, s.dyn); err != nil {
+					return err
+				}
 			}
-			if _, _, err = crds.InstallApproverPolicies(ctx, s.dyn, mode, crds.ApproverParams{Namespace: s.namespace, Daemon: self}); err != nil {
+			if _, _, err := crds.InstallApproverPolicies(ctx, s.dyn, mode, crds.ApproverParams{Namespace: s.namespace, Daemon: daemon}); err != nil {
 				return err
 			}
 			ctx, cancel := context.WithTimeout(ctx, policyInstallTimeout)

@@ -55,13 +55,14 @@ func newWriteBack(s shared, cfg WriteBackConfig, d writeBackDeps) (*writeBack, e
 		Retention: cfg.Retention, FailedRetention: cfg.FailedRetention, ProposalRetention: cfg.ProposalRetention,
 		Fences:  d.fences,
 		Metrics: s.reg.WriteBack, Log: log.With("part", metrics.PartWriteBack),
-		SealKey: sealKey(s, d.sealName), Approval: approval(context.Background(), s, d.approverPolicy), Mirror: mr.manager,
+		SealKey: sealKey(s, d.sealName), Mirror: mr.manager,
 	}
 	if self, err := whoAmI(context.Background(), s.dyn); err == nil {
 		wc.Self = self
 	} else {
 		log.Warn("the daemon's own user is not known, so it cannot leave itself out of the approvers it reads", "err", err)
 	}
+	wc.Approval = approval(context.Background(), s, d.approverPolicy, wc.Self)
 	if d.shards != nil {
 		wc.Owns = func(url, branch string) bool { return d.shards.Owns(shard.Key{URL: url, Branch: branch}) }
 	}

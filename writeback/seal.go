@@ -46,9 +46,11 @@ func (c *Controller) sealKey(ctx context.Context) ([]byte, error) {
 	return key, nil
 }
 
-// seal is the daemon's proof that it wrote p: an HMAC of its namespace, name and spec, without
-// the decision a reviewer sets.
-func seal(key []byte, p *crds.Proposal) string {
+// seal is the daemon's proof that it wrote p, as the annotation holds it (hex).
+func seal(key []byte, p *crds.Proposal) string { return hex.EncodeToString(sealMAC(key, p)) }
+
+// sealMAC is an HMAC of p's namespace, name and spec, without the decision a reviewer sets.
+func sealMAC(key []byte, p *crds.Proposal) []byte {
 	spec := p.Spec
 	spec.Decision, spec.DecidedBy = crds.DecisionNone, nil
 	body, _ := json.Marshal(struct { // strings only: it always encodes
@@ -57,17 +59,13 @@ func seal(key []byte, p *crds.Proposal) string {
 	}{p.Namespace, p.Name, spec})
 	mac := hmac.New(sha256.New, key)
 	mac.Write(body)
-	return hex.EncodeToString(mac.Sum(nil))
+	return mac.Sum(nil)
 }
 
 // sealed reports whether the daemon opened p, as it is now: its seal verifies, in constant time.
 func sealed(key []byte, p *crds.Proposal) bool {
 	got, err := hex.DecodeString(p.Annotations[crds.AnnotationSeal])
-	if err != nil {
-		return false
-	}
-	want, _ := hex.DecodeString(seal(key, p))
-	return hmac.Equal(got, want)
+	return err == nil && hmac.Equal(got, sealMAC(key, p))
 }
 
 // ours reports whether the daemon opened p; false also while the key cannot be read.
