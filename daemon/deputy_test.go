@@ -173,17 +173,7 @@ func TestOnlyTheDaemonCreatesProposals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "syncrun-maker", Namespace: w.ns},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{crds.Group}, Resources: []string{"syncruns"}, Verbs: []string{"create"}}}}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "syncrun-maker", Namespace: w.ns},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "alice", APIGroup: rbacv1.GroupName}}}
-	if _, err := w.kube.RbacV1().Roles(w.ns).Create(context.Background(), role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.kube.RbacV1().RoleBindings(w.ns).Create(context.Background(), binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	bindRole(t, w.kube, w.ns, "syncrun-maker", []rbacv1.PolicyRule{{APIGroups: []string{crds.Group}, Resources: []string{"syncruns"}, Verbs: []string{"create"}}}, "alice")
 	alice := dynamic.NewForConfigOrDie(cp.ImpersonatingConfig("alice", testenv.Users["alice"]...))
 	testenv.Eventually(t, time.Minute, "alice's SyncRun refused by "+crds.ApproverPolicyName, func() (bool, string) {
 		_, err := alice.Resource(crds.SyncRuns).Namespace(w.ns).Create(context.Background(), u, metav1.CreateOptions{})

@@ -36,18 +36,9 @@ func newTenant(t *testing.T, ns string) *tenant {
 	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns}, Rules: []rbacv1.PolicyRule{
+	bindRole(t, admin, ns, "tenant", []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}},
-		{APIGroups: []string{crds.Group}, Resources: []string{"*"}, Verbs: []string{"*"}}}}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "tenant"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "bob", APIGroup: rbacv1.GroupName}}}
-	if _, err := admin.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+		{APIGroups: []string{crds.Group}, Resources: []string{"*"}, Verbs: []string{"*"}}}, "bob")
 	tn := &tenant{t: t, ns: ns, kube: kubernetes.NewForConfigOrDie(cp.ImpersonatingConfig("bob", testenv.Users["bob"]...)),
 		dyn: dynamic.NewForConfigOrDie(cp.ImpersonatingConfig("bob", testenv.Users["bob"]...))}
 	testenv.Eventually(t, time.Minute, "bob's Role in force", func() (bool, string) {

@@ -311,19 +311,24 @@ func (w *wbWorld) reviewers(users ...string) {
 // proposalRole binds users to a Role named name that allows verbs on the world's proposals.
 func (w *wbWorld) proposalRole(name string, verbs []string, users ...string) {
 	w.t.Helper()
+	bindRole(w.t, w.kube, w.ns, name, []rbacv1.PolicyRule{{APIGroups: []string{crds.Group}, Resources: []string{"proposals"}, Verbs: verbs}}, users...)
+}
+
+// bindRole creates a Role named name in ns with rules, bound to users (and nobody else).
+func bindRole(t testing.TB, kube kubernetes.Interface, ns, name string, rules []rbacv1.PolicyRule, users ...string) {
+	t.Helper()
 	ctx := context.Background()
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{crds.Group}, Resources: []string{"proposals"}, Verbs: verbs}}}
-	if _, err := w.kube.RbacV1().Roles(w.ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		w.t.Fatal(err)
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: rules}
+	if _, err := kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}}
 	for _, u := range users {
 		binding.Subjects = append(binding.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, Name: u, APIGroup: rbacv1.GroupName})
 	}
-	if _, err := w.kube.RbacV1().RoleBindings(w.ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		w.t.Fatal(err)
+	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
