@@ -159,7 +159,7 @@ func TestChartReviewerRoleMatchesDeploy(t *testing.T) {
 
 // TestReviewerRoleMayDecideButNotForgeStatus binds the shipped reviewer role to bob in one
 // namespace and asks the apiserver what bob may do: decide Proposals there and read SyncRuns,
-// but not mark a Proposal applied, open or delete one, touch the audit trail, or act elsewhere.
+// but not mark a Proposal applied, open or delete one, open or touch a SyncRun, or act elsewhere.
 func TestReviewerRoleMayDecideButNotForgeStatus(t *testing.T) {
 	ctx := context.Background()
 	admin := adminKubeconfig(t)
@@ -203,6 +203,7 @@ func TestReviewerRoleMayDecideButNotForgeStatus(t *testing.T) {
 		{"cannot update a Proposal's status", attr{Verb: "update", Group: crds.Group, Resource: "proposals", Subresource: "status", Namespace: systemNamespace}, false},
 		{"cannot open a Proposal", attr{Verb: "create", Group: crds.Group, Resource: "proposals", Namespace: systemNamespace}, false},
 		{"cannot delete a Proposal", attr{Verb: "delete", Group: crds.Group, Resource: "proposals", Namespace: systemNamespace}, false},
+		{"cannot open a SyncRun", attr{Verb: "create", Group: crds.Group, Resource: "syncruns", Namespace: systemNamespace}, false},
 		{"cannot rewrite a SyncRun", attr{Verb: "update", Group: crds.Group, Resource: "syncruns", Namespace: systemNamespace}, false},
 		{"cannot delete a SyncRun", attr{Verb: "delete", Group: crds.Group, Resource: "syncruns", Namespace: systemNamespace}, false},
 		{"cannot decide elsewhere", attr{Verb: "patch", Group: crds.Group, Resource: "proposals", Namespace: workloadNamespace}, false},
