@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"net"
+	"sync"
 	"testing"
 )
 
@@ -22,13 +23,23 @@ func MustGitServer(tb testing.TB, user, password string, repos ...string) *GitSe
 	return srv
 }
 
-// FreeAddr returns a loopback address ("127.0.0.1:port") free for a server the test starts.
+// handedOut holds every port FreeAddr gave this process: the kernel may offer a port again as
+// soon as its probe listener closes, and two servers told the same port race for it.
+var handedOut sync.Map
+
+// FreeAddr returns a loopback address ("127.0.0.1:port") free for a server the test starts, never
+// one it returned before in this process.
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		addr := l.Addr().String()
+		_ = l.Close()
+		if _, given := handedOut.LoadOrStore(addr, true); !given {
+			return addr
+		}
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
 }
