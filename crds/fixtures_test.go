@@ -105,8 +105,9 @@ func fullFixtures(namespace string) []fixture {
 		{kind: crds.KindWatchRule, gvr: crds.WatchRules, obj: &crds.WatchRule{
 			ObjectMeta: meta("rule"),
 			Spec: crds.WatchRuleSpec{
-				DestinationRef: crds.NamespacedReference{Name: "dest", Namespace: "other"},
-				Rules:          []crds.ResourceRule{rule, {Operations: []crds.Operation{crds.OperationAll}}},
+				DestinationRef:     crds.NamespacedReference{Name: "dest", Namespace: "other"},
+				Rules:              []crds.ResourceRule{rule, {Operations: []crds.Operation{crds.OperationAll}}},
+				ServiceAccountName: "mirror-reader",
 			},
 		}, status: sharedStatus, decode: decodeAs[crds.WatchRule]},
 		{kind: crds.KindClusterWatchRule, gvr: crds.ClusterWatchRules, obj: &crds.ClusterWatchRule{

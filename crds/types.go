@@ -323,6 +323,11 @@ type WatchRuleSpec struct {
 	DestinationRef NamespacedReference `json:"destinationRef"`
 	// Rules is non-empty; an object is selected when any rule matches.
 	Rules []ResourceRule `json:"rules"`
+	// ServiceAccountName names a ServiceAccount of the rule's namespace whose rights bound what
+	// the rule mirrors: it must be allowed to list and watch every resource the rules select.
+	// Empty means the daemon's --default-service-account (when that is empty too, the daemon's
+	// own rights).
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 
 // RuleScope says whether a ClusterWatchRule rule selects cluster-scoped or namespaced resources.

@@ -38,6 +38,13 @@ func watchRule(rules []crds.ResourceRule) *crds.WatchRule {
 	}
 }
 
+// ruleActingAs is a WatchRule that acts as the ServiceAccount sa.
+func ruleActingAs(sa string) *crds.WatchRule {
+	r := watchRule([]crds.ResourceRule{{Resources: []string{"configmaps"}}})
+	r.Spec.ServiceAccountName = sa
+	return r
+}
+
 func clusterWatchRule(ref crds.NamespacedReference, rules []crds.ClusterResourceRule) *crds.ClusterWatchRule {
 	return &crds.ClusterWatchRule{
 		ObjectMeta: metav1.ObjectMeta{Name: "cluster-rule"},
@@ -184,6 +191,8 @@ func TestInvalidObjectsRejected(t *testing.T) {
 			r.Spec.AccessPolicy = &crds.AccessPolicy{Namespaces: []string{""}}
 			return r
 		}(), []string{"spec.accessPolicy.namespaces[0]"}},
+		{"serviceAccountName not a name", ruleActingAs("team-b/reader"), []string{"spec.serviceAccountName"}},
+		{"serviceAccountName accepted", ruleActingAs("mirror-reader"), nil},
 		{"accessPolicy accepted", destinationAdmitting(metav1.LabelSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"x"}}), nil},
 		// spec.allowedBranches
 		{"no allowed branches", &crds.GitRepoConfig{

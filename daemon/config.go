@@ -63,6 +63,7 @@ type EndpointsConfig struct {
 type MirrorConfig struct {
 	Enabled           bool
 	CrossNamespace    watch.CrossNamespaceRefs
+	DefaultSA         string
 	DiscoveryRefresh  time.Duration
 	WatchAll          bool
 	DiscoveryExclude  []string
@@ -215,6 +216,7 @@ func configFrom(c *cli.Context) (Config, error) {
 			DiscoveryRefresh: c.Duration(keyDiscoveryRefresh),
 			WatchAll:         c.Bool(keyWatchAll),
 			CrossNamespace:   watch.CrossNamespaceRefs(c.String(keyCrossNamespaceRefs)),
+			DefaultSA:        c.String(keyDefaultSA),
 			DiscoveryExclude: c.StringSlice(keyDiscoveryExclude),
 			Batch: gitops.BatchLimits{
 				MaxFiles: c.Int(keyBatchMaxFiles),
@@ -279,6 +281,8 @@ func configFrom(c *cli.Context) (Config, error) {
 	check(cfg.Webhook.CorrelationCapacity >= 100, keyCorrelationCapacity, "must be at least 100, got %d", cfg.Webhook.CorrelationCapacity)
 	check(slices.Contains([]watch.CrossNamespaceRefs{watch.CrossNamespaceConsent, watch.CrossNamespaceDeny}, cfg.Mirror.CrossNamespace),
 		keyCrossNamespaceRefs, "must be consent or deny, got %q", cfg.Mirror.CrossNamespace)
+	check(cfg.Mirror.DefaultSA == "" || len(validation.IsDNS1123Subdomain(cfg.Mirror.DefaultSA)) == 0,
+		keyDefaultSA, "must be a ServiceAccount name, got %q", cfg.Mirror.DefaultSA)
 	check(slices.Contains([]crds.ApproverPolicy{crds.ApproverPolicyMutating, crds.ApproverPolicyValidating, crds.ApproverPolicyNone}, cfg.ApproverPolicy),
 		keyApproverPolicy, "must be mutating, validating or none, got %q", cfg.ApproverPolicy)
 	check(cfg.WriteBack.Interval >= 10*time.Second, keyWriteBackInterval, "must be at least 10s, got %s", cfg.WriteBack.Interval)

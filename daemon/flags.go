@@ -26,6 +26,7 @@ const (
 	keyInstallCRDs          = "install-crds"
 	keyApproverPolicy       = "approver-policy"
 	keyCrossNamespaceRefs   = "cross-namespace-refs"
+	keyDefaultSA            = "default-service-account"
 	keyEnableWatchIngestion = "enable-watch-ingestion"
 	keyDiscoveryRefresh     = "discovery-refresh"
 	keyWatchAll             = "watch-all"
@@ -132,6 +133,8 @@ func Flags() []cli.Flag {
 				"validating (an approval must name its approver, 1.30+) or none (the admission webhook alone tells)"},
 		&cli.StringFlag{Name: keyCrossNamespaceRefs, EnvVars: envs(keyCrossNamespaceRefs), Value: string(watch.CrossNamespaceConsent),
 			Usage: "whether a GitDestination may use a GitRepoConfig, and a WatchRule a GitDestination, of another namespace: consent (only when the object referred to admits the namespace in its spec.accessPolicy) or deny (never)"},
+		&cli.StringFlag{Name: keyDefaultSA, EnvVars: envs(keyDefaultSA),
+			Usage: "the ServiceAccount, in each WatchRule's namespace, whose rights bound what a rule naming none (spec.serviceAccountName) mirrors; empty lets such rules read with the daemon's rights"},
 		&cli.BoolFlag{Name: keyEnableWatchIngestion, EnvVars: envs(keyEnableWatchIngestion), Value: true,
 			Usage: "list and watch the selected resources and mirror them into Git"},
 		&cli.DurationFlag{Name: keyDiscoveryRefresh, EnvVars: envs(keyDiscoveryRefresh), Value: 5 * time.Minute,

@@ -62,18 +62,19 @@ func newMirror(ctx context.Context, s shared, cfg MirrorConfig, d mirrorDeps) (*
 	})
 	mr.pool.OnRemoteWorks(mr.repos.RemoteWorks) // a push that works proves the remote
 	opts := watch.Options{
-		Expand:             watch.ExpandOptions{WatchAll: cfg.WatchAll, Exclude: cfg.DiscoveryExclude},
-		DiscoveryRefresh:   cfg.DiscoveryRefresh,
-		Pool:               mr.pool,
-		Repos:              mr.repos,
-		Metrics:            s.reg.Mirror,
-		Log:                s.log,
-		Authors:            d.authors,
-		OnWatched:          d.onWatched,
-		Sealer:             d.sealer,
-		Changes:            changes,
-		Writable:           d.writable,
-		CrossNamespaceRefs: cfg.CrossNamespace,
+		Expand:                watch.ExpandOptions{WatchAll: cfg.WatchAll, Exclude: cfg.DiscoveryExclude},
+		DiscoveryRefresh:      cfg.DiscoveryRefresh,
+		Pool:                  mr.pool,
+		Repos:                 mr.repos,
+		Metrics:               s.reg.Mirror,
+		Log:                   s.log,
+		Authors:               d.authors,
+		OnWatched:             d.onWatched,
+		Sealer:                d.sealer,
+		Changes:               changes,
+		Writable:              d.writable,
+		CrossNamespaceRefs:    cfg.CrossNamespace,
+		DefaultServiceAccount: cfg.DefaultSA,
 	}
 	if d.shards != nil {
 		opts.Shards = d.shards

@@ -21,7 +21,7 @@ import (
 )
 
 // tenant is a namespace whose only user, bob, holds a Role there alone: ConfigMaps and the
-// configbutler.ai kinds.
+// configbutler.ai kinds, and any extra rules the test gives.
 type tenant struct {
 	t    *testing.T
 	ns   string
@@ -29,16 +29,16 @@ type tenant struct {
 	dyn  dynamic.Interface // as bob
 }
 
-func newTenant(t *testing.T, ns string) *tenant {
+func newTenant(t *testing.T, ns string, extra ...rbacv1.PolicyRule) *tenant {
 	t.Helper()
 	ctx := context.Background()
 	admin := kubernetes.NewForConfigOrDie(cp.AdminConfig())
 	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	bindRole(t, admin, ns, "tenant", []rbacv1.PolicyRule{
+	bindRole(t, admin, ns, "tenant", append([]rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}},
-		{APIGroups: []string{crds.Group}, Resources: []string{"*"}, Verbs: []string{"*"}}}, "bob")
+		{APIGroups: []string{crds.Group}, Resources: []string{"*"}, Verbs: []string{"*"}}}, extra...), "bob")
 	tn := &tenant{t: t, ns: ns, kube: kubernetes.NewForConfigOrDie(cp.ImpersonatingConfig("bob", testenv.Users["bob"]...)),
 		dyn: dynamic.NewForConfigOrDie(cp.ImpersonatingConfig("bob", testenv.Users["bob"]...))}
 	testenv.Eventually(t, time.Minute, "bob's Role in force", func() (bool, string) {
@@ -73,7 +73,7 @@ func waitReadyReason(t *testing.T, d *testenv.Daemon, gvr schema.GroupVersionRes
 	t.Helper()
 	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig())
 	var msg string
-	testenv.Eventually(t, time.Minute, fmt.Sprintf("%s %s/%s Ready: %s", gvr.Resource, ns, name, reason), func() (bool, string) {
+	testenv.Eventually(t, 2*time.Minute, fmt.Sprintf("%s %s/%s Ready: %s", gvr.Resource, ns, name, reason), func() (bool, string) {
 		u, err := dyn.Resource(gvr).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -193,4 +193,76 @@ func waitEventOn(t testing.TB, d *testenv.Daemon, ns, kind, name, reason string)
 		}
 		return false, fmt.Sprintf("%d events", len(events.Items))
 	}, d.FailFast())
+}
+
+// TestRulesReadOnlyWhatTheirServiceAccountMay: bob may create Secrets in tn-s but not read them.
+// With a repository, credentials, an age key and a destination of his own he points a WatchRule at
+// secrets: on main, tn-s's Secret db-pass arrived in his repository and his key decrypted it. With
+// --default-service-account=default the rule acts with the rights of tn-s's default ServiceAccount,
+// which may not list Secrets: refused, visibly, nothing written. A rule naming a ServiceAccount
+// that may read them mirrors them; taking that one's Role away refuses the rule again (within the
+// recheck), and what was written stays.
+func TestRulesReadOnlyWhatTheirServiceAccountMay(t *testing.T) {
+	const ns = "tn-s"
+	ctx := context.Background()
+	srv := testenv.MustGitServer(t, "bob", "bobpw", "state")
+	admin := kubernetes.NewForConfigOrDie(cp.AdminConfig())
+	if err := crds.Install(ctx, cp.AdminConfig(), discardLogger()); err != nil {
+		t.Fatal(err)
+	}
+	bob := newTenant(t, ns, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}})
+	if _, err := admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-pass"},
+		StringData: map[string]string{"password": "s3cr3t-of-tn-s"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, t.TempDir(), "--git-batch-quiet-ms", "200", "--default-service-account", "default")
+
+	key := newAgeIdentity(t)
+	if _, err := bob.kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git"},
+		StringData: map[string]string{"username": "bob", "password": "bobpw"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bob.create(crds.GitRepoConfigs, &crds.GitRepoConfig{ObjectMeta: metav1.ObjectMeta{Name: "loot"},
+		Spec: crds.GitRepoConfigSpec{RepoURL: srv.RepoURL("state"), AllowedBranches: []string{"main"}, SecretRef: &crds.LocalReference{Name: "git"}}})
+	bob.create(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "loot"},
+		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "loot"}, Branch: "main", BaseFolder: "loot",
+			Encryption: &crds.Encryption{Provider: crds.EncryptionSOPS, Age: &crds.AgeRecipients{Recipients: []string{key.Recipient().String()}}}}})
+	bob.create(crds.WatchRules, &crds.WatchRule{ObjectMeta: metav1.ObjectMeta{Name: "secrets"},
+		Spec: crds.WatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "loot"}, Rules: []crds.ResourceRule{{Resources: []string{"secrets", "configmaps"}}}}})
+	bob.configMap("marker")
+	file := "loot/" + ns + "/secrets/db-pass.yaml"
+
+	msg := waitReadyReason(t, d, crds.WatchRules, ns, "secrets", "ServiceAccountNotAllowed")
+	if !strings.Contains(msg, "system:serviceaccount:tn-s:default") || !strings.Contains(msg, "secrets") {
+		t.Errorf("the refusal does not say who may not read what: %s", msg)
+	}
+	waitEventOn(t, d, ns, crds.KindWatchRule, "secrets", "ServiceAccountNotAllowed")
+	if ok, _ := remoteHas(srv, file)(); ok {
+		t.Fatalf("tn-s's Secret reached bob's repository")
+	}
+	if got := d.Metric(t, `gitops_reverser_rules_refused{reason="ServiceAccountNotAllowed"}`); got != 1 {
+		t.Errorf("rules_refused{reason=ServiceAccountNotAllowed} = %v, want 1", got)
+	}
+
+	// A ServiceAccount that may read both, named by the rule: now it mirrors.
+	bindRole(t, admin, ns, "reader", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"list", "watch"}}},
+		"system:serviceaccount:"+ns+":reader")
+	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reader"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	adminPatch(t, crds.WatchRules, ns, "secrets", `{"spec":{"serviceAccountName":"reader"}}`)
+	testenv.Eventually(t, time.Minute, "the Secret, read with the reader's rights", remoteHas(srv, file), d.FailFast())
+	got, err := decryptedData(t, srv, file, key)
+	if err != nil || string(got["password"]) != "s3cr3t-of-tn-s" {
+		t.Fatalf("sops -d gives %v (%v)", got, err)
+	}
+
+	// Taking the reader's rights away counts at the next recheck: refused again, the file stays.
+	if err := admin.RbacV1().RoleBindings(ns).Delete(ctx, "reader", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitReadyReason(t, d, crds.WatchRules, ns, "secrets", "ServiceAccountNotAllowed")
+	if ok, _ := remoteHas(srv, file)(); !ok {
+		t.Errorf("a refusal deleted %s from Git", file)
+	}
 }

@@ -27,6 +27,9 @@ type Mirror struct {
 	// ReferencesRefused counts the references into another namespace that its object does not
 	// admit (spec.accessPolicy, --cross-namespace-refs), by the referring kind.
 	ReferencesRefused *prometheus.GaugeVec
+	// RulesRefused counts the WatchRules refused because the ServiceAccount they act as may not
+	// read what they select, by reason.
+	RulesRefused *prometheus.GaugeVec
 }
 
 func newMirror(reg prometheus.Registerer) *Mirror {
@@ -50,6 +53,8 @@ func newMirror(reg prometheus.Registerer) *Mirror {
 			Help: "Git workers (one per repository and branch) currently committing or pushing."}),
 		ReferencesRefused: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "references_refused",
 			Help: "References into another namespace refused because the object referred to does not admit them, by referring kind."}, []string{"kind"}),
+		RulesRefused: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "rules_refused",
+			Help: "WatchRules refused because the ServiceAccount they act as may not list and watch what they select, by reason."}, []string{"reason"}),
 		Watches: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "watches",
 			Help: "Resources being listed and watched: one per resource and namespace scope selected by the rules."}),
 		QueueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "repo_branch_queue_depth",
@@ -65,6 +70,6 @@ func newMirror(reg prometheus.Registerer) *Mirror {
 	}
 	m.SigningKeysInvalid = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "signing_keys_invalid",
 		Help: "GitRepoConfigs that ask for signed commits but whose signing key Secret is missing or holds no usable key; their status says why."})
-	reg.MustRegister(m.ActiveWorkers, m.Watches, m.QueueDepth, m.QueueCoalesced, m.ChangesSkipped, m.SigningKeysInvalid, m.ReferencesRefused)
+	reg.MustRegister(m.ActiveWorkers, m.Watches, m.QueueDepth, m.QueueCoalesced, m.ChangesSkipped, m.SigningKeysInvalid, m.ReferencesRefused, m.RulesRefused)
 	return m
 }

@@ -90,31 +90,39 @@ func (m *Manager) refusedDestination(from string, dest *destination) string {
 	return m.refusal("spec.destinationRef", from, crds.KindGitDestination, dest.obj.Namespace, dest.obj.Name, dest.obj.Spec.AccessPolicy)
 }
 
-// refusals are the references one reconcile refused, by uid of the referring object, and their
-// count by kind.
+// refusals are the references and rules one reconcile refused, by uid of the referring object,
+// the references' count by kind, and the rules refused for their ServiceAccount's rights.
 type refusals struct {
-	messages map[string]string
-	byKind   map[string]int
+	messages      map[string]string
+	byKind        map[string]int
+	serviceAccess int
 }
 
-// tell records a refused reference of obj; a Warning Event says it the first time (and again when
-// the refusal changes). One admitted since is forgotten, so a later refusal is told again.
+// tell records a refused reference of obj, or a rule refused for its ServiceAccount's rights; a
+// Warning Event says it the first time (and again when the refusal changes). One admitted since is
+// forgotten, so a later refusal is told again.
 func (m *Manager) tell(r *refusals, kind string, obj metav1.Object, cond condition) {
-	if cond.reason != ReasonReferenceNotAllowed {
+	switch cond.reason {
+	case ReasonReferenceNotAllowed:
+		r.byKind[kind]++
+	case ReasonServiceAccountNotAllowed:
+		r.serviceAccess++
+	default:
 		return
 	}
 	uid := string(obj.GetUID())
 	r.messages[uid] = cond.message
-	r.byKind[kind]++
 	if m.refused[uid] != cond.message {
-		m.reporter.recorder.Event(crds.ObjectReference(kind, obj), corev1.EventTypeWarning, ReasonReferenceNotAllowed, cond.message)
+		m.reporter.recorder.Event(crds.ObjectReference(kind, obj), corev1.EventTypeWarning, cond.reason, cond.message)
 	}
 }
 
-// keep makes r what the next reconcile compares with, and sets references_refused.
+// keep makes r what the next reconcile compares with, and sets references_refused and
+// rules_refused.
 func (m *Manager) keep(r *refusals) {
 	m.refused = r.messages
 	for _, kind := range []string{crds.KindGitDestination, crds.KindWatchRule} {
 		m.opts.Metrics.ReferencesRefused.WithLabelValues(kind).Set(float64(r.byKind[kind]))
 	}
+	m.opts.Metrics.RulesRefused.WithLabelValues(ReasonServiceAccountNotAllowed).Set(float64(r.serviceAccess))
 }

@@ -70,6 +70,9 @@ type Options struct {
 	// CrossNamespaceRefs says whether a GitDestination may use a GitRepoConfig, and a WatchRule a
 	// GitDestination, of another namespace: with its consent ("" or consent), or never (deny).
 	CrossNamespaceRefs CrossNamespaceRefs
+	// DefaultServiceAccount is the ServiceAccount, in each WatchRule's namespace, that bounds what
+	// a rule naming none may mirror; "" lets such rules read with the daemon's rights.
+	DefaultServiceAccount string
 	// Writable, if set, holds the first reconcile (and so every watcher) until it is closed: the
 	// daemon closes it once the files of waiting proposals are held. Nil writes at once.
 	Writable <-chan struct{}
@@ -116,6 +119,7 @@ type Manager struct {
 	dests      []*destination              // as the last reconcile resolved them
 	sopsRules  map[string]string           // the .sops.yaml last handed to each destination's worker, by destination
 	refused    map[string]string           // the refusal last told as an Event, by uid of the referring object
+	access     *access                     // what the rules' ServiceAccounts may read
 	namespaces cache.SharedIndexInformer   // for the namespaceSelector of accessPolicies; nil until one is met
 	// cacheNamespaces starts namespaces, once; set by Run.
 	cacheNamespaces func()
@@ -158,6 +162,7 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 		progress:  map[string]crds.GitProgress{},
 		sopsRules: map[string]string{},
 		refused:   map[string]string{},
+		access:    newAccess(dyn),
 	}, nil
 }
 
@@ -233,6 +238,8 @@ func (m *Manager) Run(ctx context.Context) error {
 	defer refresh.Stop()
 	progress := time.NewTicker(progressInterval)
 	defer progress.Stop()
+	recheck := time.NewTicker(accessRecheck)
+	defer recheck.Stop()
 	m.poke()
 	retry := time.NewTimer(0)
 	<-retry.C
@@ -247,6 +254,10 @@ func (m *Manager) Run(ctx context.Context) error {
 		case <-refresh.C:
 			m.rediscover(ctx)
 			m.opts.Repos.Recheck()
+		case <-recheck.C:
+			if !m.access.used() {
+				continue // no rule acts as a ServiceAccount: nothing to ask again
+			}
 		case <-progress.C:
 			if err := m.reportProgress(ctx, m.dests); err != nil {
 				m.opts.Log.Warn("report the Git progress of destinations", "err", err)

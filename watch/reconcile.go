@@ -35,6 +35,7 @@ func (s *watcherSpec) signature() string {
 // reconcile brings workers and watchers in line with the configuration and reports status.
 func (m *Manager) reconcile(ctx context.Context) error {
 	repos := m.resolveRepos(ctx)
+	m.access.forget()
 	refused := &refusals{messages: map[string]string{}, byKind: map[string]int{}}
 	dests := resolveDestinations(list[crds.GitDestination](m, crds.GitDestinations), repos, m.refusal)
 	m.resolveEncryption(ctx, dests)
@@ -55,7 +56,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		if why := m.refusedDestination(r.Namespace, dest); why != "" {
 			cond = notReady(ReasonReferenceNotAllowed, "%s", why)
 		} else {
-			cond = m.addRule(ctx, specs, ruleRef{crds.KindWatchRule, &r.ObjectMeta}, rules, dest)
+			cond = m.addRule(ctx, specs, ruleRef{crds.KindWatchRule, &r.ObjectMeta, m.serviceAccountOf(r)}, rules, dest)
 		}
 		m.tell(refused, crds.KindWatchRule, r, cond)
 		errs = append(errs, m.reporter.report(ctx, watchRuleKind, r, r.Status, cond))
@@ -66,7 +67,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 			rules[i] = ruleSpec{ResourceRule: rr.ResourceRule, clusterScoped: rr.Scope == crds.ScopeCluster}
 		}
 		dest := byName[r.Spec.DestinationRef.NamespaceOr(r.Namespace)+"/"+r.Spec.DestinationRef.Name]
-		cond := m.addRule(ctx, specs, ruleRef{crds.KindClusterWatchRule, &r.ObjectMeta}, rules, dest)
+		cond := m.addRule(ctx, specs, ruleRef{kind: crds.KindClusterWatchRule, meta: &r.ObjectMeta}, rules, dest)
 		errs = append(errs, m.reporter.report(ctx, clusterWatchRuleKind, r, r.Status, cond))
 	}
 	for _, d := range dests {
@@ -164,6 +165,9 @@ func (m *Manager) publishSelections(specs map[string]*watcherSpec) {
 type ruleRef struct {
 	kind string
 	meta *metav1.ObjectMeta
+	// serviceAccount is the ServiceAccount of the rule's namespace whose rights bound what it
+	// mirrors; "" for the daemon's own.
+	serviceAccount string
 }
 
 // addRule expands one rule for its destination into specs and returns the rule's condition.
@@ -180,6 +184,11 @@ func (m *Manager) addRule(ctx context.Context, specs map[string]*watcherSpec, re
 	}
 	if len(sels) == 0 {
 		return notReady("NothingSelected", "no served resource matches the rules (yet); discovery is refreshed every %s", m.opts.DiscoveryRefresh)
+	}
+	if ref.serviceAccount != "" {
+		if why := m.access.unreadable(ctx, ref.meta.Namespace, ref.serviceAccount, sels); why != "" {
+			return notReady(ReasonServiceAccountNotAllowed, "%s", why)
+		}
 	}
 	names := make([]string, 0, len(sels))
 	for _, sel := range sels {
