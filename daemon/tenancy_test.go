@@ -69,7 +69,7 @@ func (tn *tenant) configMap(name string) {
 }
 
 // waitReady waits until the object's Ready condition has reason, and returns its message.
-func waitReadyReason(t *testing.T, d *testenv.Daemon, gvr schema.GroupVersionResource, ns, name, reason string) string {
+func waitReadyReason(t testing.TB, d *testenv.Daemon, gvr schema.GroupVersionResource, ns, name, reason string) string {
 	t.Helper()
 	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig())
 	var msg string

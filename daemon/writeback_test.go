@@ -500,9 +500,23 @@ func destroyWaits(w *wbWorld) {
 }
 
 // guardRails: one commit with a file for every input write-back refuses. Each is reported in
-// the SyncRun (and counted), none becomes a proposal.
+// the SyncRun (and counted), none becomes a proposal. A WatchRule of another namespace that
+// points at the destination without its consent does not widen what write-back may change.
 func guardRails(w *wbWorld) {
 	t := w.t
+	outsider := w.ns + "-outsider"
+	if _, err := w.kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: outsider}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	reach, err := crds.ToUnstructured(&crds.WatchRule{ObjectMeta: metav1.ObjectMeta{Name: "reach", Namespace: outsider},
+		Spec: crds.WatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "dest", Namespace: w.ns}, Rules: []crds.ResourceRule{{Resources: []string{"configmaps"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.dyn.Resource(crds.WatchRules).Namespace(outsider).Create(context.Background(), reach, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitReadyReason(t, w.d, crds.WatchRules, outsider, "reach", crds.ReasonReferenceNotAllowed)
 	before := metricSum(t, w.d, "gitops_reverser_proposals_refused_total")
 	cm := func(ns, name string) string {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  k: v\n", name, ns)
@@ -512,6 +526,7 @@ func guardRails(w *wbWorld) {
 		layout.Path("live", "", "secrets", w.ns, "creds"):       {"apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: " + w.ns + "\nstringData:\n  password: hunter2\n", "Secret"},
 		layout.Path("live", "", "services", w.ns, "svc"):        {"apiVersion: v1\nkind: Service\nmetadata:\n  name: svc\n  namespace: " + w.ns + "\nspec:\n  ports:\n  - port: 80\n", "NotSelected"},
 		layout.Path("live", "", "configmaps", "elsewhere", "x"): {cm("elsewhere", "x"), "NotSelected"},
+		layout.Path("live", "", "configmaps", outsider, "x"):    {cm(outsider, "x"), "NotSelected"},
 		w.cmPath("huge"):     {cm(w.ns, "huge") + "  big: " + strings.Repeat("x", 1<<20) + "\n", "TooLarge"},
 		w.cmPath("two"):      {cm(w.ns, "two") + "---\n" + cm(w.ns, "three"), "MultipleDocuments"},
 		w.cmPath("broken"):   {"apiVersion: v1\nkind: [ConfigMap\n", "Unparseable"},
