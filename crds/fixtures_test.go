@@ -60,6 +60,10 @@ func condition(typ string, generation int64) metav1.Condition {
 // schema lacks would be pruned (or, with strict field validation, rejected).
 func fullFixtures(namespace string) []fixture {
 	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: namespace} }
+	selector := metav1.LabelSelector{
+		MatchLabels:      map[string]string{"app.kubernetes.io/part-of": "shop"},
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"scratch"}}},
+	}
 	rule := crds.ResourceRule{
 		Operations:  []crds.Operation{crds.OperationCreate, crds.OperationUpdate, crds.OperationDelete},
 		APIGroups:   []string{"", "apps"},
@@ -69,6 +73,7 @@ func fullFixtures(namespace string) []fixture {
 			"system:serviceaccount:argocd:*"},
 		ExcludeFieldManagers: []string{"kustomize-controller", "helm*"},
 		KeepGenerated:        true,
+		ObjectSelector:       &selector,
 	}
 	return []fixture{
 		{kind: crds.KindGitRepoConfig, gvr: crds.GitRepoConfigs, obj: &crds.GitRepoConfig{
@@ -115,7 +120,7 @@ func fullFixtures(namespace string) []fixture {
 			Spec: crds.ClusterWatchRuleSpec{
 				DestinationRef: crds.NamespacedReference{Name: "dest", Namespace: namespace},
 				Rules: []crds.ClusterResourceRule{
-					{ResourceRule: rule, Scope: crds.ScopeNamespaced},
+					{ResourceRule: rule, Scope: crds.ScopeNamespaced, NamespaceSelector: &selector},
 					{ResourceRule: crds.ResourceRule{Resources: []string{"namespaces"}}, Scope: crds.ScopeCluster},
 				},
 			},

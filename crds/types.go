@@ -306,6 +306,9 @@ type ResourceRule struct {
 	// ConfigMaps kube-root-ca.crt, the default ServiceAccount of each namespace, objects with a
 	// controller ownerReference, and RBAC objects annotated rbac.authorization.kubernetes.io/autoupdate: "true".
 	KeepGenerated bool `json:"keepGenerated,omitempty"`
+	// ObjectSelector selects, of the resources the rule matches, only the objects whose labels
+	// match it; nil selects them all. An object that stops matching leaves Git as a delete would.
+	ObjectSelector *metav1.LabelSelector `json:"objectSelector,omitempty"`
 }
 
 // WatchRule selects namespaced resources in its own namespace for one GitDestination.
@@ -343,6 +346,9 @@ const (
 type ClusterResourceRule struct {
 	ResourceRule `json:",inline"`
 	Scope        RuleScope `json:"scope"`
+	// NamespaceSelector selects, of a Namespaced rule's resources, only the objects in namespaces
+	// whose labels match it; nil selects every namespace.
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 }
 
 // ClusterWatchRule selects cluster-scoped and/or namespaced resources in every namespace.

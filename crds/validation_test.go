@@ -38,6 +38,11 @@ func watchRule(rules []crds.ResourceRule) *crds.WatchRule {
 	}
 }
 
+// ruleSelecting is a WatchRule whose rule selects objects by sel.
+func ruleSelecting(sel *metav1.LabelSelector) *crds.WatchRule {
+	return watchRule([]crds.ResourceRule{{Resources: []string{"configmaps"}, ObjectSelector: sel}})
+}
+
 // ruleActingAs is a WatchRule that acts as the ServiceAccount sa.
 func ruleActingAs(sa string) *crds.WatchRule {
 	r := watchRule([]crds.ResourceRule{{Resources: []string{"configmaps"}}})
@@ -191,6 +196,24 @@ func TestInvalidObjectsRejected(t *testing.T) {
 			r.Spec.AccessPolicy = &crds.AccessPolicy{Namespaces: []string{""}}
 			return r
 		}(), []string{"spec.accessPolicy.namespaces[0]"}},
+		// spec.rules[].objectSelector and namespaceSelector
+		{"objectSelector In without values", ruleSelecting(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn}}}),
+			[]string{"spec.rules[0].objectSelector.matchExpressions[0]", "In and NotIn need values"}},
+		{"objectSelector key not a label key", ruleSelecting(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "not a key!", Operator: metav1.LabelSelectorOpExists}}}),
+			[]string{"spec.rules[0].objectSelector.matchExpressions[0].key"}},
+		{"objectSelector matchLabels key not a label key", ruleSelecting(&metav1.LabelSelector{MatchLabels: map[string]string{"a/b/c": "x"}}),
+			[]string{"spec.rules[0].objectSelector.matchLabels", "a label key"}},
+		{"objectSelector value not a label value", ruleSelecting(&metav1.LabelSelector{MatchLabels: map[string]string{"app": "-bad-"}}),
+			[]string{"spec.rules[0].objectSelector.matchLabels.app"}},
+		{"objectSelector accepted", ruleSelecting(&metav1.LabelSelector{MatchLabels: map[string]string{"example.com/app": "shop"},
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpDoesNotExist}}}), nil},
+		{"namespaceSelector on a Cluster rule", clusterWatchRule(destRef, []crds.ClusterResourceRule{{Scope: crds.ScopeCluster,
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}}}), []string{"spec.rules[0]", "needs scope Namespaced"}},
+		{"namespaceSelector Exists with values", clusterWatchRule(destRef, []crds.ClusterResourceRule{{Scope: crds.ScopeNamespaced,
+			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpExists, Values: []string{"a"}}}}}}),
+			[]string{"spec.rules[0].namespaceSelector.matchExpressions[0]", "Exists and DoesNotExist take none"}},
+		{"namespaceSelector accepted", clusterWatchRule(destRef, []crds.ClusterResourceRule{{Scope: crds.ScopeNamespaced,
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}}}), nil},
 		{"serviceAccountName not a name", ruleActingAs("team-b/reader"), []string{"spec.serviceAccountName"}},
 		{"serviceAccountName accepted", ruleActingAs("mirror-reader"), nil},
 		{"accessPolicy accepted", destinationAdmitting(metav1.LabelSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"x"}}), nil},

@@ -5,8 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configbutler/gitops-reverser/crds"
@@ -68,17 +66,10 @@ func (m *Manager) admitted(from string, policy *crds.AccessPolicy) bool {
 	if err != nil {
 		return false // the apiserver's schema refuses most; what it lets through admits nobody
 	}
-	var set labels.Set
-	if m.cacheNamespaces != nil {
-		m.cacheNamespaces()
+	if !m.namespacesCached() {
+		return false // not cached (yet): the cache reconciles again once it has filled
 	}
-	if m.namespaces == nil {
-		return false // not cached (yet): its Add events reconcile again
-	}
-	if item, ok, _ := m.namespaces.GetStore().GetByKey(from); ok {
-		set = item.(*unstructured.Unstructured).GetLabels()
-	}
-	return sel.Matches(set)
+	return sel.Matches(m.namespaceLabels(from))
 }
 
 // refusedDestination says why a WatchRule of namespace from may not write into dest ("" when it

@@ -196,9 +196,10 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.informers[gvr] = inf
 		informers.Go(func() { inf.RunWithContext(ctx) })
 	}
-	// Namespaces are cached for the namespaceSelector of accessPolicies, from the first reconcile
-	// that meets one: a relabelled namespace is then admitted or refused at once. Without such a
-	// selector they cost nothing. The mirror never waits for them.
+	// Namespaces are cached for the namespaceSelector of accessPolicies and ClusterWatchRules,
+	// from the first reconcile that meets one: a relabelled namespace is then admitted or refused,
+	// selected or not, at once. Without such a selector they cost nothing. Only the rules that
+	// select by namespace labels wait for them.
 	var startNamespaces sync.Once
 	m.cacheNamespaces = func() {
 		startNamespaces.Do(func() {
@@ -217,6 +218,11 @@ func (m *Manager) Run(ctx context.Context) error {
 			}
 			m.namespaces = inf
 			informers.Go(func() { inf.RunWithContext(ctx) })
+			informers.Go(func() {
+				if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+					m.poke() // what waited for the labels goes on
+				}
+			})
 		})
 	}
 	discovered := make(chan struct{})

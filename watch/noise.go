@@ -13,14 +13,20 @@ import (
 )
 
 // filter is what a destination's rules leave out of a resource: changes made only by excluded
-// users or field managers, and, unless kept, the objects the cluster generates itself.
+// users or field managers, unless kept, the objects the cluster generates itself, and the objects
+// outside their label selectors.
 type filter struct {
 	excludeUsers, excludeFieldManagers []string
 	keepGenerated                      bool
+	scopes                             labelScopes // nil selects every object
 }
 
-func filterOf(r crds.ResourceRule) filter {
-	return filter{excludeUsers: r.ExcludeUsers, excludeFieldManagers: r.ExcludeFieldManagers, keepGenerated: r.KeepGenerated}
+func filterOf(r crds.ResourceRule, scope labelScope) filter {
+	f := filter{excludeUsers: r.ExcludeUsers, excludeFieldManagers: r.ExcludeFieldManagers, keepGenerated: r.KeepGenerated}
+	if !scope.all() {
+		f.scopes = labelScopes{scope}
+	}
+	return f
 }
 
 // and combines the filters of two rules that select the same resource for a destination: each
@@ -39,12 +45,13 @@ func (f filter) and(g filter) filter {
 		excludeUsers:         both(f.excludeUsers, g.excludeUsers),
 		excludeFieldManagers: both(f.excludeFieldManagers, g.excludeFieldManagers),
 		keepGenerated:        f.keepGenerated || g.keepGenerated,
+		scopes:               f.scopes.union(g.scopes),
 	}
 }
 
 // String identifies the filter in a watcher's signature, so a changed rule restarts its watcher.
 func (f filter) String() string {
-	return fmt.Sprintf("%s|%s|%t", strings.Join(f.excludeUsers, ","), strings.Join(f.excludeFieldManagers, ","), f.keepGenerated)
+	return fmt.Sprintf("%s|%s|%t|%s", strings.Join(f.excludeUsers, ","), strings.Join(f.excludeFieldManagers, ","), f.keepGenerated, f.scopes)
 }
 
 // excludes tells why a change made by user (the webhook's credit, "" when unknown) and the

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,8 +27,8 @@ type watcherSpec struct {
 func (s *watcherSpec) signature() string {
 	parts := []string{s.sel.GVR.String(), s.sel.Namespace}
 	for _, t := range s.targets {
-		parts = append(parts, fmt.Sprintf("%s|%s|%d|%s|%s|%s", t.destination, t.baseFolder, t.ops, gitops.WorkerKey(t.url, t.branch),
-			strings.Join(t.recipients, ","), t.filter))
+		parts = append(parts, fmt.Sprintf("%s|%s|%d|%s|%s|%s|%s", t.destination, t.baseFolder, t.ops, gitops.WorkerKey(t.url, t.branch),
+			strings.Join(t.recipients, ","), t.filter, t.namespaces))
 	}
 	return strings.Join(parts, "\x00")
 }
@@ -48,13 +49,18 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	var errs []error
 	for _, r := range list[crds.WatchRule](m, crds.WatchRules) {
 		rules := make([]ruleSpec, len(r.Spec.Rules))
+		var invalid error
 		for i, rr := range r.Spec.Rules {
-			rules[i] = ruleSpec{ResourceRule: rr, namespace: r.Namespace}
+			scope, err := scopeOf(rr.ObjectSelector, nil)
+			invalid = cmp.Or(invalid, ruleError(i, err))
+			rules[i] = ruleSpec{ResourceRule: rr, namespace: r.Namespace, scope: scope}
 		}
 		dest := byName[r.Spec.DestinationRef.NamespaceOr(r.Namespace)+"/"+r.Spec.DestinationRef.Name]
 		var cond condition
 		if why := m.refusedDestination(r.Namespace, dest); why != "" {
 			cond = notReady(ReasonReferenceNotAllowed, "%s", why)
+		} else if invalid != nil {
+			cond = notReady("InvalidSelector", "%v", invalid)
 		} else {
 			cond = m.addRule(ctx, specs, ruleRef{crds.KindWatchRule, &r.ObjectMeta, m.serviceAccountOf(r)}, rules, dest)
 		}
@@ -63,17 +69,24 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	}
 	for _, r := range list[crds.ClusterWatchRule](m, crds.ClusterWatchRules) {
 		rules := make([]ruleSpec, len(r.Spec.Rules))
+		var invalid error
 		for i, rr := range r.Spec.Rules {
-			rules[i] = ruleSpec{ResourceRule: rr.ResourceRule, clusterScoped: rr.Scope == crds.ScopeCluster}
+			scope, err := scopeOf(rr.ObjectSelector, rr.NamespaceSelector)
+			invalid = cmp.Or(invalid, ruleError(i, err))
+			rules[i] = ruleSpec{ResourceRule: rr.ResourceRule, clusterScoped: rr.Scope == crds.ScopeCluster, scope: scope}
 		}
 		dest := byName[r.Spec.DestinationRef.NamespaceOr(r.Namespace)+"/"+r.Spec.DestinationRef.Name]
-		cond := m.addRule(ctx, specs, ruleRef{kind: crds.KindClusterWatchRule, meta: &r.ObjectMeta}, rules, dest)
+		cond := notReady("InvalidSelector", "%v", invalid)
+		if invalid == nil {
+			cond = m.addRule(ctx, specs, ruleRef{kind: crds.KindClusterWatchRule, meta: &r.ObjectMeta}, rules, dest)
+		}
 		errs = append(errs, m.reporter.report(ctx, clusterWatchRuleKind, r, r.Status, cond))
 	}
 	for _, d := range dests {
 		m.tell(refused, crds.KindGitDestination, d.obj, d.cond)
 	}
 	m.keep(refused)
+	m.matchNamespaces(specs)
 	m.applyWatchers(ctx, dests, specs)
 	m.writeCreationRules(dests)
 	m.publishSelections(specs)
@@ -184,6 +197,9 @@ func (m *Manager) addRule(ctx context.Context, specs map[string]*watcherSpec, re
 	}
 	if len(sels) == 0 {
 		return notReady("NothingSelected", "no served resource matches the rules (yet); discovery is refreshed every %s", m.opts.DiscoveryRefresh)
+	}
+	if slices.ContainsFunc(rules, func(r ruleSpec) bool { return r.scope.namespaces != nil }) && !m.namespacesCached() {
+		return notReady("NamespacesNotCached", "waiting for the namespaces' labels, which the rules' namespaceSelector needs")
 	}
 	if ref.serviceAccount != "" {
 		if why := m.access.unreadable(ctx, ref.meta.Namespace, ref.serviceAccount, sels); why != "" {
@@ -303,6 +319,7 @@ func (m *Manager) startWatcher(ctx context.Context, s *watcherSpec) *running {
 	if s.sel.Namespace != "" {
 		w.client = client.Namespace(s.sel.Namespace)
 	}
+	w.selecting(m.namespaceLabels)
 	dests := make([]string, len(s.targets))
 	for i, t := range s.targets {
 		dests[i] = t.destination

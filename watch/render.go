@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configbutler/gitops-reverser/gitops"
@@ -65,7 +66,7 @@ func (s Selection) covers(gr schema.GroupResource, namespace string) bool {
 // mirror's path (layout.Path of the destination's baseFolder) with the mirror's content (sanitized canonical YAML; a Secret
 // sealed for the destination's recipients), or the file's deletion when live is nil. ok is false when the
 // destination's rules do not select that resource in that namespace, or the mirror would not write
-// it (a generated object the rules leave out, over gitops.MaxFileBytes, a Secret the destination does not encrypt). Safe to call from any goroutine.
+// it (an object outside the rules' label selectors, a generated object the rules leave out, over gitops.MaxFileBytes, a Secret the destination does not encrypt). Safe to call from any goroutine.
 //
 // Write-back hands back what a Proposal that was not applied leaves: only what the mirror itself
 // would write, so a proposal cannot make Git hold a plain Secret or an object no rule selects.
@@ -93,8 +94,12 @@ func (m *Manager) Render(destination string, gvr schema.GroupVersionResource, na
 		return gitops.Change{}, false, fmt.Errorf("render %s: the live object is %s %s/%s", desc,
 			live.GroupVersionKind().GroupKind(), live.GetNamespace(), live.GetName())
 	}
+	var nsLabels labels.Set
+	if s.sel.filter.scopes.byNamespace() {
+		nsLabels = m.namespaceLabels(namespace) // cached before the rule was admitted
+	}
 	if s.sel.Ops&(opCreate|opUpdate) == 0 || generated(s.sel, live) != "" && !s.sel.filter.keepGenerated ||
-		isSecrets(s.sel) && len(s.recipients) == 0 {
+		isSecrets(s.sel) && len(s.recipients) == 0 || !s.sel.filter.scopes.selects(live.GetLabels(), nsLabels) {
 		return gitops.Change{}, false, nil
 	}
 	content, fits, err := fileContent(sanitize.Object(live.Object))

@@ -90,8 +90,9 @@ type ExpandOptions struct {
 // ruleSpec is a rule of either kind, flattened: which scope it may select from.
 type ruleSpec struct {
 	crds.ResourceRule
-	clusterScoped bool   // selects cluster-scoped resources (ClusterWatchRule scope Cluster)
-	namespace     string // for a WatchRule: its own namespace
+	clusterScoped bool       // selects cluster-scoped resources (ClusterWatchRule scope Cluster)
+	namespace     string     // for a WatchRule: its own namespace
+	scope         labelScope // its objectSelector and namespaceSelector
 }
 
 // expand turns rules into concrete selections against discovery. Secrets are selected only when
@@ -120,7 +121,7 @@ func expand(rules []ruleSpec, resources []APIResource, opts ExpandOptions, encry
 				Namespaced: res.Namespaced,
 				Namespace:  rule.namespace,
 				Ops:        opsOf(rule.Operations),
-				filter:     filterOf(rule.ResourceRule),
+				filter:     filterOf(rule.ResourceRule, rule.scope),
 			})
 		}
 	}

@@ -48,6 +48,9 @@ type target struct {
 	sink        gitops.Sink // that worker: never blocks, so one slow remote holds up no watch
 	recipients  []string    // of a Secrets target: what every file is encrypted for
 	filter      filter      // what the destination's rules leave out
+	// namespaces names the namespaces the filter's namespaceSelectors select now, so a
+	// namespace relabelled in or out restarts the watcher: its re-list writes and deletes.
+	namespaces string
 }
 
 // watcher lists and then watches one resource in one namespace ("" = all namespaces or a
@@ -65,7 +68,8 @@ type watcher struct {
 	log      *slog.Logger
 	skipped  *skipCounts
 
-	seed   maphash.Seed
+	selection watcherSelection
+	seed      maphash.Seed
 	hashes map[string]uint64 // namespace/name → hash of the canonical JSON last sent
 }
 
@@ -125,7 +129,8 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 	}
 	hashes := map[string]uint64{}
 	w.skipped.resetGenerated()
-	opts := metav1.ListOptions{Limit: listPageSize}
+	w.forgetUnselected()
+	opts := metav1.ListOptions{Limit: listPageSize, LabelSelector: w.selection.labelSelector}
 	for {
 		page, err := w.client.List(ctx, opts)
 		if err != nil {
@@ -168,7 +173,7 @@ func (w *watcher) syncOrphans(live []map[string]struct{}) error {
 func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 	timeout := int64(300 + rand.IntN(300)) // spread re-watches of many resources over time
 	stream, err := w.client.Watch(ctx, metav1.ListOptions{
-		ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &timeout,
+		ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &timeout, LabelSelector: w.selection.labelSelector,
 	})
 	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 		return "", errGone
@@ -190,14 +195,14 @@ func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 			continue
 		}
 		rv = obj.GetResourceVersion()
-		if err := w.handle(ev.Type, obj); err != nil {
+		if err := w.handle(ctx, ev.Type, obj); err != nil {
 			return rv, err
 		}
 	}
 	return rv, nil
 }
 
-func (w *watcher) handle(typ watch.EventType, obj *unstructured.Unstructured) error {
+func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstructured.Unstructured) error {
 	k := key(obj)
 	switch typ {
 	case watch.Added, watch.Modified:
@@ -213,14 +218,19 @@ func (w *watcher) handle(typ watch.EventType, obj *unstructured.Unstructured) er
 	case watch.Deleted:
 		w.metrics.ObjectsScanned.Inc()
 		delete(w.hashes, k)
-		credit, _ := w.authors.Author("DELETE", w.groupKind(), obj.GetNamespace(), obj.GetName(), nil)
 		gen := generated(w.sel, obj)
+		var credit *gitops.Credit // asked once a target takes the delete, as in write
 		for i, t := range w.targets {
 			w.skipped.setGenerated(i, k, "")
-			if t.ops&opDelete == 0 || gen != "" && !t.filter.keepGenerated { // a generated object was never written
+			if w.leftOut(i, k) || t.ops&opDelete == 0 || gen != "" && !t.filter.keepGenerated { // never written
 				continue
 			}
-			c := gitops.Change{Path: w.path(t, obj), Credit: credit, Summary: "delete " + w.describe(obj)}
+			if credit == nil {
+				op, canon := w.deletedAs(ctx, obj)
+				c, _ := w.authors.Author(op, w.groupKind(), obj.GetNamespace(), obj.GetName(), canon)
+				credit = &c
+			}
+			c := gitops.Change{Path: w.path(t, obj), Credit: *credit, Summary: "delete " + w.describe(obj)}
 			if err := t.sink.Enqueue(c); err != nil {
 				return err
 			}
@@ -261,12 +271,23 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 			return paths, h, nil // its file, if any, stays as it was
 		}
 	}
+	// Who made the change is asked only once a target takes it: a record taken is gone, and
+	// another watcher of the object (a rule whose labels select it) may need it.
 	var credit gitops.Credit
 	var user string
 	var managers []string
-	if opName != "" && h != skip {
+	asked := false
+	ask := func() {
+		if asked || opName == "" || h == skip {
+			return
+		}
+		asked = true
 		var known bool
-		if credit, known = w.authors.Author(opName, w.groupKind(), obj.GetNamespace(), obj.GetName(), canon); known {
+		credit, known = w.authors.Author(opName, w.groupKind(), obj.GetNamespace(), obj.GetName(), canon)
+		if !known && opName == "CREATE" && w.selection.server != nil { // it may have been relabelled into the selector
+			credit, known = w.authors.Author("UPDATE", w.groupKind(), obj.GetNamespace(), obj.GetName(), canon)
+		}
+		if known {
 			user = credit.Author.Name
 		}
 		managers = newestManagers(obj)
@@ -284,12 +305,25 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 			}
 			continue
 		}
-		if t.ops&op.bits == 0 || h == skip {
+		selected, left := w.selects(i, obj)
+		if !selected {
+			paths[i] = "" // not live: a file of it from before is deleted as an orphan
+		}
+		if !left && (!selected || t.ops&op.bits == 0 || h == skip) {
 			continue
 		}
+		ask()
 		if why := t.filter.excludes(user, managers); why != "" {
 			w.skipped.changeSkipped(i, why)
 			w.metrics.ChangesSkipped.WithLabelValues(why).Inc()
+			continue
+		}
+		if left { // relabelled out of the selection: its file leaves Git as a delete would
+			if t.ops&opDelete != 0 {
+				if err := t.sink.Enqueue(gitops.Change{Path: w.path(t, obj), Credit: credit, Summary: "delete " + w.describe(obj) + " (no longer selected)"}); err != nil {
+					return nil, h, err
+				}
+			}
 			continue
 		}
 		c := gitops.Change{Path: paths[i], Credit: credit, Summary: op.verb + " " + w.describe(obj)}

@@ -148,6 +148,9 @@ type Selection struct {
 	Kind       string
 	Namespaced bool
 	Namespace  string // "" = every namespace (a ClusterWatchRule), or a cluster-scoped resource
+	// InNamespace, when set, says whether the selection covers a namespace by its labels (a
+	// ClusterWatchRule's namespaceSelector); nil covers every one.
+	InNamespace func(namespace string) bool
 }
 
 // selectKind finds the selection of a kind in a namespace ("" for cluster-scoped objects).
@@ -187,7 +190,7 @@ func inScope(s *Selection, namespace string) bool {
 	if !s.Namespaced {
 		return namespace == ""
 	}
-	return namespace != "" && (s.Namespace == "" || s.Namespace == namespace)
+	return namespace != "" && (s.Namespace == "" || s.Namespace == namespace) && (s.InNamespace == nil || s.InNamespace(namespace))
 }
 
 func notSelected(d *dest, group, kind, namespace string) *Refused {

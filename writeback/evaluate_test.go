@@ -14,13 +14,16 @@ import (
 )
 
 // TestSelectionScope: a WatchRule's selection covers its own namespace only, a ClusterWatchRule's
-// every namespace, and a cluster-scoped resource only objects without a namespace.
+// every namespace (or those its namespaceSelector selects), and a cluster-scoped resource only
+// objects without a namespace.
 func TestSelectionScope(t *testing.T) {
 	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	sels := []Selection{
 		{GVR: cms, Kind: "ConfigMap", Namespaced: true, Namespace: "team-a"},
 		{GVR: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, Kind: "Deployment", Namespaced: true},
 		{GVR: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, Kind: "Namespace"},
+		{GVR: schema.GroupVersionResource{Version: "v1", Resource: "services"}, Kind: "Service", Namespaced: true,
+			InNamespace: func(ns string) bool { return ns == "labelled" }},
 	}
 	cases := []struct {
 		group, kind, namespace string
@@ -34,6 +37,8 @@ func TestSelectionScope(t *testing.T) {
 		{"", "Namespace", "", true},
 		{"", "Namespace", "team-a", false},
 		{"", "Secret", "team-a", false},
+		{"", "Service", "labelled", true},
+		{"", "Service", "team-a", false},
 	}
 	for _, tc := range cases {
 		if got := selectKind(sels, tc.group, tc.kind, tc.namespace) != nil; got != tc.selected {
