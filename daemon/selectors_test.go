@@ -70,7 +70,9 @@ func TestSelectorsFollowLabels(t *testing.T) {
 				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "skip", Operator: metav1.LabelSelectorOpDoesNotExist}}}},
 			Scope:             crds.ScopeNamespaced,
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"mirror-ns": "yes"}}}}}})
-	t.Cleanup(func() { _ = dyn.Resource(crds.ClusterWatchRules).Delete(context.Background(), "sel-by-ns", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = dyn.Resource(crds.ClusterWatchRules).Delete(context.Background(), "sel-by-ns", metav1.DeleteOptions{})
+	})
 
 	d := startAttributingDaemon(t, "")
 	waitRegistered(t, d, kube, ns)
@@ -154,4 +156,3 @@ func createAs(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResour
 		t.Fatal(err)
 	}
 }
-

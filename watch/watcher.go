@@ -70,7 +70,7 @@ type watcher struct {
 
 	selection watcherSelection
 	seed      maphash.Seed
-	hashes map[string]uint64 // namespace/name → hash of the canonical JSON last sent
+	hashes    map[string]uint64 // namespace/name → hash of the canonical JSON last sent
 }
 
 // listPageSize is the objects a list reads per request. Every object of a page is decoded at
