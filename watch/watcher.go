@@ -219,18 +219,19 @@ func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstruct
 		w.metrics.ObjectsScanned.Inc()
 		delete(w.hashes, k)
 		gen := generated(w.sel, obj)
-		var credit *gitops.Credit // asked once a target takes the delete, as in write
+		var credit gitops.Credit // asked once a target takes the delete, as in write
+		asked := false
 		for i, t := range w.targets {
 			w.skipped.setGenerated(i, k, "")
 			if w.leftOut(i, k) || t.ops&opDelete == 0 || gen != "" && !t.filter.keepGenerated { // never written
 				continue
 			}
-			if credit == nil {
+			if !asked {
 				op, canon := w.deletedAs(ctx, obj)
-				c, _ := w.authors.Author(op, w.groupKind(), obj.GetNamespace(), obj.GetName(), canon)
-				credit = &c
+				credit, _ = w.authors.Author(op, w.groupKind(), obj.GetNamespace(), obj.GetName(), canon)
+				asked = true
 			}
-			c := gitops.Change{Path: w.path(t, obj), Credit: *credit, Summary: "delete " + w.describe(obj)}
+			c := gitops.Change{Path: w.path(t, obj), Credit: credit, Summary: "delete " + w.describe(obj)}
 			if err := t.sink.Enqueue(c); err != nil {
 				return err
 			}
