@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/sanitize"
 )
 
@@ -83,21 +84,27 @@ func (w *watcher) leftOut(i int, k string) bool {
 	return out
 }
 
-// deletedAs is the operation a DELETED event stands for, and the canonical JSON to credit it by.
-// The apiserver says DELETED, with the object as it last matched, both for a delete and for an
-// object relabelled out of its selector: one still there was updated, not deleted (a read per
-// DELETED event, only where the apiserver applies a selector).
-func (w *watcher) deletedAs(ctx context.Context, obj *unstructured.Unstructured) (string, []byte) {
-	if w.selection.server == nil {
-		return "DELETE", nil
+// deleteCredit is who made the change a DELETED event stands for. The apiserver says DELETED,
+// with the object as it last matched, both for a delete and for an object relabelled out of the
+// selector it applies. Without a record of a delete, one still there was relabelled: it is read
+// back (once per such event, only while attribution is on) to credit whoever updated it.
+func (w *watcher) deleteCredit(ctx context.Context, obj *unstructured.Unstructured) gitops.Credit {
+	gk, ns, name := w.groupKind(), obj.GetNamespace(), obj.GetName()
+	credit, known := w.authors.Author("DELETE", gk, ns, name, nil)
+	if _, off := w.authors.(noAuthors); known || off || w.selection.server == nil {
+		return credit
 	}
-	now, err := w.client.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	// Not older than the event: the apiserver answers from its watch cache, not from etcd.
+	now, err := w.client.Get(ctx, name, metav1.GetOptions{ResourceVersion: obj.GetResourceVersion()})
 	if err != nil || w.selection.server.Matches(labels.Set(now.GetLabels())) {
-		return "DELETE", nil
+		return credit
 	}
 	canon, err := sanitize.JSON(sanitize.Object(now.Object))
 	if err != nil {
-		return "UPDATE", nil
+		return credit
 	}
-	return "UPDATE", canon
+	if updated, ok := w.authors.Author("UPDATE", gk, ns, name, canon); ok {
+		return updated
+	}
+	return credit
 }

@@ -227,9 +227,7 @@ func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstruct
 				continue
 			}
 			if !asked {
-				op, canon := w.deletedAs(ctx, obj)
-				credit, _ = w.authors.Author(op, w.groupKind(), obj.GetNamespace(), obj.GetName(), canon)
-				asked = true
+				credit, asked = w.deleteCredit(ctx, obj), true
 			}
 			c := gitops.Change{Path: w.path(t, obj), Credit: credit, Summary: "delete " + w.describe(obj)}
 			if err := t.sink.Enqueue(c); err != nil {
