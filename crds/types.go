@@ -329,7 +329,7 @@ type WatchRuleSpec struct {
 	// ServiceAccountName names a ServiceAccount of the rule's namespace whose rights bound what
 	// the rule mirrors: it must be allowed to list and watch every resource the rules select.
 	// Empty means the daemon's --default-service-account (when that is empty too, the daemon's
-	// own rights).
+	// own rights, except for Secrets, which a rule mirrors only as a ServiceAccount).
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"filippo.io/age"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -101,8 +102,12 @@ func TestSecretsAreMirroredEncryptedWithSOPS(t *testing.T) {
 	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig())
 	grant(t, kube, ns, "alice")
 	grantEdit(t, kube, ns, "secrets", "alice")
+	// A rule that mirrors Secrets reads them as a ServiceAccount that may.
+	bindRole(t, kube, ns, "secrets-reader", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list", "watch"}}},
+		"system:serviceaccount:"+ns+":secrets-reader")
 	rule, err := crds.ToUnstructured(&crds.WatchRule{ObjectMeta: metav1.ObjectMeta{Name: "secrets", Namespace: ns},
-		Spec: crds.WatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "dest"}, Rules: []crds.ResourceRule{{Resources: []string{"secrets"}}}}})
+		Spec: crds.WatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "dest"}, Rules: []crds.ResourceRule{{Resources: []string{"secrets"}}},
+			ServiceAccountName: "secrets-reader"}})
 	if err != nil {
 		t.Fatal(err)
 	}

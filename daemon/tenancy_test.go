@@ -197,11 +197,12 @@ func waitEventOn(t testing.TB, d *testenv.Daemon, ns, kind, name, reason string)
 
 // TestRulesReadOnlyWhatTheirServiceAccountMay: bob may create Secrets in tn-s but not read them.
 // With a repository, credentials, an age key and a destination of his own he points a WatchRule at
-// secrets: on main, tn-s's Secret db-pass arrived in his repository and his key decrypted it. With
-// --default-service-account=default the rule acts with the rights of tn-s's default ServiceAccount,
-// which may not list Secrets: refused, visibly, nothing written. A rule naming a ServiceAccount
-// that may read them mirrors them; taking that one's Role away refuses the rule again (within the
-// recheck), and what was written stays.
+// secrets: on main, tn-s's Secret db-pass arrived in his repository and his key decrypted it. Now a
+// rule that selects Secrets reads them only as a ServiceAccount that may: bob's rule, naming none,
+// is refused, visibly, nothing written; naming tn-s's default ServiceAccount, which may not list
+// Secrets, it is refused again. A rule naming a ServiceAccount that may read them mirrors them;
+// taking that one's Role away refuses the rule again (within the recheck), and what was written
+// stays. A daemon with --default-service-account uses that one for a rule naming none.
 func TestRulesReadOnlyWhatTheirServiceAccountMay(t *testing.T) {
 	const ns = "tn-s"
 	ctx := context.Background()
@@ -215,7 +216,7 @@ func TestRulesReadOnlyWhatTheirServiceAccountMay(t *testing.T) {
 		StringData: map[string]string{"password": "s3cr3t-of-tn-s"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, t.TempDir(), "--git-batch-quiet-ms", "200", "--default-service-account", "default")
+	d := startDaemon(t, t.TempDir(), "--git-batch-quiet-ms", "200")
 
 	key := newAgeIdentity(t)
 	if _, err := bob.kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git"},
@@ -233,10 +234,18 @@ func TestRulesReadOnlyWhatTheirServiceAccountMay(t *testing.T) {
 	file := "loot/" + ns + "/secrets/db-pass.yaml"
 
 	msg := waitReadyReason(t, d, crds.WatchRules, ns, "secrets", "ServiceAccountNotAllowed")
-	if !strings.Contains(msg, "system:serviceaccount:tn-s:default") || !strings.Contains(msg, "secrets") {
-		t.Errorf("the refusal does not say who may not read what: %s", msg)
+	if !strings.Contains(msg, "spec.serviceAccountName") || !strings.Contains(msg, "Secrets") {
+		t.Errorf("the refusal does not say what to name: %s", msg)
 	}
 	waitEventOn(t, d, ns, crds.KindWatchRule, "secrets", "ServiceAccountNotAllowed")
+	if _, err := bob.dyn.Resource(crds.WatchRules).Namespace(ns).Patch(ctx, "secrets", types.MergePatchType,
+		[]byte(`{"spec":{"serviceAccountName":"default"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "refused for the default ServiceAccount's rights", func() (bool, string) {
+		msg := waitReadyReason(t, d, crds.WatchRules, ns, "secrets", "ServiceAccountNotAllowed")
+		return strings.Contains(msg, "(system:serviceaccount:tn-s:default) may not") && strings.Contains(msg, "list secrets"), msg
+	}, d.FailFast())
 	if ok, _ := remoteHas(srv, file)(); ok {
 		t.Fatalf("tn-s's Secret reached bob's repository")
 	}
@@ -266,4 +275,12 @@ func TestRulesReadOnlyWhatTheirServiceAccountMay(t *testing.T) {
 	if ok, _ := remoteHas(srv, file)(); !ok {
 		t.Errorf("a refusal deleted %s from Git", file)
 	}
+
+	// --default-service-account binds a rule naming none.
+	d.Stop(t)
+	bindRole(t, admin, ns, "reader-again", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"list", "watch"}}},
+		"system:serviceaccount:"+ns+":reader")
+	adminPatch(t, crds.WatchRules, ns, "secrets", `{"spec":{"serviceAccountName":null}}`)
+	d = startDaemon(t, t.TempDir(), "--git-batch-quiet-ms", "200", "--default-service-account", "reader")
+	waitReadyReason(t, d, crds.WatchRules, ns, "secrets", "Watching")
 }

@@ -201,6 +201,11 @@ func (m *Manager) addRule(ctx context.Context, specs map[string]*watcherSpec, re
 	if slices.ContainsFunc(rules, func(r ruleSpec) bool { return r.scope.namespaces != nil }) && !m.namespacesCached() {
 		return notReady("NamespacesNotCached", "waiting for the namespaces' labels, which the rules' namespaceSelector needs")
 	}
+	if ref.kind == crds.KindWatchRule && ref.serviceAccount == "" && slices.ContainsFunc(sels, isSecrets) {
+		return notReady(ReasonServiceAccountNotAllowed, "the rules select Secrets, which the daemon never reads for a WatchRule with its own rights: "+
+			"name a ServiceAccount of namespace %s that may list and watch secrets there in spec.serviceAccountName (or set the daemon's --default-service-account)",
+			ref.meta.Namespace)
+	}
 	if ref.serviceAccount != "" {
 		if why := m.access.unreadable(ctx, ref.meta.Namespace, ref.serviceAccount, sels); why != "" {
 			return notReady(ReasonServiceAccountNotAllowed, "%s", why)
