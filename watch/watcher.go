@@ -305,6 +305,7 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 			continue
 		}
 		selected, left := w.selects(i, obj)
+		left = left && opName != "" // a re-list leaves what it no longer selects to the orphan sync
 		if !selected {
 			paths[i] = "" // not live: a file of it from before is deleted as an orphan
 		}
