@@ -135,7 +135,8 @@ func selections(m *watch.Manager) func(destination string) []writeback.Selection
 		var out []writeback.Selection
 		for _, s := range m.Selections(destination) {
 			out = append(out, writeback.Selection{GVR: s.GVR, Kind: s.Kind, Namespaced: s.Namespaced, Namespace: s.Namespace,
-				InNamespace: func(namespace string) bool { return m.SelectsNamespace(s, namespace) }})
+				InNamespace: func(namespace string) bool { return m.SelectsNamespace(s, namespace) },
+				Labels:      func(namespace string, labels map[string]string) bool { return m.SelectsObject(s, namespace, labels) }})
 		}
 		return out
 	}

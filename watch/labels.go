@@ -177,3 +177,14 @@ func (m *Manager) SelectsNamespace(sel Selection, namespace string) bool {
 	}
 	return sel.filter.scopes.coversNamespace(m.namespaceLabels(namespace)) // cached before the rule was admitted
 }
+
+// SelectsObject reports whether sel, one of Selections' answers, selects an object of namespace
+// with labels objLabels by its rules' label selectors; true without any. Safe to call from any
+// goroutine.
+func (m *Manager) SelectsObject(sel Selection, namespace string, objLabels map[string]string) bool {
+	var nsLabels labels.Set
+	if sel.filter.scopes.byNamespace() {
+		nsLabels = m.namespaceLabels(namespace)
+	}
+	return sel.filter.scopes.selects(objLabels, nsLabels)
+}

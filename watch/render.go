@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configbutler/gitops-reverser/gitops"
@@ -94,12 +93,8 @@ func (m *Manager) Render(destination string, gvr schema.GroupVersionResource, na
 		return gitops.Change{}, false, fmt.Errorf("render %s: the live object is %s %s/%s", desc,
 			live.GroupVersionKind().GroupKind(), live.GetNamespace(), live.GetName())
 	}
-	var nsLabels labels.Set
-	if s.sel.filter.scopes.byNamespace() {
-		nsLabels = m.namespaceLabels(namespace) // cached before the rule was admitted
-	}
 	if s.sel.Ops&(opCreate|opUpdate) == 0 || generated(s.sel, live) != "" && !s.sel.filter.keepGenerated ||
-		isSecrets(s.sel) && len(s.recipients) == 0 || !s.sel.filter.scopes.selects(live.GetLabels(), nsLabels) {
+		isSecrets(s.sel) && len(s.recipients) == 0 || !m.SelectsObject(s.sel, namespace, live.GetLabels()) {
 		return gitops.Change{}, false, nil
 	}
 	content, fits, err := fileContent(sanitize.Object(live.Object))

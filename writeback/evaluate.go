@@ -64,8 +64,12 @@ func (c *Controller) evaluate(ctx context.Context, d *dest, sels []Selection, e 
 	if _, err := CheckPath(d.folder, e.Path, obj, resource); err != nil {
 		return nil, err
 	}
-	if selectKind(sels, gv.Group, obj.GetKind(), obj.GetNamespace()) == nil {
+	sel := selectKind(sels, gv.Group, obj.GetKind(), obj.GetNamespace())
+	if sel == nil {
 		return nil, notSelected(d, gv.Group, obj.GetKind(), obj.GetNamespace())
+	}
+	if !sel.selectsLabels(obj) {
+		return nil, labelsNotSelected(d, e.Path, "the file's")
 	}
 	gvr := gv.WithResource(resource)
 	live, err := c.get(ctx, gvr, obj.GetNamespace(), obj.GetName())
@@ -115,6 +119,9 @@ func (c *Controller) evaluateDeleted(ctx context.Context, d *dest, sels []Select
 	if err != nil || live == nil {
 		return nil, err
 	}
+	if !sel.selectsLabels(live) {
+		return nil, labelsNotSelected(d, e.Path, "the live object's")
+	}
 	liveYAML, err := sanitize.YAML(sanitize.Object(live.Object))
 	if err != nil {
 		return nil, fmt.Errorf("render the live object: %w", err)
@@ -151,6 +158,14 @@ type Selection struct {
 	// InNamespace, when set, says whether the selection covers a namespace by its labels (a
 	// ClusterWatchRule's namespaceSelector); nil covers every one.
 	InNamespace func(namespace string) bool
+	// Labels, when set, says whether the rules' label selectors select an object of a namespace
+	// with these labels; nil selects every one.
+	Labels func(namespace string, labels map[string]string) bool
+}
+
+// selectsLabels reports whether the selection's label selectors select obj.
+func (s *Selection) selectsLabels(obj *unstructured.Unstructured) bool {
+	return s.Labels == nil || s.Labels(obj.GetNamespace(), obj.GetLabels())
 }
 
 // selectKind finds the selection of a kind in a namespace ("" for cluster-scoped objects).
@@ -203,6 +218,11 @@ func notSelected(d *dest, group, kind, namespace string) *Refused {
 		where = "in namespace " + namespace
 	}
 	return &Refused{Reason: ReasonNotSelected, Message: fmt.Sprintf("%s %s is not selected by the rules of GitDestination %s", what, where, d.key)}
+}
+
+// labelsNotSelected refuses a file whose object the destination's label selectors leave out.
+func labelsNotSelected(d *dest, path, whose string) *Refused {
+	return &Refused{Reason: ReasonNotSelected, Message: fmt.Sprintf("%s: %s labels are not selected by the rules of GitDestination %s (objectSelector, namespaceSelector)", path, whose, d.key)}
 }
 
 // digest names the sanitized live content a proposal was computed against.

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
@@ -43,13 +44,20 @@ type runsEnv struct {
 // run, which takes that commit as its baseline.
 func newRunsEnv(t *testing.T) *runsEnv {
 	t.Helper()
+	return newRunsEnvSelecting(t, nil)
+}
+
+// newRunsEnvSelecting is newRunsEnv for a destination whose rules select sels.
+func newRunsEnvSelecting(t *testing.T, sels []Selection) *runsEnv {
+	t.Helper()
 	r := &runsEnv{wbEnv: newWBEnv(t, &crds.WriteBack{Enabled: true}), clock: testenv.NewClock(time.Now())}
 	base := r.push(true, map[string]string{"clusters/test/README.md": "mirrored\n"})
 	pool := r.startPool()
 	pool.SetRepositories([]gitops.Repository{{Name: r.ns + "/repo", URL: r.git.RepoURL("repo"),
 		Credentials: gitops.Credentials{Auth: &githttp.BasicAuth{Username: r.git.Username, Password: r.git.Password}, Key: "test"}}})
 	pool.SetWorkers([]gitops.Branch{{Repo: r.ns + "/repo", Branch: "main"}})
-	cfg := Config{Kube: cp.AdminConfig(), Git: pool, Ours: isOurs, Interval: time.Hour, Log: slog.New(slog.DiscardHandler)}
+	cfg := Config{Kube: cp.AdminConfig(), Git: pool, Ours: isOurs, Interval: time.Hour, Log: slog.New(slog.DiscardHandler),
+		Selections: func(string) []Selection { return sels }}
 	r.c = r.start(cfg, func(c *Controller) { c.clock = r.clock.Now })
 	r.waitRevision(base)
 	return r
@@ -212,5 +220,29 @@ func TestIdleRunsAreRecordedAtMostHourly(t *testing.T) {
 		if last := runs[len(runs)-1]; s.new > 0 && (last.Spec.Trigger != s.trigger || last.Status.Phase != crds.SyncRunSuccess) {
 			t.Errorf("%s: trigger %s, phase %s", s.what, last.Spec.Trigger, last.Status.Phase)
 		}
+	}
+}
+
+// TestLabelSelectorsBoundWhatIsProposed: a destination whose rules select ConfigMaps labelled
+// mirror=yes proposes a pushed file that carries the label and refuses, NotSelected, one that
+// does not: a file the mirror would never hold cannot become a change of the cluster.
+func TestLabelSelectorsBoundWhatIsProposed(t *testing.T) {
+	r := newRunsEnvSelecting(t, []Selection{{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap",
+		Namespaced: true, Labels: func(_ string, labels map[string]string) bool { return labels["mirror"] == "yes" }}})
+	in := layout.Path("clusters/test", "", "configmaps", r.ns, "in")
+	out := layout.Path("clusters/test", "", "configmaps", r.ns, "out")
+	sha := r.push(false, map[string]string{
+		in:  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: in\n  namespace: " + r.ns + "\n  labels:\n    mirror: \"yes\"\ndata:\n  k: v\n",
+		out: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: out\n  namespace: " + r.ns + "\ndata:\n  k: v\n",
+	})
+	r.runOn(crds.TriggerSyncNow, sha)
+	runs := r.runs()
+	run := runs[len(runs)-1]
+	if len(run.Status.Refused) != 1 || run.Status.Refused[0].Path != out || run.Status.Refused[0].Reason != ReasonNotSelected ||
+		!strings.Contains(run.Status.Refused[0].Message, "labels") {
+		t.Errorf("refused %+v; want only %s, NotSelected for its labels", run.Status.Refused, out)
+	}
+	if run.Status.ProposalsOpened != 1 {
+		t.Errorf("opened %d proposals, want 1 (for %s)", run.Status.ProposalsOpened, in)
 	}
 }
