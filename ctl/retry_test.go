@@ -1,8 +1,6 @@
 package ctl
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -48,9 +46,7 @@ func newFlakyAPIServer(t *testing.T, prefix string, answers ...func(f *flakyAPIS
 	if err != nil {
 		t.Fatal(err)
 	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(cp.CAPEM())
-	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+	transport := cp.Transport()
 	f := &flakyAPIServer{prefix: prefix, seen: map[string]int{},
 		proxy: &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }, Transport: transport}}
 	for _, answer := range answers {

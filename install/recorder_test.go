@@ -1,8 +1,6 @@
 package install
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
@@ -62,10 +60,8 @@ func startAPIRecorder(t testing.TB) *apiRecorder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(cp.CAPEM())
 	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+	proxy.Transport = cp.Transport()
 	proxy.FlushInterval = -1 // watch events pass at once
 	rec := &apiRecorder{}
 	infos := &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}

@@ -2,7 +2,10 @@ package testenv
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net/http"
 	"os"
 	"testing"
 
@@ -45,6 +48,14 @@ func (cp *ControlPlane) tokenConfig(user string) *rest.Config {
 
 // CAPEM is the CA that signed the apiserver's serving certificate.
 func (cp *ControlPlane) CAPEM() []byte { return cp.pki.caPEM }
+
+// Transport is an HTTP transport that trusts the apiserver's serving certificate, for a proxy a
+// test puts in front of it.
+func (cp *ControlPlane) Transport() *http.Transport {
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(cp.pki.caPEM)
+	return &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+}
 
 // WriteKubeconfig writes a kubeconfig for the admin user, for the daemon and kubectl.
 func (cp *ControlPlane) WriteKubeconfig(path string) error {
