@@ -284,3 +284,43 @@ func TestRulesReadOnlyWhatTheirServiceAccountMay(t *testing.T) {
 	d = startDaemon(t, t.TempDir(), "--git-batch-quiet-ms", "200", "--default-service-account", "reader")
 	waitReadyReason(t, d, crds.WatchRules, ns, "secrets", "Watching")
 }
+
+// TestWriteBackReadsNoBorrowedRepository: bob, who holds a Role in wb-borrow only, points a
+// write-back GitDestination at wb-lend's GitRepoConfig, on the very folder wb-lend's own
+// destination writes, before the daemon starts. wb-lend admits no other namespace. A person's
+// edit there becomes wb-lend's proposal; bob's namespace gets no proposal and no SyncRun, and his
+// destination no write-back status, though he asks for a run now: write-back reads nothing of a
+// repository that does not admit the destination, even before the mirror has written its status.
+func TestWriteBackReadsNoBorrowedRepository(t *testing.T) {
+	const borrower = "wb-borrow"
+	var bob *tenant
+	w := newWBWorld(t, "wb-lend", crds.WriteBack{Enabled: true}, func(w *wbWorld) {
+		bob = newTenant(t, borrower)
+		bob.create(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "borrow"},
+			Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo", Namespace: w.ns}, Branch: "main", BaseFolder: "live",
+				WriteBack: &crds.WriteBack{Enabled: true}}})
+	})
+	w.waitBaseline(true)
+	waitReadyReason(t, w.d, crds.GitDestinations, borrower, "borrow", crds.ReasonReferenceNotAllowed)
+	if _, err := bob.dyn.Resource(crds.GitDestinations).Namespace(borrower).Patch(context.Background(), "borrow", types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"`+crds.AnnotationSyncNow+`":"now"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path := w.cmPath("plan")
+	commit := w.edit(map[string]string{path: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plan\n  namespace: " + w.ns + "\ndata:\n  k: v\n"})
+	w.syncUntilProposed(commit, map[string]crds.ProposalChange{path: crds.ChangeCreate})
+
+	admin := dynamic.NewForConfigOrDie(cp.AdminConfig())
+	for _, gvr := range []schema.GroupVersionResource{crds.Proposals, crds.SyncRuns} {
+		list, err := admin.Resource(gvr).Namespace(borrower).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 0 {
+			t.Errorf("write-back read wb-lend's repository for bob: %d %s in %s", len(list.Items), gvr.Resource, borrower)
+		}
+	}
+	if st := destination(t, admin, borrower, "borrow").Status.WriteBack; st != nil {
+		t.Errorf("bob's destination has a write-back status: %+v", st)
+	}
+}

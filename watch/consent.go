@@ -117,3 +117,33 @@ func (m *Manager) keep(r *refusals) {
 	}
 	m.opts.Metrics.RulesRefused.WithLabelValues(ReasonServiceAccountNotAllowed).Set(float64(r.serviceAccess))
 }
+
+// publishAdmitted makes what the last reconcile found each destination may use readable by Admits.
+func (m *Manager) publishAdmitted(dests []*destination) {
+	admitted := make(map[string]string, len(dests))
+	for _, d := range dests {
+		admitted[d.name()] = d.admittedRepo
+	}
+	m.repoAdmitted.Store(&admitted)
+}
+
+// Admits reports whether the destination ("namespace/name") may use the GitRepoConfig repo
+// ("namespace/name"), as the last reconcile resolved it; known is false when that reconcile did
+// not see the destination with that repository (not yet, or since changed). Safe to call from any
+// goroutine.
+func (m *Manager) Admits(destination, repo string) (admitted, known bool) {
+	p := m.repoAdmitted.Load()
+	if p == nil {
+		return false, false
+	}
+	got, seen := (*p)[destination]
+	switch {
+	case !seen:
+		return false, false
+	case got == repo:
+		return true, true
+	case got == "":
+		return false, true
+	}
+	return false, false // resolved with another repository: not decided for this one yet
+}

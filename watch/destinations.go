@@ -39,6 +39,9 @@ type destination struct {
 	repo   *repo
 	usable bool
 	cond   condition
+	// admittedRepo is the GitRepoConfig ("namespace/name") the destination may use: its own
+	// namespace's, or one whose accessPolicy admits it; "" when not (yet) found to be so.
+	admittedRepo string
 	// recipients are the age recipients its Secrets are encrypted for; nil leaves Secrets out.
 	recipients []string
 	// encryption is why spec.encryption cannot be used; zero when it can or is not set.
@@ -84,6 +87,7 @@ func resolveDestinations(objs []*crds.GitDestination, repos map[string]*repo, re
 			d.cond = notReady(ReasonReferenceNotAllowed, "%s", why)
 			continue
 		}
+		d.admittedRepo = repoName
 		switch {
 		case !r.credsOK:
 			d.cond = notReady("RepoNotReady", "GitRepoConfig %s is not ready: %s", repoName, r.cond.message)

@@ -125,6 +125,8 @@ type Manager struct {
 	cacheNamespaces func()
 	// published is, by destination, what the last reconcile selected: for Selections and Render.
 	published atomic.Pointer[map[string]*destinationRules]
+	// admitted is, by destination, the GitRepoConfig the last reconcile found it may use: for Admits.
+	repoAdmitted atomic.Pointer[map[string]string]
 }
 
 // running is a goroutine the manager started and can stop.

@@ -39,6 +39,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	m.access.forget()
 	refused := &refusals{messages: map[string]string{}, byKind: map[string]int{}}
 	dests := resolveDestinations(list[crds.GitDestination](m, crds.GitDestinations), repos, m.refusal)
+	m.publishAdmitted(dests)
 	m.resolveEncryption(ctx, dests)
 	m.shareOut(dests)
 	byName := map[string]*destination{}

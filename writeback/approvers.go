@@ -177,13 +177,17 @@ func (c *Controller) approvalSource() approvalSource {
 	return src
 }
 
-// writeBackDestinations are the cached destinations that enable write-back and this replica owns.
+// writeBackDestinations are the cached destinations that enable write-back, may use their
+// repository, and this replica owns.
 func (c *Controller) writeBackDestinations() []*dest {
 	var out []*dest
 	for _, item := range c.dests.GetStore().List() {
 		u := item.(*unstructured.Unstructured)
 		d, err := c.destination(u.GetNamespace(), u.GetName())
-		if err == nil && d.writeBack().Enabled && c.owns(d) {
+		if err != nil || !d.writeBack().Enabled || !c.owns(d) {
+			continue
+		}
+		if admitted, _ := c.admitted(d); admitted {
 			out = append(out, d)
 		}
 	}

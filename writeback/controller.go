@@ -111,6 +111,9 @@ type Mirror interface {
 	// Render is the change the mirror makes for an object in a destination, through its own
 	// rules; ok is false when it writes nothing for it.
 	Render(destination string, gvr schema.GroupVersionResource, namespace, name string, live *unstructured.Unstructured) (gitops.Change, bool, error)
+	// Admits reports whether a destination may use a GitRepoConfig ("namespace/name" both), as
+	// the mirror last decided it (spec.accessPolicy); known is false while it has not.
+	Admits(destination, repo string) (admitted, known bool)
 }
 
 // Controller runs write-back for every GitDestination that enables it. It always follows the

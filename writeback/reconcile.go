@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitedits"
@@ -30,8 +29,8 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 	if !d.writeBack().Enabled {
 		return false, nil
 	}
-	if c := meta.FindStatusCondition(d.obj.Status.Conditions, crds.ConditionReady); c != nil && c.Reason == crds.ReasonReferenceNotAllowed {
-		return true, nil // its repository does not admit it: write-back reads none of it either
+	if admitted, err := c.admitted(d); !admitted {
+		return true, err // its repository does not admit it: write-back reads none of it either
 	}
 	if !c.owns(d) {
 		return true, nil // another replica owns its branch; Resync runs it should this one take it
@@ -170,4 +169,22 @@ func short(sha string) string {
 		return "(empty branch)"
 	}
 	return sha
+}
+
+// admitted reports whether the destination may use its GitRepoConfig: always one of its own
+// namespace; one of another namespace only once the mirror found its accessPolicy admits the
+// destination's (an error, retried, until the mirror has decided).
+func (c *Controller) admitted(d *dest) (bool, error) {
+	repo := d.obj.Spec.RepoRef.NamespaceOr(d.obj.Namespace) + "/" + d.obj.Spec.RepoRef.Name
+	if d.obj.Spec.RepoRef.NamespaceOr(d.obj.Namespace) == d.obj.Namespace {
+		return true, nil
+	}
+	if c.cfg.Mirror == nil {
+		return false, nil
+	}
+	admitted, known := c.cfg.Mirror.Admits(d.key, repo)
+	if !known {
+		return false, fmt.Errorf("GitDestination %s: the mirror has not yet decided whether GitRepoConfig %s admits it", d.key, repo)
+	}
+	return admitted, nil
 }
