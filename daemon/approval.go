@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -35,10 +36,30 @@ func whoAmI(ctx context.Context, dyn dynamic.Interface) (string, error) {
 	return name, nil
 }
 
+// daemonUser is the daemon's own user, asked of the apiserver (whoAmI) until it answers, then
+// remembered: the policies' installer and write-back share one answer.
+type daemonUser struct {
+	dyn  dynamic.Interface
+	mu   sync.Mutex
+	name string
+}
+
+func (u *daemonUser) get(ctx context.Context) (string, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.name != "" {
+		return u.name, nil
+	}
+	name, err := whoAmI(ctx, u.dyn)
+	if err == nil {
+		u.name = name
+	}
+	return name, err
+}
+
 // approval is how write-back learns who approved: the policies mode installs, of the kinds the
-// apiserver serves, watched and put back; nil for --approver-policy=none. self is the daemon's
-// user, "" when it could not be asked yet: putting the policies back asks then.
-func approval(ctx context.Context, s shared, mode crds.ApproverPolicy, self string) *writeback.Approval {
+// apiserver serves, watched and put back; nil for --approver-policy=none.
+func approval(ctx context.Context, s shared, mode crds.ApproverPolicy) *writeback.Approval {
 	if mode == crds.ApproverPolicyNone {
 		return nil
 	}
@@ -49,12 +70,9 @@ func approval(ctx context.Context, s shared, mode crds.ApproverPolicy, self stri
 	return &writeback.Approval{
 		Namespace: s.namespace, Resources: kinds,
 		Reinstall: func(ctx context.Context) error {
-			daemon := self
-			if daemon == "" {
-				var err error
-				if daemon, err = whoAmI(ctx, s.dyn); err != nil {
-					return err
-				}
+			daemon, err := s.self.get(ctx)
+			if err != nil {
+				return err
 			}
 			if _, _, err := crds.InstallApproverPolicies(ctx, s.dyn, mode, crds.ApproverParams{Namespace: s.namespace, Daemon: daemon}); err != nil {
 				return err

@@ -33,14 +33,16 @@ type crdInstall struct {
 	policy  crds.ApproverPolicy // the admission policies applied with the CRDs
 	// namespace is the daemon's, where the record of its policies lives.
 	namespace string
+	self      *daemonUser // the daemon's user, written into the policies
 	log       *slog.Logger
 	// mirror is closed once the mirror's kinds are served, all once every kind is.
 	mirror, all chan struct{}
 	done        atomic.Bool
 }
 
-func newCRDInstall(kube *rest.Config, install bool, policy crds.ApproverPolicy, namespace string, log *slog.Logger) *crdInstall {
-	return &crdInstall{kube: kube, install: install, policy: policy, namespace: namespace, log: log, mirror: make(chan struct{}), all: make(chan struct{})}
+func newCRDInstall(kube *rest.Config, install bool, policy crds.ApproverPolicy, namespace string, self *daemonUser, log *slog.Logger) *crdInstall {
+	return &crdInstall{kube: kube, install: install, policy: policy, namespace: namespace, self: self, log: log,
+		mirror: make(chan struct{}), all: make(chan struct{})}
 }
 
 // Run installs the mirror's kinds, then the approver policies, then the rest, and returns once
@@ -96,7 +98,7 @@ func (c *crdInstall) installPolicies(ctx context.Context) {
 	dyn, err := dynamic.NewForConfig(c.kube)
 	var self string
 	if err == nil {
-		self, err = whoAmI(ctx, dyn)
+		self, err = c.self.get(ctx)
 	}
 	if err == nil {
 		var installed []string

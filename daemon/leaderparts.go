@@ -68,7 +68,7 @@ func buildLeaderParts(ctx context.Context, s shared, cfg Config, d leaderDeps) (
 	if p.mirror, err = newMirror(ctx, s, cfg.Mirror, deps); err != nil {
 		return nil, err
 	}
-	if p.wb, err = newWriteBack(s, cfg.WriteBack, writeBackDeps{mirror: p.mirror, attr: p.attr, credits: credits, fences: d.fences, shards: d.shards,
+	if p.wb, err = newWriteBack(ctx, s, cfg.WriteBack, writeBackDeps{mirror: p.mirror, attr: p.attr, credits: credits, fences: d.fences, shards: d.shards,
 		approverPolicy: cfg.ApproverPolicy, sealName: cfg.Webhook.ServiceName + "-proposal-seal"}); err != nil {
 		return nil, err
 	}

@@ -29,6 +29,7 @@ type shared struct {
 	bot       gitops.Signature // the daemon in Git
 	workDir   string           // where the clones live
 	inCluster bool
+	self      *daemonUser // who the apiserver says the daemon is
 }
 
 // serve starts the components in dependency order, waits for ctx to end, and stops them in
@@ -49,7 +50,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	reg := metrics.New()
 	s := shared{kube: restCfg, dyn: dyn, reg: reg, optional: newOptionalParts(reg.Health.Degraded, log), log: log,
 		namespace: cfg.Namespace, bot: cfg.Bot, workDir: cfg.WorkDir, inCluster: cfg.InCluster}
-	inst := newCRDInstall(restCfg, cfg.InstallCRDs, cfg.ApproverPolicy, cfg.Namespace, log)
+	s.self = &daemonUser{dyn: dyn}
+	inst := newCRDInstall(restCfg, cfg.InstallCRDs, cfg.ApproverPolicy, cfg.Namespace, s.self, log)
 	ready := &readiness{api: api, optional: s.optional, crds: inst}
 
 	eps, err := listenEndpoints(cfg.Endpoints, reg, ready, log)

@@ -47,7 +47,7 @@ type writeBackDeps struct {
 	sealName       string
 }
 
-func newWriteBack(s shared, cfg WriteBackConfig, d writeBackDeps) (*writeBack, error) {
+func newWriteBack(ctx context.Context, s shared, cfg WriteBackConfig, d writeBackDeps) (*writeBack, error) {
 	mr, attr, log := d.mirror, d.attr, s.log
 	wc := writeback.Config{
 		Kube: s.kube, Git: mr.pool, Selections: selections(mr.manager), Credits: d.credits, Ours: mr.ours,
@@ -57,12 +57,12 @@ func newWriteBack(s shared, cfg WriteBackConfig, d writeBackDeps) (*writeBack, e
 		Metrics: s.reg.WriteBack, Log: log.With("part", metrics.PartWriteBack),
 		SealKey: sealKey(s, d.sealName), Mirror: mr.manager,
 	}
-	if self, err := whoAmI(context.Background(), s.dyn); err == nil {
+	if self, err := s.self.get(ctx); err == nil {
 		wc.Self = self
 	} else {
 		log.Warn("the daemon's own user is not known, so it cannot leave itself out of the approvers it reads", "err", err)
 	}
-	wc.Approval = approval(context.Background(), s, d.approverPolicy, wc.Self)
+	wc.Approval = approval(ctx, s, d.approverPolicy)
 	if d.shards != nil {
 		wc.Owns = func(url, branch string) bool { return d.shards.Owns(shard.Key{URL: url, Branch: branch}) }
 	}
