@@ -47,9 +47,9 @@ const ApproverPolicyName = "gitops-reverser-approver"
 // (CheckApproverPolicies). The policies do not read it: the daemon writes the user and the epoch
 // into their expressions, so nothing but the policy objects themselves decides what they admit.
 const (
-	ParamDaemon   = "daemon"
-	ParamEpoch    = "epoch"
-	ParamPolicies = "policies"
+	recordDaemon   = "daemon"
+	recordEpoch    = "epoch"
+	recordPolicies = "policies"
 )
 
 // Placeholders in the embedded policies for what the daemon writes in when it applies them.
@@ -151,9 +151,7 @@ func InstallApproverPolicies(ctx context.Context, dyn dynamic.Interface, mode Ap
 	if err != nil {
 		return nil, false, err
 	}
-	epoch, _, _ := unstructured.NestedString(record.Object, "data", ParamEpoch)
-	recorded, _, _ := unstructured.NestedString(record.Object, "data", ParamPolicies)
-	daemon, _, _ := unstructured.NestedString(record.Object, "data", ParamDaemon)
+	daemon, epoch, recorded := recordOf(record)
 	for {
 		if installed, err = applyPolicies(ctx, dyn, want, params.Daemon, epoch); err != nil {
 			return installed, drawn, err
@@ -164,7 +162,7 @@ func InstallApproverPolicies(ctx context.Context, dyn dynamic.Interface, mode Ap
 		}
 		switch {
 		case drawn: // applied with the epoch just drawn: record them as they are now
-			return installed, true, writeRecord(ctx, records, record, map[string]string{ParamDaemon: params.Daemon, ParamEpoch: epoch, ParamPolicies: now})
+			return installed, true, writeRecord(ctx, records, record, map[string]string{recordDaemon: params.Daemon, recordEpoch: epoch, recordPolicies: now})
 		case epoch != "" && recorded == now && daemon == params.Daemon:
 			return installed, false, nil
 		}
@@ -212,6 +210,14 @@ func readRecord(ctx context.Context, records dynamic.ResourceInterface, namespac
 	return cm, nil
 }
 
+// recordOf reads the daemon's user, the epoch and the policies' identities from the record.
+func recordOf(record *unstructured.Unstructured) (daemon, epoch, policies string) {
+	daemon, _, _ = unstructured.NestedString(record.Object, "data", recordDaemon)
+	epoch, _, _ = unstructured.NestedString(record.Object, "data", recordEpoch)
+	policies, _, _ = unstructured.NestedString(record.Object, "data", recordPolicies)
+	return daemon, epoch, policies
+}
+
 // writeRecord writes data into the record as read: the update is conditional on its
 // resourceVersion, so of two replicas drawing at once one wins and the other retries.
 func writeRecord(ctx context.Context, records dynamic.ResourceInterface, record *unstructured.Unstructured, data map[string]string) error {
@@ -236,8 +242,7 @@ func CheckApproverPolicies(ctx context.Context, dyn dynamic.Interface, namespace
 	if err != nil {
 		return "", fmt.Errorf("read ConfigMap %s/%s: %w", namespace, ApproverPolicyName, err)
 	}
-	epoch, _, _ := unstructured.NestedString(cm.Object, "data", ParamEpoch)
-	recorded, _, _ := unstructured.NestedString(cm.Object, "data", ParamPolicies)
+	_, epoch, recorded := recordOf(cm)
 	now, err := policyIdentities(ctx, dyn)
 	if err != nil {
 		return "", err
