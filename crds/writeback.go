@@ -37,6 +37,13 @@ func SyncNowPatch(now time.Time) (value string, patch []byte) {
 	return value, patch
 }
 
+// DecisionPatch is the merge patch of a Proposal by which a reviewer sets its decision, naming
+// themselves in spec.decidedBy as the validating policy asks (the mutating one writes the same).
+func DecisionPatch(decision Decision, by Reviewer) []byte {
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"decision": decision, "decidedBy": by}}) // strings always encode
+	return patch
+}
+
 // LabelDestination on Proposals and SyncRuns holds the name of their GitDestination, so they can
 // be listed per destination with a label selector.
 const LabelDestination = "configbutler.ai/destination"

@@ -3,7 +3,6 @@ package ctl
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -139,11 +138,7 @@ func decide(ctx context.Context, s *session, names []string, decision crds.Decis
 			return errors.New("proposal " + key + " is " + string(p.Status.Phase) + ": only a Pending or Ignored one can be decided")
 		}
 		me.Stamp = p.Status.Stamp // what the validating policy alone asks for; the mutating one writes it
-		body, err := json.Marshal(map[string]any{"spec": map[string]any{"decision": decision, "decidedBy": me}})
-		if err != nil {
-			return fmt.Errorf("encode the decision: %w", err)
-		}
-		if _, err := client.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+		if _, err := client.Patch(ctx, name, types.MergePatchType, crds.DecisionPatch(decision, me), metav1.PatchOptions{}); err != nil {
 			return failed(fmt.Sprintf("%s proposal %s", strings.ToLower(string(decision)), key), err)
 		}
 		_, _ = fmt.Fprintf(s.stdout, "proposal.%s/%s %s by %s\n", crds.Group, name, pastTense[decision], me.Username)

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -86,10 +85,6 @@ func (p *Page) patchDecision(ctx context.Context, v *viewer, namespace, name str
 	// The stamp the validating policy alone asks the reviewer to carry (the mutating one writes it).
 	stamp, _, _ := unstructured.NestedString(cur.Object, "status", "stamp")
 	decidedBy := crds.Reviewer{Username: v.user.Username, UID: v.user.UID, Groups: v.user.Groups, Stamp: stamp}
-	body, err := json.Marshal(map[string]any{"spec": map[string]any{"decision": decision, "decidedBy": decidedBy}})
-	if err != nil {
-		return err
-	}
-	_, err = proposals.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
+	_, err = proposals.Patch(ctx, name, types.MergePatchType, crds.DecisionPatch(decision, decidedBy), metav1.PatchOptions{})
 	return err
 }
