@@ -173,8 +173,15 @@ func edits(ctx context.Context, r gitops.Reader, tip string, q Query) ([]Edit, e
 	if err != nil {
 		return nil, fmt.Errorf("edits: %w", err)
 	}
+	requested, err := r.Requested()
+	if err != nil {
+		return nil, fmt.Errorf("edits: the files of the pull request: %w", err)
+	}
 	var out []Edit
 	for p, e := range changed {
+		if _, mirrored := requested[p]; mirrored {
+			continue // the mirror's change to it waits in the pull request: the cluster wins
+		}
 		e.Path = p
 		if err := readTip(r, root, &e, q.MaxBytes); err != nil {
 			return nil, fmt.Errorf("edits: read %s at the tip: %w", p, err)

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -74,6 +75,11 @@ func whole(h *history, tip plumbing.Hash, q Query) ([]Edit, error) {
 		return nil, fmt.Errorf("whole folder: %w", err)
 	}
 	pending := h.r.Pending()
+	requested, err := h.r.Requested()
+	if err != nil {
+		return nil, fmt.Errorf("whole folder: the files of the pull request: %w", err)
+	}
+	maps.Copy(pending, requested)
 	out := make([]Edit, 0, len(uncredited))
 	err = h.newestFirst(tip, func(n *commitNode) (bool, error) {
 		paths, err := h.changed(n)

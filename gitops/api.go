@@ -120,6 +120,20 @@ type Identity struct {
 type Remote struct {
 	URL, Branch string
 	Auth        transport.AuthMethod // nil = none
+	// Head, when set, is the branch the worker commits to instead of Branch, which it never
+	// pushes to: the head of the one pull request that delivers its changes into Branch (see
+	// Delivery). The daemon owns it, and it is the one branch ever force-pushed, when Branch
+	// moved and the head is rebuilt on it.
+	Head string
+}
+
+// Lane is the branch the worker pushes to, which names it in the pool: Head when set, else
+// Branch.
+func (r Remote) Lane() string {
+	if r.Head != "" {
+		return r.Head
+	}
+	return r.Branch
 }
 
 // WorkerConfig is everything a Worker needs. Slots, Metrics, Log and OnStatus may be nil.
@@ -139,6 +153,11 @@ type WorkerConfig struct {
 	Fence Fence
 	// Signer signs every commit; nil means unsigned.
 	Signer Signer
+	// Delivery opens and updates the pull request of Remote.Head; it must be set when Head is.
+	Delivery Delivery
+	// Ours recognises the daemon's own commits by their message: a head branch holding another
+	// commit is not rebuilt or deleted. Nil takes every commit for the daemon's.
+	Ours func(message string) bool
 }
 
 // Fence says whether this replica may push now, and until when: a replica that lost its lease
@@ -166,6 +185,9 @@ type WorkerStatus struct {
 	Failures         int       // pushes and fetches that failed in a row since the last that worked
 	Pending          int       // changes accepted but not yet pushed
 	Coalesced        int       // times a bound merged waiting changes per file (their authors are lost)
+	Head             string    // the head branch of the pull request that delivers (Remote.Head)
+	Request          *Request  // the pull request, once one is known
+	Waiting          int       // files the head branch changes that the target lacks
 }
 
 // FetchResult is the remote tip after a fetch.

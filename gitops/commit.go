@@ -291,6 +291,7 @@ type commitFields struct {
 	tree, parent      plumbing.Hash // parent zero: the first commit
 	author, committer Signature
 	at                time.Time
+	authored          time.Time // the author's time; zero: at
 }
 
 // encodeCommit writes a commit object in Git's canonical form.
@@ -301,7 +302,11 @@ func encodeCommit(c commitFields, msg string) []byte {
 	if !parent.IsZero() {
 		b = append(b, "parent "+parent.String()+"\n"...)
 	}
-	b = appendSignature(append(b, "author "...), author, now)
+	authored := c.authored
+	if authored.IsZero() {
+		authored = now
+	}
+	b = appendSignature(append(b, "author "...), author, authored)
 	b = appendSignature(append(b, "committer "...), committer, now)
 	b = append(b, '\n')
 	return append(b, msg...)

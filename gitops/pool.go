@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -29,6 +30,12 @@ type PoolConfig struct {
 	// Fences, when set, gives the Fence each worker asks just before every push (see Fence);
 	// nil means this replica always may push.
 	Fences Fences
+	// Deliveries builds the Delivery of a branch that delivers by pull request, with the
+	// repository's credentials; it is asked again when they change. Needed only for such
+	// branches.
+	Deliveries func(r Repository, b Branch) (Delivery, error)
+	// Ours recognises the daemon's own commits (see WorkerConfig.Ours).
+	Ours func(message string) bool
 }
 
 // Repository is a GitRepoConfig as the pool needs it: its remote, and the credentials and
@@ -64,7 +71,31 @@ type SigningKey struct {
 }
 
 // Branch asks for a worker on a branch of a repository (by Repository.Name).
-type Branch struct{ Repo, Branch string }
+type Branch struct {
+	Repo, Branch string
+	// Request, when set, delivers the changes by a pull request from its head branch instead of
+	// pushing to Branch; the worker is then known by its head branch (Remote.Lane).
+	Request *RequestSettings
+}
+
+// lane is the branch a worker of b pushes to.
+func (b Branch) lane() string {
+	if b.Request != nil {
+		return b.Request.Head
+	}
+	return b.Branch
+}
+
+// RequestSettings are how a branch's pull request is opened.
+type RequestSettings struct {
+	Head        string // the head branch, the daemon's own
+	Provider    string // the host's kind: gitea, github or gitlab
+	APIURL      string // "" derives it from the repository's URL
+	Labels      []string
+	Draft       bool
+	Destination string // namespace/name of the GitDestination, for the request's text
+	Folder      string
+}
 
 // Pool is the one owner of the Git workers: one per (repository URL, branch), created and
 // stopped by SetWorkers, with the credentials and signing key of their GitRepoConfig (handed in
@@ -92,6 +123,7 @@ type Pool struct {
 type poolWorker struct {
 	w        *Worker
 	repo     string // the Repository whose credentials it uses
+	branch   Branch
 	credsKey string
 	signer   Signer // the signer it was last given
 	cancel   context.CancelFunc
@@ -162,6 +194,9 @@ func (p *Pool) updateAuth() {
 		if r.Credentials.Key != pw.credsKey {
 			pw.credsKey = r.Credentials.Key
 			pw.w.SetAuth(r.Credentials.Auth)
+			if pw.branch.Request != nil {
+				pw.w.setDelivery(p.delivery(r, pw.branch))
+			}
 			p.log.Info("credentials changed; the worker uses the new ones", "repo", redactURL(r.URL), "branch", pw.w.remote.Branch)
 		}
 		if r.Signer != pw.signer {
@@ -192,12 +227,12 @@ func (p *Pool) SetWorkers(wants []Branch) {
 	want := map[string]Branch{}
 	for _, b := range wants {
 		if r, ok := p.repos[b.Repo]; ok {
-			want[WorkerKey(r.URL, b.Branch)] = b
+			want[WorkerKey(r.URL, b.lane())] = b
 		}
 	}
 	for k, pw := range p.workers {
 		b, ok := want[k]
-		if !ok {
+		if !ok || !sameRequest(b.Request, pw.branch.Request) {
 			pw.cancel()
 			if !pw.launched { // asked for and dropped before Run: it never opened the clone
 				close(pw.done)
@@ -225,9 +260,14 @@ func (p *Pool) SetWorkers(wants []Branch) {
 
 func (p *Pool) startWorker(key string, b Branch) {
 	r := p.repos[b.Repo]
-	pw := &poolWorker{repo: b.Repo, credsKey: r.Credentials.Key, signer: r.Signer, cancel: func() {}, done: make(chan struct{})}
+	pw := &poolWorker{repo: b.Repo, branch: b, credsKey: r.Credentials.Key, signer: r.Signer, cancel: func() {}, done: make(chan struct{})}
+	remote := Remote{URL: r.URL, Branch: b.Branch, Auth: r.Credentials.Auth}
+	var delivery Delivery
+	if b.Request != nil {
+		remote.Head, delivery = b.Request.Head, p.delivery(r, b)
+	}
 	pw.w = NewWorker(WorkerConfig{
-		Remote:   Remote{URL: r.URL, Branch: b.Branch, Auth: r.Credentials.Auth},
+		Remote:   remote,
 		WorkDir:  p.cfg.WorkDir,
 		Limits:   p.cfg.Limits,
 		Identity: p.cfg.Identity,
@@ -235,10 +275,12 @@ func (p *Pool) startWorker(key string, b Branch) {
 		Metrics:  p.cfg.Metrics,
 		Log:      p.log,
 		OnStatus: func() { p.workerChanged(pw) },
-		Fence:    p.fence(r.URL, b.Branch),
+		Fence:    p.fence(r.URL, b.lane()),
 		Signer:   r.Signer,
+		Delivery: delivery,
+		Ours:     p.cfg.Ours,
 	})
-	pw.w.holds = p.holds.forKey(r.URL, b.Branch)
+	pw.w.holds = p.holds.forKey(r.URL, b.lane())
 	previous := p.stopping[key]
 	delete(p.stopping, key)
 	p.workers[key] = pw
@@ -248,12 +290,35 @@ func (p *Pool) startWorker(key string, b Branch) {
 			<-previous // one clone, one goroutine: the old worker's last push comes first
 		}
 		if err := pw.w.Run(ctx); err != nil {
-			p.log.Error("git worker stopped", "repo", redactURL(r.URL), "branch", b.Branch, "err", err)
+			p.log.Error("git worker stopped", "repo", redactURL(r.URL), "branch", b.lane(), "err", err)
 		}
 	}
 	if p.ctx != nil {
 		p.launch(pw)
 	}
+}
+
+// delivery builds the Delivery of a branch's pull request; one that cannot be built fails
+// every call with why, so the worker reports it and keeps the commits.
+func (p *Pool) delivery(r Repository, b Branch) Delivery {
+	if p.cfg.Deliveries == nil {
+		return failedDelivery{errors.New("this daemon delivers no pull requests")}
+	}
+	d, err := p.cfg.Deliveries(r, b)
+	if err != nil {
+		return failedDelivery{err}
+	}
+	return d
+}
+
+// sameRequest reports whether two branches' requests are opened alike: a worker whose settings
+// changed is stopped and started with the new ones.
+func sameRequest(a, b *RequestSettings) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Head == b.Head && a.Provider == b.Provider && a.APIURL == b.APIURL && a.Draft == b.Draft &&
+		slices.Equal(a.Labels, b.Labels) && a.Destination == b.Destination && a.Folder == b.Folder
 }
 
 // fence is the Fence of a worker's pushes; nil: always push.

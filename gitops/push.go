@@ -21,7 +21,15 @@ var errRemoteMoved = errors.New("remote branch moved")
 // Only the objects we created are sent, so the cost does not grow with the repository. tip
 // descends from old by construction, so an accepted update is always a fast-forward; the
 // remote refuses it when the branch is no longer at old, which we report as errRemoteMoved.
-func (r *repo) sendPack(ctx context.Context, old, tip plumbing.Hash, pack []byte) (err error) {
+func (r *repo) sendPack(ctx context.Context, old, tip plumbing.Hash, pack []byte) error {
+	return r.updateRef(ctx, r.branch, old, tip, pack)
+}
+
+// updateRef moves the remote reference ref from old to tip (zero: delete it), sending pack (nil
+// when it holds nothing). The remote applies it only while ref is still at old: a compare and
+// swap, so the one update that is not a fast-forward, a rebuilt head branch, overwrites nothing
+// it did not see.
+func (r *repo) updateRef(ctx context.Context, ref plumbing.ReferenceName, old, tip plumbing.Hash, pack []byte) (err error) {
 	ep, err := transport.NewEndpoint(r.url)
 	if err != nil {
 		return fmt.Errorf("parse remote url: %w", err)
@@ -39,13 +47,15 @@ func (r *repo) sendPack(ctx context.Context, old, tip plumbing.Hash, pack []byte
 			err = fmt.Errorf("close receive-pack session: %w", cerr)
 		}
 	}()
-	caps, err := r.pushCapabilities(ctx, sess, ep, old)
+	caps, err := r.pushCapabilities(ctx, sess, ep, ref, old)
 	if err != nil {
 		return err
 	}
 	req := packp.NewReferenceUpdateRequestFromCapabilities(caps)
-	req.Commands = []*packp.Command{{Name: r.branch, Old: old, New: tip}}
-	req.Packfile = io.NopCloser(bytes.NewReader(pack))
+	req.Commands = []*packp.Command{{Name: ref, Old: old, New: tip}}
+	if pack != nil {
+		req.Packfile = io.NopCloser(bytes.NewReader(pack))
+	}
 	report, err := sess.ReceivePack(ctx, req)
 	if report == nil {
 		r.caps = nil // look again next time
@@ -72,7 +82,7 @@ func (r *repo) sendPack(ctx context.Context, old, tip plumbing.Hash, pack []byte
 // process) is skipped: the remote still refuses the update if the branch is not at old.
 // Otherwise the advertisement is read and a moved branch is reported before sending anything.
 func (r *repo) pushCapabilities(ctx context.Context, sess transport.ReceivePackSession,
-	ep *transport.Endpoint, old plumbing.Hash) (*capability.List, error) {
+	ep *transport.Endpoint, ref plumbing.ReferenceName, old plumbing.Hash) (*capability.List, error) {
 	stateless := ep.Protocol == "http" || ep.Protocol == "https"
 	if stateless && r.caps != nil {
 		return r.caps, nil
@@ -84,13 +94,13 @@ func (r *repo) pushCapabilities(ctx context.Context, sess transport.ReceivePackS
 	caps := capability.NewList()
 	var advertised plumbing.Hash
 	if ar != nil {
-		caps, advertised = ar.Capabilities, ar.References[r.branch.String()]
+		caps, advertised = ar.Capabilities, ar.References[ref.String()]
 	} else {
 		_ = caps.Set(capability.ReportStatus) // an empty remote over HTTP: git always has it
 	}
 	r.caps = caps
 	if advertised != old {
-		return nil, fmt.Errorf("%w: remote %s is at %s, our commits start at %s", errRemoteMoved, r.branch, advertised, old)
+		return nil, fmt.Errorf("%w: remote %s is at %s, our commits start at %s", errRemoteMoved, ref, advertised, old)
 	}
 	return caps, nil
 }

@@ -100,3 +100,8 @@ func (w *Worker) Status() WorkerStatus {
 	defer w.mu.Unlock()
 	return w.status
 }
+
+// setDelivery replaces the Delivery of a worker with a head branch, from its next call on.
+func (w *Worker) setDelivery(d Delivery) {
+	w.in.request(control{run: func(context.Context) { w.delivery = d }})
+}

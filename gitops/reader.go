@@ -58,6 +58,20 @@ func (r Reader) Pending() map[string]struct{} {
 	return out
 }
 
+// Requested returns the paths of the files the worker's head branch changes against its
+// target: the mirror's change that waits in its pull request (none without a head branch).
+func (r Reader) Requested() (map[string]struct{}, error) {
+	out := map[string]struct{}{}
+	if r.w == nil || r.w.remote.Head == "" {
+		return out, nil
+	}
+	files, err := r.w.headFiles()
+	for _, f := range files {
+		out[f.Path] = struct{}{}
+	}
+	return out, err
+}
+
 // Dir returns the entries of the directory at dir ("a/b", "" for the root) below the tree root,
 // nil when there is none.
 func (r Reader) Dir(root plumbing.Hash, dir string) ([]TreeEntry, error) {

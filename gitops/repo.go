@@ -28,9 +28,12 @@ type repo struct {
 	auth     transport.AuthMethod
 	branch   plumbing.ReferenceName // refs/heads/{branch} on the remote
 	tracking plumbing.ReferenceName // refs/remotes/origin/{branch} in the clone
-	sto      *filesystem.Storage
-	remote   *git.Remote
-	caps     *capability.List // receive-pack capabilities, once advertised
+	// head and headTracking name the head branch of a pull request (Remote.Head) on the remote
+	// and in the clone; empty when the worker pushes to branch itself.
+	head, headTracking plumbing.ReferenceName
+	sto                *filesystem.Storage
+	remote             *git.Remote
+	caps               *capability.List // receive-pack capabilities, once advertised
 }
 
 // openRepo opens the bare clone in dir when it is valid, and otherwise removes it and creates
@@ -42,6 +45,9 @@ func openRepo(dir string, r Remote, log *slog.Logger) (*repo, error) {
 		auth:     r.Auth,
 		branch:   plumbing.NewBranchReferenceName(r.Branch),
 		tracking: plumbing.NewRemoteReferenceName("origin", r.Branch),
+	}
+	if r.Head != "" {
+		rp.head, rp.headTracking = plumbing.NewBranchReferenceName(r.Head), plumbing.NewRemoteReferenceName("origin", r.Head)
 	}
 	if _, err := os.Stat(dir); err == nil {
 		err := rp.open()
@@ -117,21 +123,33 @@ func (r *repo) setAuth(auth transport.AuthMethod) {
 }
 
 // tip is the last known remote tip, zero when the branch does not exist (yet).
-func (r *repo) tip() (plumbing.Hash, error) {
-	ref, err := r.sto.Reference(r.tracking)
+func (r *repo) tip() (plumbing.Hash, error) { return r.ref(r.tracking) }
+
+// ref is the hash a reference of the clone holds, zero when there is none.
+func (r *repo) ref(name plumbing.ReferenceName) (plumbing.Hash, error) {
+	ref, err := r.sto.Reference(name)
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
 		return plumbing.ZeroHash, nil
 	}
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("read %s: %w", r.tracking, err)
+		return plumbing.ZeroHash, fmt.Errorf("read %s: %w", name, err)
 	}
 	return ref.Hash(), nil
 }
 
 // setTip records a tip the remote accepted.
-func (r *repo) setTip(h plumbing.Hash) error {
-	if err := r.sto.SetReference(plumbing.NewHashReference(r.tracking, h)); err != nil {
-		return fmt.Errorf("update %s: %w", r.tracking, err)
+func (r *repo) setTip(h plumbing.Hash) error { return r.setRef(r.tracking, h) }
+
+// setRef points a reference of the clone at h, or removes it when h is zero.
+func (r *repo) setRef(name plumbing.ReferenceName, h plumbing.Hash) error {
+	var err error
+	if h.IsZero() {
+		err = r.sto.RemoveReference(name)
+	} else {
+		err = r.sto.SetReference(plumbing.NewHashReference(name, h))
+	}
+	if err != nil {
+		return fmt.Errorf("update %s: %w", name, err)
 	}
 	return nil
 }
@@ -162,4 +180,40 @@ func (r *repo) close() {
 	if r.sto != nil {
 		_ = r.sto.Close()
 	}
+}
+
+// fetchHead brings the target branch and the head branch of a pull request up to date and
+// returns their tips (zero for one the remote does not have). It lists the remote's references
+// first and fetches only what the clone lacks: a head branch may not exist, which a fetch of it
+// would refuse, and when nothing moved the listing is the only request.
+func (r *repo) fetchHead(ctx context.Context) (target, head plumbing.Hash, err error) {
+	refs, err := r.remote.ListContext(ctx, &git.ListOptions{Auth: r.auth})
+	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("list %s: %w", r.url, err)
+	}
+	advertised := map[plumbing.ReferenceName]plumbing.Hash{}
+	for _, ref := range refs {
+		advertised[ref.Name()] = ref.Hash()
+	}
+	var specs []config.RefSpec
+	for _, pair := range [2][2]plumbing.ReferenceName{{r.branch, r.tracking}, {r.head, r.headTracking}} {
+		h := advertised[pair[0]]
+		if _, err := r.sto.EncodedObjectSize(h); h.IsZero() || err == nil {
+			if err := r.setRef(pair[1], h); err != nil {
+				return plumbing.ZeroHash, plumbing.ZeroHash, err
+			}
+			continue
+		}
+		specs = append(specs, config.RefSpec("+"+pair[0].String()+":"+pair[1].String()))
+	}
+	if len(specs) > 0 {
+		err := r.remote.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", RefSpecs: specs, Auth: r.auth, Tags: git.NoTags})
+		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+			return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("fetch %s: %w", r.url, err)
+		}
+	}
+	if target, err = r.ref(r.tracking); err == nil {
+		head, err = r.ref(r.headTracking)
+	}
+	return target, head, err
 }

@@ -50,7 +50,7 @@ func (w *Worker) push(ctx context.Context) {
 	if w.retrying {
 		return
 	}
-	if len(w.pending) == 0 {
+	if len(w.pending) == 0 && !w.headDue {
 		w.notify(nil)
 		return
 	}
@@ -65,7 +65,7 @@ func (w *Worker) push(ctx context.Context) {
 	w.m.active(-1)
 	release()
 	if err == nil {
-		w.failures = 0
+		w.failures, w.headDue = 0, false
 		w.notify(nil)
 		return
 	}
@@ -77,6 +77,11 @@ func (w *Worker) push(ctx context.Context) {
 		w.m.pushFailure()
 	}
 	wait := w.scheduleRetry()
+	var later RetryAfterError
+	if errors.As(err, &later) && later.RetryAfterDelay() > wait { // the host said when
+		wait = later.RetryAfterDelay()
+		w.retryTimer.Reset(wait)
+	}
 	w.log.Warn("push failed, retrying", "err", err, "failures", w.failures, "retry_in", wait)
 	w.setFailing(err)
 }
@@ -104,6 +109,9 @@ func (w *Worker) onRetry(ctx context.Context) {
 // pushPending fetches when needed, builds commits and sends them; a rejection because the
 // remote moved is answered by fetching and replaying the intents on the new tip.
 func (w *Worker) pushPending(ctx context.Context) error {
+	if w.remote.Head != "" {
+		return w.pushHead(ctx)
+	}
 	for replays := 0; ; replays++ {
 		if w.needFetch {
 			tip, err := w.repo.fetch(ctx)
@@ -167,12 +175,15 @@ func (w *Worker) dropFenced(err error) {
 	w.notify(err)
 }
 
-// buildPending extends the commit chain with the runs not built yet, starting over when the
-// base moved.
-func (w *Worker) buildPending() error {
-	if !w.built.valid || w.built.base != w.base {
+// buildPending extends the commit chain with the runs not built yet on the remote tip.
+func (w *Worker) buildPending() error { return w.buildOn(w.base) }
+
+// buildOn extends the commit chain with the runs not built yet, starting over on start when the
+// chain was built on another commit.
+func (w *Worker) buildOn(start plumbing.Hash) error {
+	if !w.built.valid || w.built.base != start {
 		w.store.dropOverlay()
-		w.built = build{valid: true, base: w.base, tip: w.base}
+		w.built = build{valid: true, base: start, tip: start}
 	}
 	w.pending = append(w.pending[:w.built.runs], joinBotRuns(w.pending[w.built.runs:], w.identity.Bot)...)
 	for w.built.runs < len(w.pending) {

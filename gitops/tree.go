@@ -113,7 +113,7 @@ const (
 )
 
 // op is one resolved file change inside a commit: write blob at path, or delete path when blob
-// is zero.
+// is zero. data is the blob's content, nil for a blob the clone and the remote already have.
 type op struct {
 	path    string
 	blob    plumbing.Hash
@@ -213,7 +213,9 @@ func (s *store) applyFileOp(out []TreeEntry, cur *TreeEntry, o *op, name string)
 	case cur != nil && o.keep != nil && s.keeps(cur.Hash, o.keep):
 		return append(out, *cur)
 	default:
-		s.put(plumbing.BlobObject, o.data)
+		if o.data != nil { // nil: a blob the remote has already (a replayed commit's)
+			s.put(plumbing.BlobObject, o.data)
+		}
 		o.effect = effectWritten
 		return append(out, TreeEntry{Name: name, Mode: fileMode, Hash: o.blob})
 	}

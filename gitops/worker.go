@@ -38,10 +38,12 @@ type Worker struct {
 	in       *inbox
 	done     chan struct{}
 	retry    retryPolicy
-	onStatus func()    // told when the failing state flips or the queue was coalesced
-	holds    *keyHolds // the pool's holds of this branch; nil for a worker outside a pool
-	fence    Fence     // nil: always push
-	signer   Signer    // nil: commits are not signed; replaced by setSigner
+	onStatus func()                    // told when the failing state flips or the queue was coalesced
+	holds    *keyHolds                 // the pool's holds of this branch; nil for a worker outside a pool
+	fence    Fence                     // nil: always push
+	signer   Signer                    // nil: commits are not signed; replaced by setSigner
+	delivery Delivery                  // set when remote.Head is: the pull request's host
+	ours     func(message string) bool // the daemon's own commits; nil: all are
 
 	// Owned by the Run goroutine.
 	repo        *repo
@@ -58,6 +60,11 @@ type Worker struct {
 	retrying    bool // a retry is scheduled: new batches wait for it
 	pushWanted  bool // a batch was flushed since the last push
 	failures    int
+	// With a head branch (remote.Head) only.
+	headTip       plumbing.Hash // the remote head branch, zero when it does not exist
+	headDue       bool          // look at the branches even with nothing pending
+	deliverWanted bool          // the request may not describe the head branch yet
+	request       *Request      // as the host last answered
 
 	mu     sync.Mutex
 	status WorkerStatus
@@ -83,7 +90,7 @@ func NewWorker(cfg WorkerConfig) *Worker {
 	}
 	return &Worker{
 		remote:   cfg.Remote,
-		dir:      filepath.Join(cfg.WorkDir, WorkerKey(cfg.Remote.URL, cfg.Remote.Branch)),
+		dir:      filepath.Join(cfg.WorkDir, WorkerKey(cfg.Remote.URL, cfg.Remote.Lane())),
 		limits:   cfg.Limits.withDefaults(),
 		identity: id,
 		slots:    cfg.Slots,
@@ -95,7 +102,9 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		onStatus: onStatus,
 		fence:    cfg.Fence,
 		signer:   cfg.Signer,
-		status:   WorkerStatus{URL: redactURL(cfg.Remote.URL), Branch: cfg.Remote.Branch},
+		delivery: cfg.Delivery,
+		ours:     cfg.Ours,
+		status:   WorkerStatus{URL: redactURL(cfg.Remote.URL), Branch: cfg.Remote.Branch, Head: cfg.Remote.Head},
 	}
 }
 
@@ -119,11 +128,23 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.batchTimer.Stop()
 	defer w.retryTimer.Stop()
 	w.needFetch = true
+	var poll <-chan time.Time // nil without a head branch: never ready
+	if w.remote.Head != "" {
+		if w.headTip, err = rp.ref(rp.headTracking); err != nil {
+			w.in.close()
+			return err
+		}
+		ticker := time.NewTicker(requestPoll)
+		defer ticker.Stop()
+		poll, w.headDue, w.deliverWanted = ticker.C, true, true
+	}
 	w.fetch(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return w.shutdown(ctx)
+		case <-poll:
+			w.headDue, w.pushWanted = true, true
 		case <-w.in.wake:
 			items, controls := w.in.take()
 			w.absorb(ctx, items, controls)
@@ -167,7 +188,7 @@ func (w *Worker) absorb(ctx context.Context, items []item, controls []control) {
 // fetch brings the clone up to date with the remote branch. When it fails and nothing is
 // pending, a retry fetches again, so the status recovers even without new changes.
 func (w *Worker) fetch(ctx context.Context) FetchResult {
-	tip, err := w.repo.fetch(ctx)
+	tip, err := w.fetchTips(ctx)
 	if err != nil {
 		w.log.Warn("fetch failed; retrying", "err", err)
 		w.setFailing(err)
@@ -183,6 +204,23 @@ func (w *Worker) fetch(ctx context.Context) FetchResult {
 		w.setOK("", Signature{})
 	}
 	return FetchResult{Tip: hashString(tip)}
+}
+
+// fetchTips fetches the branch, or with a head branch both; a move of either asks the worker
+// to look at the head branch (rebuild it, or delete it once merged) at the next push.
+func (w *Worker) fetchTips(ctx context.Context) (plumbing.Hash, error) {
+	if w.remote.Head == "" {
+		return w.repo.fetch(ctx)
+	}
+	target, head, err := w.repo.fetchHead(ctx)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if target != w.base || head != w.headTip {
+		w.headDue, w.pushWanted = true, true
+	}
+	w.headTip = head
+	return target, nil
 }
 
 // add puts one intent into the batch. The quiet period adapts to the traffic: a change after a

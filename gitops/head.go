@@ -1,0 +1,253 @@
+package gitops
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// headBound bounds the walks of a head branch's own commits and of its target's first parents.
+const headBound = 1000
+
+// errHeadNotOurs: the head branch holds a commit the daemon did not write, so it is not the
+// daemon's to rebuild or delete.
+var errHeadNotOurs = errors.New("the head branch holds commits the daemon did not write")
+
+// commitInfo is what the head branch's handling reads of a commit.
+type commitInfo struct {
+	hash, tree, parent plumbing.Hash // parent: the first one
+	author             Signature
+	when               time.Time // author time
+	message            string
+}
+
+// readCommit reads and parses commit h from the overlay or the clone.
+func (s *store) readCommit(h plumbing.Hash) (commitInfo, error) {
+	data, ok := s.overlay[h]
+	raw := data.data
+	if !ok {
+		var err error
+		if raw, err = s.read(plumbing.CommitObject, h); err != nil {
+			return commitInfo{}, err
+		}
+	}
+	c := commitInfo{hash: h}
+	header, msg, _ := bytes.Cut(raw, []byte("\n\n"))
+	c.message = string(msg)
+	for line := range bytes.SplitSeq(header, []byte("\n")) {
+		key, value, _ := bytes.Cut(line, []byte(" "))
+		switch string(key) {
+		case "tree":
+			_, _ = hex.Decode(c.tree[:], value)
+		case "parent":
+			if c.parent.IsZero() {
+				_, _ = hex.Decode(c.parent[:], value)
+			}
+		case "author":
+			c.author, c.when = parseIdent(string(value))
+		}
+	}
+	if c.tree.IsZero() {
+		return commitInfo{}, fmt.Errorf("commit %s has no tree", h)
+	}
+	return c, nil
+}
+
+// parseIdent reads "Name <email> unix zone".
+func parseIdent(v string) (Signature, time.Time) {
+	lt, gt := strings.IndexByte(v, '<'), strings.LastIndexByte(v, '>')
+	if lt < 0 || gt < lt {
+		return Signature{Name: strings.TrimSpace(v)}, time.Time{}
+	}
+	s := Signature{Name: strings.TrimSpace(v[:lt]), Email: v[lt+1 : gt]}
+	fields := strings.Fields(v[gt+1:])
+	if len(fields) == 0 {
+		return s, time.Time{}
+	}
+	sec, _ := strconv.ParseInt(fields[0], 10, 64)
+	return s, time.Unix(sec, 0).UTC()
+}
+
+// headChain returns the commits of the head branch at head that the target at target lacks,
+// oldest first, and the commit of the target they were built on. The walk follows first parents
+// from head until it meets target or, when the target moved, one of its first-parent
+// ancestors. Each commit met must be the daemon's (ours).
+func (w *Worker) headChain(head, target plumbing.Hash) (chain []commitInfo, onto plumbing.Hash, err error) {
+	var marks map[plumbing.Hash]bool // the target's first parents, read only when needed
+	for h := head; !h.IsZero() && h != target; {
+		if marks == nil && len(chain) > 0 {
+			if marks, err = w.firstParents(target); err != nil {
+				return nil, plumbing.ZeroHash, err
+			}
+		}
+		if marks[h] {
+			onto = h
+			break
+		}
+		c, err := w.store.readCommit(h)
+		if err != nil {
+			return nil, plumbing.ZeroHash, fmt.Errorf("read the head branch: %w", err)
+		}
+		if w.ours != nil && !w.ours(c.message) {
+			return nil, plumbing.ZeroHash, fmt.Errorf("%w: %s by %s", errHeadNotOurs, h, c.author.Name)
+		}
+		if chain = append(chain, c); len(chain) > headBound {
+			return nil, plumbing.ZeroHash, fmt.Errorf("the head branch has more than %d commits the target lacks", headBound)
+		}
+		h = c.parent
+	}
+	if onto.IsZero() && len(chain) > 0 && chain[len(chain)-1].parent == target {
+		onto = target
+	}
+	if onto.IsZero() && head == target {
+		onto = target
+	}
+	slices.Reverse(chain)
+	return chain, onto, nil
+}
+
+// firstParents marks the target's first-parent ancestors, itself included, up to headBound.
+func (w *Worker) firstParents(target plumbing.Hash) (map[plumbing.Hash]bool, error) {
+	marks := map[plumbing.Hash]bool{}
+	for h, n := target, 0; !h.IsZero() && n < headBound; n++ {
+		marks[h] = true
+		c, err := w.store.readCommit(h)
+		if err != nil {
+			return nil, fmt.Errorf("read the target branch: %w", err)
+		}
+		h = c.parent
+	}
+	return marks, nil
+}
+
+// replay makes the changes of each commit of chain again on top of onto, oldest first, as
+// file-level intents: a file the commit wrote gets the same content, a file it deleted is
+// deleted, whatever the new base holds there. A commit whose changes the base already has
+// makes none; the others keep their author, author time and message. It returns the new tip.
+func (w *Worker) replay(onto plumbing.Hash, chain []commitInfo) (plumbing.Hash, error) {
+	tip := onto
+	for _, c := range chain {
+		var before plumbing.Hash
+		if !c.parent.IsZero() {
+			var err error
+			if before, err = w.store.commitTree(c.parent); err != nil {
+				return plumbing.ZeroHash, err
+			}
+		}
+		var ops []op
+		err := w.store.diffFiles(before, c.tree, "", func(path string, _, now *TreeEntry) {
+			o := op{path: path}
+			if now != nil {
+				o.blob = now.Hash
+			}
+			ops = append(ops, o)
+		})
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("replay %s: %w", c.hash, err)
+		}
+		base, err := w.store.commitTree(tip)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		tree, err := w.store.updateTree(base, ops)
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("replay %s: %w", c.hash, err)
+		}
+		if tree == base {
+			continue
+		}
+		data := encodeCommit(commitFields{tree: tree, parent: tip, author: c.author, authored: c.when,
+			committer: w.identity.Committer, at: time.Now()}, c.message)
+		if w.signer != nil {
+			if data, err = signCommit(data, w.signer); err != nil {
+				return plumbing.ZeroHash, fmt.Errorf("sign commit: %w", err)
+			}
+		}
+		tip = w.store.put(plumbing.CommitObject, data)
+	}
+	return tip, nil
+}
+
+// diffFiles calls fn with the path of every file that differs between trees a and b (zero:
+// empty), and its entries on either side (nil where it is missing). Equal subtrees are skipped
+// unread.
+func (s *store) diffFiles(a, b plumbing.Hash, prefix string, fn func(path string, was, now *TreeEntry)) error {
+	if a == b {
+		return nil
+	}
+	var ea, eb []TreeEntry
+	var err error
+	if !a.IsZero() {
+		if ea, err = s.tree(a); err != nil {
+			return err
+		}
+	}
+	if !b.IsZero() {
+		if eb, err = s.tree(b); err != nil {
+			return err
+		}
+	}
+	side := func(e *TreeEntry, was bool) error { // an entry only one side has
+		if !e.IsDir() {
+			if was {
+				fn(prefix+e.Name, e, nil)
+			} else {
+				fn(prefix+e.Name, nil, e)
+			}
+			return nil
+		}
+		if was {
+			return s.diffFiles(e.Hash, plumbing.ZeroHash, prefix+e.Name+"/", fn)
+		}
+		return s.diffFiles(plumbing.ZeroHash, e.Hash, prefix+e.Name+"/", fn)
+	}
+	i, j := 0, 0
+	for err == nil && (i < len(ea) || j < len(eb)) {
+		switch c := entryOrder(ea, eb, i, j); {
+		case c < 0:
+			err = side(&ea[i], true)
+			i++
+		case c > 0:
+			err = side(&eb[j], false)
+			j++
+		default:
+			x, y := &ea[i], &eb[j]
+			switch {
+			case x.Hash == y.Hash && x.Mode == y.Mode:
+			case x.IsDir():
+				err = s.diffFiles(x.Hash, y.Hash, prefix+x.Name+"/", fn)
+			default:
+				fn(prefix+x.Name, x, y)
+			}
+			i++
+			j++
+		}
+	}
+	return err
+}
+
+// entryOrder compares ea[i] and eb[j] in Git's tree order; a side that ran out sorts last.
+func entryOrder(ea, eb []TreeEntry, i, j int) int {
+	switch {
+	case i == len(ea):
+		return 1
+	case j == len(eb):
+		return -1
+	}
+	return compareKey(ea[i].Name, ea[i].IsDir(), entryKey(&eb[j]))
+}
+
+// entryKey is the key compareKey sorts an entry by: its name, with a trailing "/" for a tree.
+func entryKey(e *TreeEntry) string {
+	if e.IsDir() {
+		return e.Name + "/"
+	}
+	return e.Name
+}

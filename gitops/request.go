@@ -1,0 +1,268 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// requestPoll is how often a worker that delivers by pull request looks at its branches when
+// nothing else makes it: a merge, or a push to the target, is then acted on within this time.
+const requestPoll = time.Minute
+
+// deliveryTimeout bounds one call of the Delivery.
+const deliveryTimeout = time.Minute
+
+// DeliveryError is a Delivery call that failed; the commits stay on the head branch and the
+// call is retried.
+type DeliveryError struct {
+	Op  string // deliver, withdraw or check
+	Err error
+}
+
+func (e *DeliveryError) Error() string { return "pull request: " + e.Op + ": " + e.Err.Error() }
+func (e *DeliveryError) Unwrap() error { return e.Err }
+
+// pushHead is pushPending for a worker that delivers by pull request: it looks at both
+// branches, rebuilds the head branch on the target when the target moved, commits the pending
+// runs on the head, pushes it, and has the request describe it; a head that holds nothing the
+// target lacks is deleted and its request closed (a merged one stays merged). It never pushes
+// to the target.
+func (w *Worker) pushHead(ctx context.Context) error {
+	for replays := 0; ; replays++ {
+		err := w.pushHeadOnce(ctx)
+		if !errors.Is(err, errRemoteMoved) || replays >= w.retry.maxReplays {
+			return err
+		}
+		w.m.rebaseRetry()
+		w.log.Debug("head branch moved, looking again", "err", err)
+	}
+}
+
+func (w *Worker) pushHeadOnce(ctx context.Context) error {
+	target, head, err := w.repo.fetchHead(ctx)
+	if err != nil {
+		w.needFetch = true
+		return err
+	}
+	if target != w.base || head != w.headTip {
+		w.deliverWanted = true
+	}
+	w.base, w.headTip, w.needFetch = target, head, false
+	start, err := w.headStart(ctx)
+	if err != nil {
+		return err
+	}
+	if err := w.buildOn(start); err != nil {
+		return err
+	}
+	switch tip := w.built.tip; {
+	case tip == w.base:
+		return w.dropHead(ctx)
+	case tip != w.headTip:
+		pack, err := w.store.encodePack()
+		if err != nil {
+			return err
+		}
+		if err := w.sendRef(ctx, w.repo.head, w.headTip, tip, pack.data); err != nil {
+			return err
+		}
+		w.headLanded(tip, pack)
+	default:
+		w.pending, w.built = nil, build{}
+	}
+	if w.deliverWanted {
+		return w.deliver(ctx)
+	}
+	return nil
+}
+
+// headStart is the commit the pending runs go on: the head branch, the target when there is
+// none, or, when the target moved since the head was built, the head's own commits that are
+// still not merged, made again on the new target.
+func (w *Worker) headStart(ctx context.Context) (plumbing.Hash, error) {
+	if w.headTip.IsZero() {
+		return w.base, nil
+	}
+	chain, onto, err := w.headChain(w.headTip, w.base)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if onto == w.base {
+		return w.headTip, nil
+	}
+	if chain, err = w.unmerged(ctx, chain); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	w.store.dropOverlay()
+	start, err := w.replay(w.base, chain)
+	if err != nil {
+		w.built = build{}
+		return plumbing.ZeroHash, err
+	}
+	w.built = build{valid: true, base: start, tip: start}
+	w.log.Info("the target moved: head branch rebuilt on it", "target", w.base, "commits", len(chain))
+	return start, nil
+}
+
+// unmerged drops from chain the commits of a request the host says was merged: a squash or a
+// rebase merge leaves no trace of them in the target's history, and their files, changed since
+// by someone, must not be made again.
+func (w *Worker) unmerged(ctx context.Context, chain []commitInfo) ([]commitInfo, error) {
+	req, err := w.callDelivery(ctx, "check", w.delivery.Check)
+	if err != nil {
+		return nil, err
+	}
+	if req.State != RequestMerged {
+		return chain, nil
+	}
+	for i, c := range chain {
+		if c.hash.String() == req.HeadCommit {
+			return chain[i+1:], nil
+		}
+	}
+	return chain, nil
+}
+
+// dropHead deletes a head branch that holds nothing the target lacks, and withdraws its request.
+func (w *Worker) dropHead(ctx context.Context) error {
+	w.pending, w.built = nil, build{}
+	w.store.dropOverlay()
+	if !w.headTip.IsZero() {
+		if err := w.sendRef(ctx, w.repo.head, w.headTip, plumbing.ZeroHash, nil); err != nil {
+			return err
+		}
+		w.log.Info("the target has every change of the head branch: head branch deleted", "head", w.remote.Head)
+		w.headLanded(plumbing.ZeroHash, encodedPack{})
+	}
+	if !w.deliverWanted {
+		return nil
+	}
+	if _, err := w.callDelivery(ctx, "withdraw", w.delivery.Withdraw); err != nil {
+		return err
+	}
+	w.deliverWanted = false
+	return nil
+}
+
+// deliver has the request describe the head branch.
+func (w *Worker) deliver(ctx context.Context) error {
+	if _, err := w.callDelivery(ctx, "deliver", w.delivery.Deliver); err != nil {
+		return err
+	}
+	w.deliverWanted = false
+	return nil
+}
+
+// callDelivery asks the fence, then calls the Delivery with what the head branch holds, and
+// records the request it answers.
+func (w *Worker) callDelivery(ctx context.Context, op string, call func(context.Context, Head) (Request, error)) (Request, error) {
+	head, err := w.headSummary()
+	if err != nil {
+		return Request{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, deliveryTimeout)
+	defer cancel()
+	if w.fence != nil {
+		until, err := w.fence()
+		if err != nil {
+			return Request{}, fmt.Errorf("%w: %w", ErrFenced, err)
+		}
+		var cancelFence context.CancelFunc
+		ctx, cancelFence = context.WithDeadline(ctx, until)
+		defer cancelFence()
+	}
+	req, err := call(ctx, head)
+	if err != nil {
+		return Request{}, &DeliveryError{Op: op, Err: err}
+	}
+	if req.Event != "" {
+		w.log.Info("pull request "+req.Event, "number", req.Number, "url", req.URL, "state", req.State)
+	}
+	w.request = &req
+	w.setStatus(func(s *WorkerStatus) { s.Request, s.Waiting = &req, len(head.Files) })
+	w.onStatus()
+	return req, nil
+}
+
+// headSummary describes what the head branch holds that the target lacks.
+func (w *Worker) headSummary() (Head, error) {
+	h := Head{Branch: w.remote.Head, Target: w.remote.Branch, Commit: hashString(w.headTip), Known: w.request}
+	if w.headTip.IsZero() {
+		return h, nil
+	}
+	chain, _, err := w.headChain(w.headTip, w.base)
+	if err != nil {
+		return h, err
+	}
+	for _, c := range chain {
+		subject, _, _ := strings.Cut(c.message, "\n")
+		h.Commits = append(h.Commits, HeadCommit{Hash: c.hash.String(), Author: c.author, When: c.when, Subject: subject})
+	}
+	h.Files, err = w.headFiles()
+	return h, err
+}
+
+// headFiles lists the files the head branch changes against the target.
+func (w *Worker) headFiles() ([]HeadFile, error) {
+	if w.headTip.IsZero() {
+		return nil, nil
+	}
+	from, err := w.store.commitTree(w.base)
+	if err != nil {
+		return nil, err
+	}
+	to, err := w.store.commitTree(w.headTip)
+	if err != nil {
+		return nil, err
+	}
+	var files []HeadFile
+	err = w.store.diffFiles(from, to, "", func(path string, was, now *TreeEntry) {
+		files = append(files, HeadFile{Path: path, Deleted: now == nil, Added: was == nil})
+	})
+	return files, err
+}
+
+// sendRef asks the fence, then moves the remote reference ref from old to tip.
+func (w *Worker) sendRef(ctx context.Context, ref plumbing.ReferenceName, old, tip plumbing.Hash, pack []byte) error {
+	if w.fence != nil {
+		until, err := w.fence()
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrFenced, err)
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, until)
+		defer cancel()
+	}
+	return w.repo.updateRef(ctx, ref, old, tip, pack)
+}
+
+// headLanded records a head branch the remote accepted (zero: deleted).
+func (w *Worker) headLanded(tip plumbing.Hash, pack encodedPack) {
+	stats, author := w.built.stats, w.built.author
+	w.m.landed(stats)
+	w.pending, w.built, w.headTip = nil, build{}, tip
+	w.deliverWanted = true
+	var err error
+	if pack.data != nil {
+		err = w.repo.keepPack(pack.write)
+	}
+	w.store.dropOverlay()
+	if err == nil {
+		err = w.repo.setRef(w.repo.headTracking, tip)
+	}
+	if err != nil {
+		w.log.Error("record the pushed head branch", "err", err)
+		w.needFetch = true
+	} else if err := w.repo.compactIfNeeded(); err != nil {
+		w.log.Warn("compact clone", "err", err)
+	}
+	if !tip.IsZero() {
+		w.log.Info("pushed the head branch", "head", w.remote.Head, "tip", tip, "commits", stats.commits)
+		w.setOK(tip.String(), author)
+	}
+}

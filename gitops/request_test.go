@@ -1,0 +1,218 @@
+package gitops
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+// hostDouble stands in for a Git host's pull-request API, which package pullrequest drives for
+// real (against a real Gitea in its tests and the daemon's): here only what the worker asks of
+// its Delivery is recorded, and the state of the one request is what the test sets.
+type hostDouble struct {
+	mu       sync.Mutex
+	calls    []string
+	last     Head
+	state    string // of the request, once opened
+	mergedAt string // head commit of a merged request
+}
+
+func (h *hostDouble) answer(op string, head Head) Request {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.calls, h.last = append(h.calls, op), head
+	if h.state == "" && op == "deliver" {
+		h.state = RequestOpen
+	}
+	if op == "withdraw" && h.state == RequestOpen {
+		h.state = RequestClosed
+	}
+	return Request{Number: 1, State: h.state, HeadCommit: h.mergedAt}
+}
+
+func (h *hostDouble) Deliver(_ context.Context, head Head) (Request, error) {
+	return h.answer("deliver", head), nil
+}
+func (h *hostDouble) Withdraw(_ context.Context, head Head) (Request, error) {
+	return h.answer("withdraw", head), nil
+}
+func (h *hostDouble) Check(_ context.Context, head Head) (Request, error) {
+	return h.answer("check", head), nil
+}
+
+func (h *hostDouble) seen() (calls []string, last Head) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.calls), h.last
+}
+
+const testHead = "gitops-reverser/prod"
+
+// startHeadWorker runs a worker that delivers into main by a request from testHead.
+func startHeadWorker(t *testing.T, url string, host *hostDouble) *testWorker {
+	return StartWorker(t, url, "", BatchLimits{}, func(c *WorkerConfig) {
+		c.Remote.Head, c.Delivery = testHead, host
+		c.Ours = func(msg string) bool { return strings.Contains(msg, testTrailers[0][0]+": "+testTrailers[0][1]) }
+	})
+}
+
+// mustRef is the SHA a branch of a bare repository points at, "" when it has none.
+func mustRef(t *testing.T, srv *testenv.GitServer, repo, branch string) string {
+	t.Helper()
+	out, err := exec.Command("git", "--git-dir="+filepath.Join(srv.Root, repo+".git"), "rev-parse", "--verify", "--quiet", "refs/heads/"+branch).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// mustFetch makes the worker look at the remote now, as a webhook or write-back does.
+func mustFetch(t *testing.T, w *testWorker) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := w.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	MustFlush(t, w)
+}
+
+func TestChangesGoToTheHeadBranchNeverTheTarget(t *testing.T) {
+	srv := MustGitServer(t)
+	url := MustRepo(t, srv, "pr")
+	if _, err := srv.PushCommit("pr", "main", testenvSig("alice"), "start", map[string]string{"README.md": "hi\n"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	main := mustRef(t, srv, "pr", "main")
+	host := &hostDouble{}
+	w := startHeadWorker(t, url, host)
+	MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 100), Credit: Credit{Author: Signature{Name: "Bob", Email: "bob@example.com"}}})
+	MustFlush(t, w)
+	MustEnqueue(t, w, Change{Path: cmPath("b"), Content: configMap("b", "1", 100)})
+	MustFlush(t, w)
+
+	if got := mustRef(t, srv, "pr", "main"); got != main {
+		t.Fatalf("main moved to %s: the worker must never push to its target", got)
+	}
+	log, err := srv.Log("pr", testHead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 3 || log[1].AuthorName != "Bob" || log[0].Parents[0] != log[1].SHA || log[2].SHA != main {
+		t.Fatalf("head branch = %+v, want Bob's commit, then the bot's, on main", log)
+	}
+	calls, last := host.seen()
+	if n := strings.Count(strings.Join(calls, " "), "deliver"); n != 2 {
+		t.Errorf("calls = %v, want one deliver per push", calls)
+	}
+	if len(last.Files) != 2 || len(last.Commits) != 2 || last.Commits[0].Author.Name != "Bob" || last.Commit != log[0].SHA {
+		t.Errorf("the request was told %+v", last)
+	}
+	mustFetch(t, w) // nothing moved: no call
+	if again, _ := host.seen(); len(again) != len(calls) {
+		t.Errorf("a look with nothing new called the host: %v", again[len(calls):])
+	}
+	st := w.Status()
+	if st.Request == nil || st.Request.Number != 1 || st.Waiting != 2 || st.Head != testHead {
+		t.Errorf("status = %+v", st)
+	}
+}
+
+func TestTheHeadBranchFollowsItsTarget(t *testing.T) {
+	srv := MustGitServer(t)
+	url := MustRepo(t, srv, "pr")
+	if _, err := srv.PushCommit("pr", "main", testenvSig("alice"), "start", map[string]string{"README.md": "hi\n"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	host := &hostDouble{}
+	w := startHeadWorker(t, url, host)
+	MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 100)})
+	MustFlush(t, w)
+	mine := mustRef(t, srv, "pr", testHead)
+
+	// Someone pushes to main: the head is rebuilt on it, with the same change.
+	pushed, err := srv.PushCommit("pr", "main", testenvSig("carol"), "docs", map[string]string{"docs.md": "x\n"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustFetch(t, w)
+	log, err := srv.Log("pr", testHead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log[0].SHA == mine || log[1].SHA != pushed {
+		t.Fatalf("head branch = %+v, want our change rebuilt on %s", log, pushed)
+	}
+	files, _ := srv.Files("pr", testHead)
+	if !slices.Contains(files, cmPath("a")) || !slices.Contains(files, "docs.md") {
+		t.Fatalf("head files = %v", files)
+	}
+
+	// A squash merge: main gets the head's tree in a commit of its own, and the host says the
+	// request was merged at the head's tip: the head branch is deleted, nothing is made again.
+	head := mustRef(t, srv, "pr", testHead)
+	git := func(args ...string) string {
+		out, err := exec.Command("git", append([]string{"--git-dir=" + filepath.Join(srv.Root, "pr.git")}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("git %v: %v", args, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	squash := git("commit-tree", head+"^{tree}", "-p", pushed, "-m", "Squashed (#1)")
+	git("update-ref", "refs/heads/main", squash)
+	host.mu.Lock()
+	host.state, host.mergedAt = RequestMerged, head
+	host.mu.Unlock()
+	mustFetch(t, w)
+	if got := mustRef(t, srv, "pr", testHead); got != "" {
+		t.Fatalf("head branch still at %s after its request was merged", got)
+	}
+	if got := mustRef(t, srv, "pr", "main"); got != squash {
+		t.Fatalf("main = %s, want the squash %s untouched", got, squash)
+	}
+	calls, _ := host.seen()
+	if !slices.Contains(calls, "check") || calls[len(calls)-1] != "withdraw" {
+		t.Errorf("calls = %v, want a check of the merge and a withdraw", calls)
+	}
+
+	// The next change opens a new head on the new main.
+	host.mu.Lock()
+	host.state, host.mergedAt = "", ""
+	host.mu.Unlock()
+	MustEnqueue(t, w, Change{Path: cmPath("c"), Content: configMap("c", "1", 100)})
+	MustFlush(t, w)
+	log, err = srv.Log("pr", testHead)
+	if err != nil || len(log) < 2 || log[1].SHA != squash {
+		t.Fatalf("new head = %+v (%v), want one commit on the squash", log, err)
+	}
+}
+
+func TestAHeadBranchSomeoneElseWroteIsLeftAlone(t *testing.T) {
+	srv := MustGitServer(t)
+	url := MustRepo(t, srv, "pr")
+	if _, err := srv.PushCommit("pr", "main", testenvSig("alice"), "start", map[string]string{"README.md": "hi\n"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := srv.PushCommit("pr", testHead, testenvSig("mallory"), "mine", map[string]string{"x.md": "x\n"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := &hostDouble{}
+	w := startHeadWorker(t, url, host)
+	MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 100)})
+	testenv.Eventually(t, 30*time.Second, "the worker refuses the head branch", func() (bool, string) {
+		err := w.Status().LastError
+		return err != nil && strings.Contains(err.Error(), "did not write"), fmt.Sprint(err)
+	})
+	if got := mustRef(t, srv, "pr", testHead); got != theirs {
+		t.Fatalf("head branch = %s, want %s untouched", got, theirs)
+	}
+}
