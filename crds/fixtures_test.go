@@ -105,6 +105,10 @@ func fullFixtures(namespace string) []fixture {
 					MatchLabels:      map[string]string{"tenant": "a"},
 					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"prod"}}},
 				}},
+				Push: &crds.Push{Mode: crds.PushPullRequest, PullRequest: &crds.PullRequestPush{
+					Provider: crds.ProviderGitea, APIURL: "https://git.example.com/api/v1", HeadBranch: "mirror/prod",
+					Labels: []string{"mirror"}, Draft: true,
+				}},
 			},
 		}, status: destinationStatus, decode: decodeAs[crds.GitDestination]},
 		{kind: crds.KindWatchRule, gvr: crds.WatchRules, obj: &crds.WatchRule{
@@ -193,6 +197,8 @@ func destinationStatus(generation int64) any {
 		},
 		Git: &crds.GitProgress{LastPushedCommit: sourceCommit, LastPushTime: &fixtureTime, LastPushAuthor: "Alice <alice@example.com>",
 			Pending: 2, Failures: 1, LastError: "push rejected", Owner: "gitops-reverser-7d9f_3a4b5c6d"},
+		PullRequest: &crds.PullRequestStatus{HeadBranch: "mirror/prod", Number: 7, URL: "https://git.example.com/o/r/pulls/7",
+			State: "open", HeadCommit: sourceCommit, ChangesWaiting: 3, OpenedAt: &fixtureTime},
 		Skipped: []crds.SkipCount{
 			{Reason: crds.SkipReasonKubeRootCA, Count: 12},
 			{Reason: crds.SkipReasonExcludedFieldManager, Count: 0},

@@ -158,6 +158,74 @@ type GitDestinationSpec struct {
 	Encryption *Encryption `json:"encryption,omitempty"`
 	// AccessPolicy admits WatchRules of other namespaces; nil admits only this namespace.
 	AccessPolicy *AccessPolicy `json:"accessPolicy,omitempty"`
+	// Push says how changes reach Branch; nil pushes to it directly.
+	Push *Push `json:"push,omitempty"`
+}
+
+// The modes of Push.
+const (
+	PushDirect      = "Direct"      // commits are pushed to the branch, fast-forward only
+	PushPullRequest = "PullRequest" // commits go to a head branch, delivered by a pull request
+)
+
+// The providers of a PullRequestPush: the Git hosts whose API opens the request.
+const (
+	ProviderGitea  = "gitea" // Gitea and Forgejo
+	ProviderGitHub = "github"
+	ProviderGitLab = "gitlab"
+)
+
+// Push says how a destination's changes reach its branch.
+type Push struct {
+	// Mode is PushDirect ("" too) or PushPullRequest.
+	Mode string `json:"mode,omitempty"`
+	// PullRequest configures the request when Mode is PushPullRequest.
+	PullRequest *PullRequestPush `json:"pullRequest,omitempty"`
+}
+
+// PullRequestPush is how a destination's pull (merge) request is opened.
+type PullRequestPush struct {
+	// Provider is the Git host's kind (Provider* constants).
+	Provider string `json:"provider"`
+	// APIURL is the host's API; empty derives it from the repository's URL.
+	APIURL string `json:"apiURL,omitempty"`
+	// HeadBranch is the daemon's own branch the request is opened from; empty is
+	// DefaultHeadBranch.
+	HeadBranch string `json:"headBranch,omitempty"`
+	// Labels are put on the request (those the repository has).
+	Labels []string `json:"labels,omitempty"`
+	// Draft opens the request as a draft.
+	Draft bool `json:"draft,omitempty"`
+}
+
+// PullRequest is the destination's pull request settings, nil when it pushes directly.
+func (d *GitDestination) PullRequest() *PullRequestPush {
+	if d.Spec.Push == nil || d.Spec.Push.Mode != PushPullRequest {
+		return nil
+	}
+	return d.Spec.Push.PullRequest
+}
+
+// HeadBranch is the branch the destination's request comes from: its own, or
+// gitops-reverser/{namespace}/{name}. "" when it pushes directly.
+func (d *GitDestination) HeadBranch() string {
+	pr := d.PullRequest()
+	switch {
+	case pr == nil:
+		return ""
+	case pr.HeadBranch != "":
+		return pr.HeadBranch
+	}
+	return "gitops-reverser/" + d.Namespace + "/" + d.Name
+}
+
+// Lane is the branch the destination's changes are pushed to: its head branch when it delivers
+// by pull request, else Branch. It names the Git worker that writes them.
+func (d *GitDestination) Lane() string {
+	if h := d.HeadBranch(); h != "" {
+		return h
+	}
+	return d.Spec.Branch
 }
 
 // AccessPolicy says which other namespaces may refer to an object: the consent of the namespace
@@ -212,6 +280,8 @@ type GitDestinationStatus struct {
 	// Git is the mirror's progress on the destination's branch: the last push and what waits.
 	// Shared by every destination on the same repository and branch.
 	Git *GitProgress `json:"git,omitempty"`
+	// PullRequest is the request that delivers the destination's changes, when it has one.
+	PullRequest *PullRequestStatus `json:"pullRequest,omitempty"`
 	// Skipped says what the mirror leaves out, by reason (SkipReason* constants): generated
 	// objects currently left out, and changes by excluded users or field managers since the
 	// daemon started. Updated at each reconcile of the destination.
@@ -234,6 +304,24 @@ type GitProgress struct {
 	LastError string `json:"lastError,omitempty"`
 	// Owner is the replica that writes the destination, as its shard's Lease names it (with --shards=auto).
 	Owner string `json:"owner,omitempty"`
+}
+
+// PullRequestStatus is the pull (merge) request that delivers a destination's changes.
+type PullRequestStatus struct {
+	// HeadBranch is the daemon's branch the request comes from.
+	HeadBranch string `json:"headBranch"`
+	// Number is the request's number on its host; 0 while none is known.
+	Number int64 `json:"number,omitempty"`
+	// URL is the request's web page.
+	URL string `json:"url,omitempty"`
+	// State is open, merged or closed.
+	State string `json:"state,omitempty"`
+	// HeadCommit is the tip of the head branch the request shows.
+	HeadCommit string `json:"headCommit,omitempty"`
+	// ChangesWaiting counts the files the head branch changes that the target lacks.
+	ChangesWaiting int `json:"changesWaiting"`
+	// OpenedAt is when the request was opened.
+	OpenedAt *metav1.Time `json:"openedAt,omitempty"`
 }
 
 // SkipCount is how many objects or changes the mirror left out for one reason.

@@ -31,6 +31,13 @@ func destination(branch, baseFolder string) *crds.GitDestination {
 	}
 }
 
+// pushing is a destination on main that delivers by mode.
+func pushing(mode string, pr *crds.PullRequestPush) *crds.GitDestination {
+	d := destination("main", "clusters/prod")
+	d.Spec.Push = &crds.Push{Mode: mode, PullRequest: pr}
+	return d
+}
+
 func watchRule(rules []crds.ResourceRule) *crds.WatchRule {
 	return &crds.WatchRule{
 		ObjectMeta: metav1.ObjectMeta{Name: "rule", Namespace: validationNS},
@@ -217,6 +224,25 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"serviceAccountName not a name", ruleActingAs("team-b/reader"), []string{"spec.serviceAccountName"}},
 		{"serviceAccountName accepted", ruleActingAs("mirror-reader"), nil},
 		{"accessPolicy accepted", destinationAdmitting(metav1.LabelSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"x"}}), nil},
+		// spec.push
+		{"PullRequest without pullRequest", pushing(crds.PushPullRequest, nil), []string{"spec.push", "pullRequest is required with mode PullRequest"}},
+		{"pullRequest with Direct", pushing(crds.PushDirect, &crds.PullRequestPush{Provider: crds.ProviderGitHub}), []string{"spec.push", "pullRequest is required"}},
+		{"unknown provider", pushing(crds.PushPullRequest, &crds.PullRequestPush{Provider: "bitbucket"}), []string{"spec.push.pullRequest.provider"}},
+		{"head branch is the target", pushing(crds.PushPullRequest, &crds.PullRequestPush{Provider: crds.ProviderGitea, HeadBranch: "main"}),
+			[]string{"must not be branch itself"}},
+		{"head branch with a space", pushing(crds.PushPullRequest, &crds.PullRequestPush{Provider: crds.ProviderGitea, HeadBranch: "a b"}),
+			[]string{"spec.push.pullRequest.headBranch", "valid Git branch name"}},
+		{"head branch with ..", pushing(crds.PushPullRequest, &crds.PullRequestPush{Provider: crds.ProviderGitea, HeadBranch: "a..b"}),
+			[]string{"valid Git branch name"}},
+		{"head branch ending in .lock", pushing(crds.PushPullRequest, &crds.PullRequestPush{Provider: crds.ProviderGitea, HeadBranch: "a.lock"}),
+			[]string{"valid Git branch name"}},
+		{"head branch with a backslash", pushing(crds.PushPullRequest, &crds.PullRequestPush{Provider: crds.ProviderGitea, HeadBranch: `a\b`}),
+			[]string{"valid Git branch name"}},
+		{"apiURL not http", pushing(crds.PushPullRequest, &crds.PullRequestPush{Provider: crds.ProviderGitLab, APIURL: "ftp://x"}),
+			[]string{"apiURL must be an http(s) URL"}},
+		{"pull request accepted", pushing(crds.PushPullRequest, &crds.PullRequestPush{Provider: crds.ProviderGitLab,
+			HeadBranch: "gitops-reverser/team-a/prod", Labels: []string{"mirror"}, Draft: true}), nil},
+		{"Direct accepted", pushing(crds.PushDirect, nil), nil},
 		// spec.allowedBranches
 		{"no allowed branches", &crds.GitRepoConfig{
 			ObjectMeta: metav1.ObjectMeta{Name: "repo", Namespace: validationNS},

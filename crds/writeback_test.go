@@ -253,7 +253,7 @@ func TestKubectlGetShowsWriteBackColumns(t *testing.T) {
 			[]string{"web", "update", "Deployment", "team-a", "web", "Pending", sourceCommit}},
 		{[]string{"get", "sr", "-n", ns}, []string{"NAME", "DESTINATION", "STATUS", "REVISION", "DIFFERENCES", "PROPOSALS", "AGE"},
 			[]string{"dest-run", "dest", "Partial", sourceCommit, "3", "3"}},
-		{[]string{"get", "gd", "-n", ns, "-o", "wide"}, []string{"NAME", "READY", "REPO", "BRANCH", "FOLDER", "WRITEBACK", "OWNER", "AGE"},
+		{[]string{"get", "gd", "-n", ns, "-o", "wide"}, []string{"NAME", "READY", "REPO", "BRANCH", "FOLDER", "WRITEBACK", "OWNER", "REQUEST", "AGE"},
 			[]string{"dest", "repo", "main", "clusters/prod", "true"}},
 	}
 	for _, tc := range cases {
