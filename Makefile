@@ -23,6 +23,11 @@ SOPS := $(TOOLS_CACHE)/sops-$(SOPS_VERSION)/sops
 PROMTOOL_VERSION := v0.316.0
 PROMTOOL_TAGS := remove_all_sd
 PROMTOOL := $(TOOLS_CACHE)/promtool-$(PROMTOOL_VERSION)/promtool
+# testenv/gitea.go builds the same Gitea (a Git host with pull requests, which the pull-request tests
+# run) into the same place, with the options, templates and public folders it serves next to it;
+# a test keeps its version equal to this one.
+GITEA_VERSION := v1.26.0
+GITEA := $(TOOLS_CACHE)/gitea-$(GITEA_VERSION)/gitea
 # testenv/browser.go drives a headless Chromium with the same playwright-core from the same place
 # (installing it there too when missing); a test keeps its version equal to this one.
 PLAYWRIGHT_VERSION := 1.64.1
@@ -45,7 +50,7 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
 VERSION_LDFLAGS = -X github.com/configbutler/gitops-reverser/daemon.Version=$(VERSION)
 
-.PHONY: all build image test test-tools debian-packages vet lint helm-lint sops promtool browser playwright chromium signing-tools testenv testenv-bins demo bench clean
+.PHONY: all build image test test-tools debian-packages vet lint helm-lint sops promtool gitea browser playwright chromium signing-tools testenv testenv-bins demo bench clean
 
 all: build
 
@@ -74,7 +79,7 @@ test: ## vet and run every test against a real apiserver and real git remotes
 
 # test-tools is every tool the tests run. Debian's packages are installed one after the other:
 # two apt-get at once would fight over dpkg's lock.
-test-tools: testenv-bins sops $(HELM) $(PROMTOOL) playwright debian-packages
+test-tools: testenv-bins sops $(HELM) $(PROMTOOL) gitea playwright debian-packages
 
 debian-packages:
 	@$(MAKE) --no-print-directory chromium
@@ -108,6 +113,13 @@ promtool: $(PROMTOOL) ## build (once) the pinned promtool the tests check the ch
 
 $(PROMTOOL):
 	GOBIN=$(dir $@) go install -tags $(PROMTOOL_TAGS) github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
+
+gitea: $(GITEA) ## build (once) the pinned Gitea the pull-request tests run
+
+# go install cannot build Gitea (its go.mod has replace directives): testenv.EnsureGitea builds a
+# copy of its module with cgo (sqlite) into a scratch directory and moves it into place.
+$(GITEA):
+	TOOLS_CACHE=$(TOOLS_CACHE) go run ./testenv/cmd/testenv -gitea
 
 browser: playwright chromium ## install (once) the headless Chromium and playwright-core the browser tests drive
 

@@ -70,6 +70,7 @@ type MirrorConfig struct {
 	Batch             gitops.BatchLimits
 	MaxWorkers        int
 	MaxWorkersPerRepo int
+	RequestPoll       time.Duration // see gitops.PoolConfig.RequestPoll
 }
 
 // WebhookConfig is the admission webhook's, which credits changes to their authors.
@@ -226,6 +227,7 @@ func configFrom(c *cli.Context) (Config, error) {
 			},
 			MaxWorkers:        c.Int(keyWorkersMaxGlobal),
 			MaxWorkersPerRepo: c.Int(keyWorkersMaxPerRepo),
+			RequestPoll:       c.Duration(keyPullRequestPoll),
 		},
 		Webhook: WebhookConfig{
 			Enabled:             c.Bool(keyEnableWebhook),
@@ -265,6 +267,7 @@ func configFrom(c *cli.Context) (Config, error) {
 			errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 		}
 	}
+	check(cfg.Mirror.RequestPoll >= time.Second, keyPullRequestPoll, "must be at least 1s, got %s", cfg.Mirror.RequestPoll)
 	check(cfg.Mirror.DiscoveryRefresh >= 10*time.Second, keyDiscoveryRefresh, "must be at least 10s, got %s", cfg.Mirror.DiscoveryRefresh)
 	check(cfg.Mirror.Batch.MaxFiles >= 1, keyBatchMaxFiles, "must be at least 1, got %d", cfg.Mirror.Batch.MaxFiles)
 	check(c.Int(keyBatchMaxBytesMiB) >= 1 && c.Int(keyBatchMaxBytesMiB) <= 1024, keyBatchMaxBytesMiB,

@@ -37,6 +37,7 @@ const (
 	keyBatchQuietMs         = "git-batch-quiet-ms"
 	keyWorkersMaxGlobal     = "workers-max-global"
 	keyWorkersMaxPerRepo    = "workers-max-per-repo"
+	keyPullRequestPoll      = "pull-request-poll"
 	keyWorkDir              = "work-dir"
 	keyNamespace            = "namespace"
 	keyEnableWebhook        = "enable-webhook"
@@ -155,6 +156,8 @@ func Flags() []cli.Flag {
 			Usage: "most Git workers (one per repository and branch) running at once"},
 		&cli.IntFlag{Name: keyWorkersMaxPerRepo, EnvVars: envs(keyWorkersMaxPerRepo), Value: 5,
 			Usage: "most Git workers (branches) running at once for one repository"},
+		&cli.DurationFlag{Name: keyPullRequestPoll, EnvVars: envs(keyPullRequestPoll), Value: gitops.DefaultRequestPoll,
+			Usage: "how often a destination that delivers by pull request looks at its branch and head branch when nothing else makes it, to follow a merge or a push to the branch"},
 		&cli.StringFlag{Name: keyWorkDir, EnvVars: envs(keyWorkDir), Value: defaultWorkDir(),
 			Usage: "directory for the daemon's Git clones; defaults to /var/cache/gitops-reverser in a cluster, else the user's cache directory"},
 		&cli.StringFlag{Name: keyNamespace, EnvVars: envs(keyNamespace), Value: defaultNamespace(),

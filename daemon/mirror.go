@@ -55,6 +55,7 @@ func newMirror(ctx context.Context, s shared, cfg MirrorConfig, d mirrorDeps) (*
 		WorkDir: s.workDir, Limits: cfg.Batch, Identity: identity,
 		MaxWorkers: cfg.MaxWorkers, MaxWorkersPerRepo: cfg.MaxWorkersPerRepo,
 		Metrics: s.reg.Mirror, Log: s.log, OnChange: changes.Notify, Fences: d.fences,
+		Deliveries: deliveries(s.reg.Requests), Ours: mr.ours, RequestPoll: cfg.RequestPoll,
 	})
 	mr.repos = gitsecrets.New(gitsecrets.Config{
 		Dynamic: s.dyn, Pool: mr.pool, WorkDir: s.workDir, Log: s.log, OnChange: changes.Notify,
@@ -67,6 +68,7 @@ func newMirror(ctx context.Context, s shared, cfg MirrorConfig, d mirrorDeps) (*
 		Pool:                  mr.pool,
 		Repos:                 mr.repos,
 		Metrics:               s.reg.Mirror,
+		Requests:              s.reg.Requests,
 		Log:                   s.log,
 		Authors:               d.authors,
 		OnWatched:             d.onWatched,

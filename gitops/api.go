@@ -158,6 +158,9 @@ type WorkerConfig struct {
 	// Ours recognises the daemon's own commits by their message: a head branch holding another
 	// commit is not rebuilt or deleted. Nil takes every commit for the daemon's.
 	Ours func(message string) bool
+	// RequestPoll is how often a worker with a head branch looks at the remote when nothing else
+	// makes it; 0 is DefaultRequestPoll.
+	RequestPoll time.Duration
 }
 
 // Fence says whether this replica may push now, and until when: a replica that lost its lease

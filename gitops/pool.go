@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
@@ -36,6 +37,8 @@ type PoolConfig struct {
 	Deliveries func(r Repository, b Branch) (Delivery, error)
 	// Ours recognises the daemon's own commits (see WorkerConfig.Ours).
 	Ours func(message string) bool
+	// RequestPoll: see WorkerConfig.RequestPoll.
+	RequestPoll time.Duration
 }
 
 // Repository is a GitRepoConfig as the pool needs it: its remote, and the credentials and
@@ -53,6 +56,9 @@ type Repository struct {
 type Credentials struct {
 	Auth transport.AuthMethod // nil = none
 	Key  string
+	// APIToken is the token of the Git host's API, for the pull requests of branches that
+	// deliver by one; "" when the Secret holds none.
+	APIToken string
 }
 
 // The formats of commit signatures.
@@ -267,18 +273,19 @@ func (p *Pool) startWorker(key string, b Branch) {
 		remote.Head, delivery = b.Request.Head, p.delivery(r, b)
 	}
 	pw.w = NewWorker(WorkerConfig{
-		Remote:   remote,
-		WorkDir:  p.cfg.WorkDir,
-		Limits:   p.cfg.Limits,
-		Identity: p.cfg.Identity,
-		Slots:    p.slots,
-		Metrics:  p.cfg.Metrics,
-		Log:      p.log,
-		OnStatus: func() { p.workerChanged(pw) },
-		Fence:    p.fence(r.URL, b.lane()),
-		Signer:   r.Signer,
-		Delivery: delivery,
-		Ours:     p.cfg.Ours,
+		Remote:      remote,
+		WorkDir:     p.cfg.WorkDir,
+		Limits:      p.cfg.Limits,
+		Identity:    p.cfg.Identity,
+		Slots:       p.slots,
+		Metrics:     p.cfg.Metrics,
+		Log:         p.log,
+		OnStatus:    func() { p.workerChanged(pw) },
+		Fence:       p.fence(r.URL, b.lane()),
+		Signer:      r.Signer,
+		Delivery:    delivery,
+		Ours:        p.cfg.Ours,
+		RequestPoll: p.cfg.RequestPoll,
 	})
 	pw.w.holds = p.holds.forKey(r.URL, b.lane())
 	previous := p.stopping[key]

@@ -10,9 +10,10 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
-// requestPoll is how often a worker that delivers by pull request looks at its branches when
-// nothing else makes it: a merge, or a push to the target, is then acted on within this time.
-const requestPoll = time.Minute
+// DefaultRequestPoll is how often a worker that delivers by pull request looks at its branches
+// when nothing else makes it: a merge, or a push to the target, is then acted on within this
+// time. Each look lists the remote's references: one request when nothing moved.
+const DefaultRequestPoll = time.Minute
 
 // deliveryTimeout bounds one call of the Delivery.
 const deliveryTimeout = time.Minute

@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -28,22 +29,23 @@ var ErrStopped = errors.New("git worker stopped")
 // method only leaves work in the worker's inbox, never blocks on the remote, and is safe from
 // any goroutine.
 type Worker struct {
-	remote   Remote
-	dir      string
-	limits   BatchLimits
-	identity Identity
-	slots    *Slots
-	log      *slog.Logger
-	m        instruments
-	in       *inbox
-	done     chan struct{}
-	retry    retryPolicy
-	onStatus func()                    // told when the failing state flips or the queue was coalesced
-	holds    *keyHolds                 // the pool's holds of this branch; nil for a worker outside a pool
-	fence    Fence                     // nil: always push
-	signer   Signer                    // nil: commits are not signed; replaced by setSigner
-	delivery Delivery                  // set when remote.Head is: the pull request's host
-	ours     func(message string) bool // the daemon's own commits; nil: all are
+	remote      Remote
+	dir         string
+	limits      BatchLimits
+	identity    Identity
+	slots       *Slots
+	log         *slog.Logger
+	m           instruments
+	in          *inbox
+	done        chan struct{}
+	retry       retryPolicy
+	onStatus    func()                    // told when the failing state flips or the queue was coalesced
+	holds       *keyHolds                 // the pool's holds of this branch; nil for a worker outside a pool
+	fence       Fence                     // nil: always push
+	signer      Signer                    // nil: commits are not signed; replaced by setSigner
+	delivery    Delivery                  // set when remote.Head is: the pull request's host
+	ours        func(message string) bool // the daemon's own commits; nil: all are
+	requestPoll time.Duration             // 0: DefaultRequestPoll
 
 	// Owned by the Run goroutine.
 	repo        *repo
@@ -89,22 +91,23 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		onStatus = func() {}
 	}
 	return &Worker{
-		remote:   cfg.Remote,
-		dir:      filepath.Join(cfg.WorkDir, WorkerKey(cfg.Remote.URL, cfg.Remote.Lane())),
-		limits:   cfg.Limits.withDefaults(),
-		identity: id,
-		slots:    cfg.Slots,
-		log:      log.With("repo", redactURL(cfg.Remote.URL), "branch", cfg.Remote.Branch),
-		m:        newInstruments(cfg.Metrics, cfg.Remote),
-		in:       newInbox(),
-		done:     make(chan struct{}),
-		retry:    defaultRetry,
-		onStatus: onStatus,
-		fence:    cfg.Fence,
-		signer:   cfg.Signer,
-		delivery: cfg.Delivery,
-		ours:     cfg.Ours,
-		status:   WorkerStatus{URL: redactURL(cfg.Remote.URL), Branch: cfg.Remote.Branch, Head: cfg.Remote.Head},
+		remote:      cfg.Remote,
+		dir:         filepath.Join(cfg.WorkDir, WorkerKey(cfg.Remote.URL, cfg.Remote.Lane())),
+		limits:      cfg.Limits.withDefaults(),
+		identity:    id,
+		slots:       cfg.Slots,
+		log:         log.With("repo", redactURL(cfg.Remote.URL), "branch", cfg.Remote.Branch),
+		m:           newInstruments(cfg.Metrics, cfg.Remote),
+		in:          newInbox(),
+		done:        make(chan struct{}),
+		retry:       defaultRetry,
+		onStatus:    onStatus,
+		fence:       cfg.Fence,
+		signer:      cfg.Signer,
+		delivery:    cfg.Delivery,
+		ours:        cfg.Ours,
+		requestPoll: cfg.RequestPoll,
+		status:      WorkerStatus{URL: redactURL(cfg.Remote.URL), Branch: cfg.Remote.Branch, Head: cfg.Remote.Head},
 	}
 }
 
@@ -134,7 +137,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.in.close()
 			return err
 		}
-		ticker := time.NewTicker(requestPoll)
+		ticker := time.NewTicker(cmp.Or(w.requestPoll, DefaultRequestPoll))
 		defer ticker.Stop()
 		poll, w.headDue, w.deliverWanted = ticker.C, true, true
 	}

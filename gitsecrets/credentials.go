@@ -22,11 +22,29 @@ func (e errSecret) Error() string { return e.msg }
 // credentialsFrom reads a Secret with the keys Flux users already use: username + password
 // (HTTPS basic, or a token as the password), bearerToken, or identity + known_hosts for SSH.
 // known_hosts is required for SSH: a host key is never accepted blindly. Unusable content is an
-// errSecret.
+// errSecret. The token of the Git host's API, for pull requests, is the key token, else the
+// password or bearerToken of HTTPS (with SSH, password is the key's passphrase).
 func credentialsFrom(secret *corev1.Secret, workDir string) (gitops.Credentials, error) {
+	c, err := gitCredentialsFrom(secret, workDir)
+	if err == nil {
+		d := secret.Data
+		switch {
+		case len(d["token"]) > 0:
+			c.APIToken = string(d["token"])
+		case len(d["identity"]) > 0: // password is the key's passphrase
+		case len(d["bearerToken"]) > 0:
+			c.APIToken = string(d["bearerToken"])
+		default:
+			c.APIToken = string(d["password"])
+		}
+	}
+	return c, err
+}
+
+func gitCredentialsFrom(secret *corev1.Secret, workDir string) (gitops.Credentials, error) {
 	d := secret.Data
 	h := sha256.New()
-	for _, k := range []string{"username", "password", "bearerToken", "identity", "known_hosts"} {
+	for _, k := range []string{"username", "password", "bearerToken", "identity", "known_hosts", "token"} {
 		h.Write([]byte(k + "\x00"))
 		h.Write(d[k])
 		h.Write([]byte{0})

@@ -25,6 +25,7 @@ type Registry struct {
 	WriteBack   *WriteBack
 	Receiver    *Receiver
 	Shards      *Shards
+	Requests    *PullRequests
 }
 
 // New creates a registry with the Go runtime and process collectors and a build_info gauge.
@@ -36,7 +37,8 @@ func New() *Registry {
 		buildInfo(),
 	)
 	return &Registry{reg: reg, Mirror: newMirror(reg), Attribution: newAttribution(reg), Health: newHealth(reg),
-		WriteBack: newWriteBack(reg), Receiver: newReceiver(reg), Shards: newShards(reg)}
+		WriteBack: newWriteBack(reg), Receiver: newReceiver(reg), Shards: newShards(reg),
+		Requests: newPullRequests(reg)}
 }
 
 // Gather returns the current value of every collector, for tests and benchmarks.

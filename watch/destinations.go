@@ -53,9 +53,10 @@ type destination struct {
 
 func (d *destination) name() string { return d.obj.Namespace + "/" + d.obj.Name }
 
-// shard is the (repository, branch) the destination writes; only for a usable one.
+// shard is the (repository, branch) the destination pushes to (its head branch when it delivers
+// by pull request); only for a usable one.
 func (d *destination) shard() shard.Key {
-	return shard.Key{URL: d.repo.obj.Spec.RepoURL, Branch: d.obj.Spec.Branch}
+	return shard.Key{URL: d.repo.obj.Spec.RepoURL, Branch: d.obj.Lane()}
 }
 
 // ours says whether this replica writes the destination: it is usable and not owned elsewhere.
@@ -103,14 +104,43 @@ func resolveDestinations(objs []*crds.GitDestination, repos map[string]*repo, re
 				obj.Spec.BaseFolder, other.obj.Spec.BaseFolder, other.name())
 			continue
 		}
+		if other, branch := headInUse(d, out[:len(out)-1]); other != nil {
+			d.cond = notReady(ReasonHeadBranchInUse, "branch %q is the head branch of one GitDestination and written by another (%s) "+
+				"on the same repository: the daemon force-pushes a head branch, so it must be the destination's alone", branch, other.name())
+			continue
+		}
 		d.usable = true
 		d.cond = condition{ready: true, reason: "Ready", message: fmt.Sprintf("writing %s@%s under %s/",
 			r.obj.Spec.RepoURL, obj.Spec.Branch, path.Clean(obj.Spec.BaseFolder))}
+		if head := obj.HeadBranch(); head != "" {
+			d.cond.message += " through a pull request from " + head
+		}
 		if !r.cond.ready {
 			d.cond = notReady("RepoUnreachable", "GitRepoConfig %s: %s; changes wait and are retried", repoName, r.cond.message)
 		}
 	}
 	return out
+}
+
+// ReasonHeadBranchInUse: a destination's head branch is another's head branch or target.
+const ReasonHeadBranchInUse = "HeadBranchInUse"
+
+// headInUse finds an earlier destination on the same repository that pushes to the branch d
+// writes as a head branch, or writes as a head branch the one d pushes to.
+func headInUse(d *destination, earlier []*destination) (*destination, string) {
+	for _, o := range earlier {
+		if !o.usable || o.repo.obj.Spec.RepoURL != d.repo.obj.Spec.RepoURL {
+			continue
+		}
+		dh, oh := d.obj.HeadBranch(), o.obj.HeadBranch()
+		switch {
+		case dh != "" && (dh == oh || dh == o.obj.Spec.Branch):
+			return o, dh
+		case oh != "" && oh == d.obj.Spec.Branch:
+			return o, oh
+		}
+	}
+	return nil, ""
 }
 
 func overlapping(d *destination, earlier []*destination) *destination {

@@ -90,7 +90,7 @@ func (m *Manager) writeCreationRules(dests []*destination) {
 		if m.sopsRules[d.name()] == string(rules) {
 			continue
 		}
-		sink, ok := m.opts.Pool.Sink(d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch)
+		sink, ok := m.opts.Pool.Sink(d.repo.obj.Spec.RepoURL, d.obj.Lane())
 		if !ok {
 			continue
 		}

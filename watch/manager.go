@@ -53,7 +53,9 @@ type Options struct {
 	// Repos reads the repositories' Secrets and hands the repositories to Pool.
 	Repos   Repositories
 	Metrics *metrics.Mirror
-	Log     *slog.Logger
+	// Requests, if set, counts the pull requests open and the age of the oldest.
+	Requests *metrics.PullRequests
+	Log      *slog.Logger
 	// Authors credits watch events to the users the admission webhook saw; nil credits the bot.
 	Authors Authors
 	// OnWatched, if set, is told every watched resource after each change of the selection, so
@@ -113,14 +115,15 @@ type Manager struct {
 	informers  map[schema.GroupVersionResource]cache.SharedIndexInformer
 	resources  []APIResource
 	watchers   map[string]*running
-	warned     map[string]bool             // rules already warned about selecting Secrets, by uid/generation
-	coalesced  map[string]int              // coalescings already reported, by destination
-	progress   map[string]crds.GitProgress // status.git last written, by destination
-	dests      []*destination              // as the last reconcile resolved them
-	sopsRules  map[string]string           // the .sops.yaml last handed to each destination's worker, by destination
-	refused    map[string]string           // the refusal last told as an Event, by uid of the referring object
-	access     *access                     // what the rules' ServiceAccounts may read
-	namespaces cache.SharedIndexInformer   // for the namespaceSelector of accessPolicies; nil until one is met
+	warned     map[string]bool                   // rules already warned about selecting Secrets, by uid/generation
+	coalesced  map[string]int                    // coalescings already reported, by destination
+	progress   map[string]crds.GitProgress       // status.git last written, by destination
+	requests   map[string]crds.PullRequestStatus // status.pullRequest last written, by destination
+	dests      []*destination                    // as the last reconcile resolved them
+	sopsRules  map[string]string                 // the .sops.yaml last handed to each destination's worker, by destination
+	refused    map[string]string                 // the refusal last told as an Event, by uid of the referring object
+	access     *access                           // what the rules' ServiceAccounts may read
+	namespaces cache.SharedIndexInformer         // for the namespaceSelector of accessPolicies; nil until one is met
 	// cacheNamespaces starts namespaces, once; set by Run.
 	cacheNamespaces func()
 	// published is, by destination, what the last reconcile selected: for Selections and Render.
@@ -162,6 +165,7 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 		warned:    map[string]bool{},
 		coalesced: map[string]int{},
 		progress:  map[string]crds.GitProgress{},
+		requests:  map[string]crds.PullRequestStatus{},
 		sopsRules: map[string]string{},
 		refused:   map[string]string{},
 		access:    newAccess(dyn),

@@ -26,9 +26,12 @@ func (m *Manager) reportProgress(ctx context.Context, dests []*destination) erro
 		if !d.ours() {
 			continue
 		}
-		st, ok := m.opts.Pool.WorkerStatus(d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch)
+		st, ok := m.opts.Pool.WorkerStatus(d.repo.obj.Spec.RepoURL, d.obj.Lane())
 		if !ok {
 			continue
+		}
+		if err := m.reportRequest(ctx, d, st); err != nil {
+			errs = append(errs, err)
 		}
 		want := progressOf(st)
 		if m.opts.Shards != nil {
@@ -47,6 +50,7 @@ func (m *Manager) reportProgress(ctx context.Context, dests []*destination) erro
 		}
 		m.progress[d.name()] = want
 	}
+	m.countRequests(dests)
 	return errors.Join(errs...)
 }
 

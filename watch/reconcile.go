@@ -141,7 +141,7 @@ func (m *Manager) destinationCondition(d *destination) condition {
 	if d.encryption.reason != "" {
 		return d.encryption
 	}
-	st, ok := m.opts.Pool.WorkerStatus(d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch)
+	st, ok := m.opts.Pool.WorkerStatus(d.repo.obj.Spec.RepoURL, d.obj.Lane())
 	if !ok {
 		return d.cond
 	}
@@ -152,7 +152,7 @@ func (m *Manager) destinationCondition(d *destination) condition {
 			d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch)
 	}
 	if st.LastError != nil {
-		return notReady("PushFailing", "pushing to %s@%s fails (retrying): %v", d.repo.obj.Spec.RepoURL, d.obj.Spec.Branch, st.LastError)
+		return pushFailing(d, st.LastError)
 	}
 	return d.cond
 }
@@ -225,7 +225,7 @@ func (m *Manager) addRule(ctx context.Context, specs map[string]*watcherSpec, re
 			spec.targets[i].filter = spec.targets[i].filter.and(sel.filter)
 		} else {
 			t := target{destination: dest.name(), baseFolder: dest.obj.Spec.BaseFolder, ops: sel.Ops, filter: sel.filter,
-				url: dest.repo.obj.Spec.RepoURL, branch: dest.obj.Spec.Branch}
+				url: dest.repo.obj.Spec.RepoURL, branch: dest.obj.Lane()}
 			if isSecrets(sel) {
 				t.recipients = dest.recipients
 			}
@@ -284,7 +284,8 @@ func (m *Manager) applyWatchers(ctx context.Context, dests []*destination, specs
 	var branches []gitops.Branch
 	for _, d := range dests {
 		if d.ours() {
-			branches = append(branches, gitops.Branch{Repo: d.repo.obj.Namespace + "/" + d.repo.obj.Name, Branch: d.obj.Spec.Branch})
+			branches = append(branches, gitops.Branch{Repo: d.repo.obj.Namespace + "/" + d.repo.obj.Name, Branch: d.obj.Spec.Branch,
+				Request: requestSettings(d)})
 		}
 	}
 	m.opts.Pool.SetWorkers(branches)

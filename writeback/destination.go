@@ -11,9 +11,12 @@ import (
 
 // dest is a write-back destination resolved to its repository, branch and folder.
 type dest struct {
-	obj                 *crds.GitDestination
-	key                 string // namespace/name
-	url, branch, folder string
+	obj         *crds.GitDestination
+	key         string // namespace/name
+	url, folder string
+	// branch names the Git worker that reads the destination's history: its target branch, or
+	// its head branch when it delivers by pull request (whose worker reads the target as well).
+	branch string
 }
 
 func (d *dest) writeBack() crds.WriteBack {
@@ -63,7 +66,7 @@ func (c *Controller) owns(d *dest) bool {
 }
 
 func newDest(obj *crds.GitDestination, repo *crds.GitRepoConfig) *dest {
-	return &dest{obj: obj, key: obj.Namespace + "/" + obj.Name, url: repo.Spec.RepoURL, branch: obj.Spec.Branch,
+	return &dest{obj: obj, key: obj.Namespace + "/" + obj.Name, url: repo.Spec.RepoURL, branch: obj.Lane(),
 		folder: cleanFolder(obj.Spec.BaseFolder)}
 }
 

@@ -71,13 +71,13 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 	switch {
 	case err != nil:
 		run.obj.Status.Revision = ""
-		run.fail(fmt.Errorf("read the edits of %s@%s: %w", d.url, d.branch, err))
+		run.fail(fmt.Errorf("read the edits of %s@%s: %w", d.url, d.obj.Spec.Branch, err))
 	case lost:
 		run.note = fmt.Sprintf("revision %s is no longer in the history of %s (force-pushed?) or too far from its tip: "+
-			"every file under the folder was compared with the cluster", short(since), d.branch)
+			"every file under the folder was compared with the cluster", short(since), d.obj.Spec.Branch)
 		c.consider(ctx, d, run, res.Edits)
 	case since == "" && res.Base == res.Tip:
-		run.note = fmt.Sprintf("first run: the daemon has written no commit on %s yet, so its tip %s is the baseline", d.branch, short(res.Tip))
+		run.note = fmt.Sprintf("first run: the daemon has written no commit on %s yet, so its tip %s is the baseline", d.obj.Spec.Branch, short(res.Tip))
 	case since == "":
 		run.note = fmt.Sprintf("first run: the baseline is %s, the daemon's newest commit; the commits after it were considered", short(res.Base))
 		c.consider(ctx, d, run, res.Edits)

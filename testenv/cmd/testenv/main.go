@@ -25,7 +25,16 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	buildOnly := flag.Bool("build", false, "only build (or find cached) the control-plane binaries and print their paths")
+	giteaOnly := flag.Bool("gitea", false, "only build (or find cached) the pinned Gitea and print its directory")
 	flag.Parse()
+	if *giteaOnly {
+		dir, err := testenv.EnsureGitea()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("gitea: %s\n", dir)
+		return nil
+	}
 	if *buildOnly {
 		bins, err := testenv.EnsureBinaries(ctx)
 		if err != nil {
