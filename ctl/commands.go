@@ -32,7 +32,7 @@ func Commands() []*cli.Command {
 	cmds := []*cli.Command{
 		{
 			Name:      "status",
-			Usage:     "show the GitDestinations: Ready, write-back (on, pending proposals, last run, approvals)",
+			Usage:     "show the GitDestinations: Ready, write-back (on, pending proposals, last run, approvals), pull requests",
 			ArgsUsage: "[DESTINATION...]",
 			Flags:     listFlags(),
 			Action:    run(status),

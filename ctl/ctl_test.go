@@ -191,6 +191,83 @@ func TestStatusShowsTheDestinations(t *testing.T) {
 	}
 }
 
+// TestStatusShowsThePullRequestOfEachDestination: under the table, each destination that
+// delivers by pull request has a line with its request's number, state, the files waiting, when
+// it was opened and its URL, as the daemon wrote them into status.pullRequest; or, with no
+// request open, its head branch. A Direct destination has no such line, even with a request left
+// in its status. What the status holds is printed without the control characters it may carry.
+func TestStatusShowsThePullRequestOfEachDestination(t *testing.T) {
+	w := newWorld(t)
+	const url = "https://git.example.com/platform/pulls/7"
+	opened := &metav1.Time{Time: time.Now().Add(-10 * 24 * time.Hour)}
+	w.pullRequestDestination("review", "", crds.GitDestinationStatus{PullRequest: &crds.PullRequestStatus{
+		HeadBranch: "gitops-reverser/" + w.ns + "/review", Number: 7, URL: url, State: "open", ChangesWaiting: 3, OpenedAt: opened}})
+	w.pullRequestDestination("fresh", "", crds.GitDestinationStatus{})
+	w.pullRequestDestination("merged", "mirror/merged", crds.GitDestinationStatus{PullRequest: &crds.PullRequestStatus{
+		HeadBranch: "mirror/merged", Number: 6, URL: url, State: "merged"}})
+	w.pullRequestDestination("closed", "", crds.GitDestinationStatus{PullRequest: &crds.PullRequestStatus{
+		HeadBranch: "gitops-reverser/" + w.ns + "/closed", Number: 5, URL: url, State: "closed", ChangesWaiting: 1}})
+	w.pullRequestDestination("hostile", "", crds.GitDestinationStatus{PullRequest: &crds.PullRequestStatus{
+		HeadBranch: "gitops-reverser/" + w.ns + "/hostile", Number: 8, URL: "https://git.example.com/\x1b]8;;https://evil.example\x07x", State: "open"}})
+	w.destination("direct", nil, crds.GitDestinationStatus{PullRequest: &crds.PullRequestStatus{
+		HeadBranch: "gitops-reverser/" + w.ns + "/direct", Number: 4, URL: url, State: "open", ChangesWaiting: 2}})
+	w.grant("alice")
+	kubeconfig := w.kubeconfig("alice", w.ns)
+
+	for _, c := range []struct {
+		name, destination string
+		want              string // the line under the table; "" for none
+	}{
+		{"an open request shows its number, state, waiting files, age and URL", "review",
+			"review: request #7 open (3 files waiting, opened 10d ago): " + url},
+		{"a request not opened yet names the default head branch", "fresh",
+			"fresh: no request open (head gitops-reverser/" + w.ns + "/fresh)"},
+		{"a merged request with nothing waiting is none open", "merged", "merged: no request open (head mirror/merged)"},
+		{"a closed request with a file waiting still shows it", "closed", "closed: request #5 closed (1 file waiting): " + url},
+		{"control characters of the status are not printed", "hostile",
+			"hostile: request #8 open (0 files waiting): https://git.example.com/?]8;;https://evil.example?x"},
+		{"a Direct destination shows nothing about requests", "prod", ""},
+		{"a Direct destination with a request left in its status shows nothing about it", "direct", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := runCLI(t, "status", c.destination, "--kubeconfig", kubeconfig)
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+			want := 2 // the header and the destination's row
+			if c.want != "" {
+				want = 4 // and a blank line and the request's
+			}
+			if len(lines) != want || !strings.HasPrefix(lines[1], c.destination+" ") {
+				t.Fatalf("want %d lines, the second the row of %s; got:\n%s", want, c.destination, r.stdout)
+			}
+			if c.want == "" {
+				if strings.Contains(r.stdout, "request") {
+					t.Errorf("a Direct destination shows a request:\n%s", r.stdout)
+				}
+				return
+			}
+			if lines[2] != "" || lines[3] != c.want {
+				t.Errorf("under the table %q, want a blank line and %q", lines[2:], c.want)
+			}
+		})
+	}
+
+	admin := filepath.Join(w.dir, "admin.kubeconfig")
+	if err := cp.WriteKubeconfig(admin); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, "status", "review", "-n", w.ns, "-o", "wide", "--kubeconfig", admin)
+	if r.err != nil || !strings.HasSuffix(r.stdout, "\nreview: request #7 open (3 files waiting, opened 10d ago): "+url+"\n") {
+		t.Errorf("status review -o wide: err %v, want the request's line last:\n%s", r.err, r.stdout)
+	}
+	r = runCLI(t, "status", "-A", "--kubeconfig", admin)
+	if r.err != nil || !strings.Contains(r.stdout, "\n"+w.ns+"/review: request #7 open") {
+		t.Errorf("status -A: err %v, want the request's line named with its namespace:\n%s", r.err, r.stdout)
+	}
+}
+
 // TestOutputYAMLAndJSONAreTheObjects: -o json and -o yaml print the objects as the apiserver
 // has them (a List, or the object itself when one was named), without managed fields.
 func TestOutputYAMLAndJSONAreTheObjects(t *testing.T) {

@@ -147,6 +147,16 @@ func (w *world) destination(name string, wb *crds.WriteBack, status crds.GitDest
 			BaseFolder: "clusters/" + name, WriteBack: wb}}, status)
 }
 
+// pullRequestDestination creates a GitDestination of the repository platform that delivers by
+// pull request from headBranch ("" is the default one), with status.
+func (w *world) pullRequestDestination(name, headBranch string, status crds.GitDestinationStatus) {
+	w.t.Helper()
+	w.create(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
+		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "platform"}, Branch: "main", BaseFolder: "clusters/" + name,
+			Push: &crds.Push{Mode: crds.PushPullRequest, PullRequest: &crds.PullRequestPush{Provider: crds.ProviderGitea, HeadBranch: headBranch}}}},
+		status)
+}
+
 // proposal creates a Proposal of prod that scales the Deployment target, in phase.
 func (w *world) proposal(name, target string, phase crds.ProposalPhase) {
 	w.t.Helper()

@@ -2,7 +2,11 @@ package ctl
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/configbutler/gitops-reverser/crds"
 )
@@ -10,7 +14,8 @@ import (
 // status shows the GitDestinations named, or all of the namespace: whether the mirror is Ready
 // (and why not), its last push and the changes waiting for the next (status.git), and their
 // write-back: on or off, pending proposals, last run, and its Ready
-// condition, which says how an approval is known to come from its approver.
+// condition, which says how an approval is known to come from its approver. Under the table, a
+// line for each destination that delivers by pull request says what its request is.
 func status(ctx context.Context, s *session, names []string) error {
 	objs, err := s.fetch(ctx, crds.GitDestinations, "gitdestination", names, "")
 	if err != nil {
@@ -26,6 +31,7 @@ func status(ctx context.Context, s *session, names []string) error {
 	t := newTable(s.stdout, s.row("NAMESPACE",
 		[]string{"NAME", "READY", "REASON", "LAST PUSH", "QUEUE", "WRITE-BACK", "PENDING", "LAST RUN", "WB-READY", "WB-REASON"},
 		[]string{"REPO", "BRANCH", "FOLDER", "PUSHED", "PUSH ERROR", "LAST SYNCRUN", "MESSAGE", "WB-MESSAGE"})...)
+	var requests []string
 	for i := range objs {
 		d, err := crds.FromUnstructured[crds.GitDestination](&objs[i])
 		if err != nil {
@@ -59,8 +65,87 @@ func status(ctx context.Context, s *session, names []string) error {
 		t.row(s.row(d.Namespace,
 			[]string{d.Name, ready, reason, lastPush, queue, writeBackMode(d.Spec.WriteBack), pending, lastRun, wbReady, wbReason},
 			[]string{repo, d.Spec.Branch, d.Spec.BaseFolder, pushed, pushError, lastSyncRun, message, wbMessage})...)
+		if line := requestLine(d); line != "" {
+			requests = append(requests, s.objectName(d.Namespace, d.Name)+": "+line)
+		}
 	}
-	return t.flush()
+	if err := t.flush(); err != nil {
+		return err
+	}
+	return printRequests(s.stdout, requests)
+}
+
+// objectName names an object in a line of its own: with its namespace when the session lists
+// every namespace.
+func (s *session) objectName(namespace, name string) string {
+	if s.allNamespaces {
+		return namespace + "/" + name
+	}
+	return name
+}
+
+// requestLine says what the pull request of a destination that delivers by one is: "request #7
+// open (3 files waiting, opened 2h ago): https://...", or "no request open (head ...)" when none
+// is known or the last one ended with nothing left waiting. "" for a destination that pushes
+// directly. What the daemon wrote into its status is printed without control characters, which
+// could drive the terminal.
+func requestLine(d *crds.GitDestination) string {
+	if d.PullRequest() == nil {
+		return ""
+	}
+	pr := d.Status.PullRequest
+	if pr == nil || pr.Number == 0 || (ended(pr.State) && pr.ChangesWaiting == 0) {
+		head := d.HeadBranch()
+		if pr != nil && pr.HeadBranch != "" {
+			head = pr.HeadBranch
+		}
+		return "no request open (head " + printable(head) + ")"
+	}
+	details := files(pr.ChangesWaiting) + " waiting"
+	if pr.OpenedAt != nil {
+		details += ", opened " + age(pr.OpenedAt.Time) + " ago"
+	}
+	line := fmt.Sprintf("request #%d %s (%s)", pr.Number, printable(pr.State), details)
+	if pr.URL != "" {
+		line += ": " + printable(pr.URL)
+	}
+	return line
+}
+
+// ended reports whether a request's state says it is over: merged or closed.
+func ended(state string) bool {
+	return state == "merged" || state == "closed"
+}
+
+// files counts files in words: "1 file", "3 files".
+func files(n int) string {
+	if n == 1 {
+		return "1 file"
+	}
+	return strconv.Itoa(n) + " files"
+}
+
+// printable replaces the control and format characters of s (escape sequences, newlines,
+// bidirectional overrides) with '?', so a value read from the cluster prints as the text it is.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.In(r, unicode.Cc, unicode.Cf) {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// printRequests writes the pull request lines under the table, after a blank line; nothing when
+// there are none.
+func printRequests(w io.Writer, lines []string) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	if _, err := fmt.Fprintf(w, "\n%s\n", strings.Join(lines, "\n")); err != nil {
+		return fmt.Errorf("write the pull requests: %w", err)
+	}
+	return nil
 }
 
 // writeBackMode says in a word what spec.writeBack asks for.

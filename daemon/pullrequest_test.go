@@ -259,3 +259,42 @@ func TestProtectedBranchGetsOnePullRequest(t *testing.T) {
 		t.Errorf("%d requests in all, want 3: no duplicate", n)
 	}
 }
+
+// TestPullRequestHostTroubleIsACondition gives the daemon an API token the real Gitea refuses
+// (while Git over HTTP still takes the password): the commits wait on the head branch, the
+// destination says why and what to do, and a corrected token opens the request.
+func TestPullRequestHostTroubleIsACondition(t *testing.T) {
+	w := newGiteaWorld(t, "pull-request-trouble")
+	secret, err := w.kube.CoreV1().Secrets(w.ns).Get(context.Background(), "git", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret.StringData = map[string]string{"token": "not-a-token"}
+	if secret, err = w.kube.CoreV1().Secrets(w.ns).Update(context.Background(), secret, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	grant(t, w.kube, w.ns, "alice")
+	d := startDaemon(t, t.TempDir(), "--git-batch-quiet-ms", "200", "--pull-request-poll", "1s")
+	w.changeAs("alice", "a", "1")
+	msg := waitReadyReason(t, d, crds.GitDestinations, w.ns, "dest", "PullRequestUnauthorized")
+	if !strings.Contains(msg, "token") {
+		t.Errorf("Ready says %q: want what to do about the token", msg)
+	}
+	testenv.Eventually(t, time.Minute, "the commits waiting on the head branch", func() (bool, string) {
+		files, _, _ := w.branch(w.head)
+		return slices.Contains(files, "live/"+w.ns+"/configmaps/a.yaml"), fmt.Sprintf("head files %v", files)
+	}, d.FailFast())
+	if n := len(w.open()); n != 0 {
+		t.Fatalf("%d requests open with a refused token", n)
+	}
+	if v := d.Metric(t, `gitops_reverser_pull_request_api_errors_total{code="401",host="gitea"}`); v < 1 {
+		t.Errorf("api errors{401} = %v", v)
+	}
+
+	secret.StringData = map[string]string{"token": w.g.AdminToken()}
+	if _, err := w.kube.CoreV1().Secrets(w.ns).Update(context.Background(), secret, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.oneOpen(d, "live/"+w.ns+"/configmaps/a.yaml")
+	waitReadyReason(t, d, crds.GitDestinations, w.ns, "dest", "Ready")
+}

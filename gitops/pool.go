@@ -199,10 +199,10 @@ func (p *Pool) updateAuth() {
 		}
 		if r.Credentials.Key != pw.credsKey {
 			pw.credsKey = r.Credentials.Key
-			pw.w.SetAuth(r.Credentials.Auth)
-			if pw.branch.Request != nil {
+			if pw.branch.Request != nil { // before SetAuth, whose retry then uses the new token too
 				pw.w.setDelivery(p.delivery(r, pw.branch))
 			}
+			pw.w.SetAuth(r.Credentials.Auth)
 			p.log.Info("credentials changed; the worker uses the new ones", "repo", redactURL(r.URL), "branch", pw.w.remote.Branch)
 		}
 		if r.Signer != pw.signer {

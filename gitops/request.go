@@ -36,6 +36,9 @@ func (e *DeliveryError) Unwrap() error { return e.Err }
 func (w *Worker) pushHead(ctx context.Context) error {
 	for replays := 0; ; replays++ {
 		err := w.pushHeadOnce(ctx)
+		if err == nil {
+			w.setOK("", Signature{}) // the remote and the host both answered
+		}
 		if !errors.Is(err, errRemoteMoved) || replays >= w.retry.maxReplays {
 			return err
 		}

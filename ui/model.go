@@ -2,6 +2,7 @@ package ui
 
 import (
 	"cmp"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -73,6 +74,20 @@ type destView struct {
 	Pending                                  int
 	LastSync                                 time.Time
 	Runs                                     []runView
+	Request                                  *requestView // nil when it pushes directly
+}
+
+// requestView is the pull request that delivers a destination's changes, as the page shows it.
+type requestView struct {
+	Number int64  // 0 when no request is open
+	State  string // open, merged or closed
+	// URL is the request's page as the status names it, shown as text when Link is empty.
+	URL string
+	// Link is URL when it is an absolute http(s) URL, the only kind the page links to.
+	Link       string
+	HeadBranch string
+	Waiting    int
+	OpenedAt   time.Time
 }
 
 // proposalView is a Proposal as the page lists it; Lines is set where its diff is shown.
@@ -162,6 +177,7 @@ func (p *Page) snapshot(namespaces []string) snapshot {
 				v.LastSync = wb.LastSyncTime.Time
 			}
 		}
+		v.Request = requestOf(d)
 		v.Git = p.progress(v.RepoURL, v.Branch)
 		if v.Git == nil && d.Status.Git != nil {
 			v.Git = reported(*d.Status.Git) // another replica owns its branch (--shards=auto)
@@ -209,6 +225,48 @@ func reported(g crds.GitProgress) *gitView {
 		v.PushedAt = g.LastPushTime.Time
 	}
 	return v
+}
+
+// requestOf is the pull request of a destination that delivers by one: the request its status
+// names, or none open (Number 0) when it names none or the last one ended with nothing left
+// waiting. nil for a destination that pushes directly. The status comes from the cluster, so
+// its URL is linked only when it is http(s).
+func requestOf(d *crds.GitDestination) *requestView {
+	if d.PullRequest() == nil {
+		return nil
+	}
+	v := &requestView{HeadBranch: d.HeadBranch()}
+	pr := d.Status.PullRequest
+	if pr == nil {
+		return v
+	}
+	if pr.HeadBranch != "" {
+		v.HeadBranch = pr.HeadBranch
+	}
+	v.Waiting = pr.ChangesWaiting
+	if pr.Number == 0 || (ended(pr.State) && pr.ChangesWaiting == 0) {
+		return v
+	}
+	v.Number, v.State, v.URL, v.Link = pr.Number, pr.State, pr.URL, webLink(pr.URL)
+	if pr.OpenedAt != nil {
+		v.OpenedAt = pr.OpenedAt.Time
+	}
+	return v
+}
+
+// ended reports whether a request's state says it is over: merged or closed.
+func ended(state string) bool {
+	return state == "merged" || state == "closed"
+}
+
+// webLink is raw when it is an absolute http or https URL with a host, else "": a page may link
+// to it without running or loading anything but a web page.
+func webLink(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return ""
+	}
+	return raw
 }
 
 // runsByDestination returns the last runs of each destination ("namespace/name"), newest first.

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/testenv"
 	"github.com/configbutler/gitops-reverser/writeback"
 )
 
@@ -254,4 +256,86 @@ func TestPageShowsTheOwnersProgressOfABranchWrittenElsewhere(t *testing.T) {
 	if strings.Contains(r.body, "carol@example.com") {
 		t.Errorf("the page shows the author's email, where it shows names only")
 	}
+}
+
+// TestAPullRequestIsLinkedFromItsDestination: in a real browser, a destination that delivers by
+// pull request shows its request as a link to the URL its status names (number and state as the
+// text, rel="noopener noreferrer"), the files waiting and the head branch; a request whose URL is
+// not http(s) is shown as text, not a link; a Direct destination shows no request.
+func TestAPullRequestIsLinkedFromItsDestination(t *testing.T) {
+	w := newWorld(t)
+	ns := w.namespace("pr")
+	w.create(crds.GitRepoConfigs, &crds.GitRepoConfig{ObjectMeta: metav1.ObjectMeta{Name: "repo", Namespace: ns},
+		Spec: crds.GitRepoConfigSpec{RepoURL: "https://git.example.com/" + ns + ".git", AllowedBranches: []string{"main"}}}, nil)
+	url := "https://git.example.com/" + ns + "/pulls/7"
+	opened := metav1.NewTime(time.Now().Add(-2 * time.Hour))
+	w.pullRequestDestination(ns, "review", &crds.PullRequestStatus{HeadBranch: "gitops-reverser/" + ns + "/review", Number: 7,
+		URL: url, State: "open", ChangesWaiting: 3, OpenedAt: &opened})
+	w.pullRequestDestination(ns, "hostile", &crds.PullRequestStatus{HeadBranch: "gitops-reverser/" + ns + "/hostile", Number: 9,
+		URL: "javascript:alert(document.domain)", State: "open", ChangesWaiting: 1})
+	w.create(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "direct", Namespace: ns},
+		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: "main", BaseFolder: "direct"}}, nil)
+	base := startPage(t, Config{Auth: AuthNone})
+	waitFor(t, base, "/", "", "#7 open", "#9 open", ns+"/direct")
+
+	r := testenv.RunBrowser(t, testenv.BrowserStep{Goto: base + "/"}, testenv.BrowserStep{Eval: `[...document.querySelectorAll('article.dest')].map(d => ({
+		id: d.id,
+		request: d.querySelector('dd.request')?.innerText ?? null,
+		links: [...d.querySelectorAll('dd.request a')].map(a => ({href: a.getAttribute('href'), rel: a.rel, text: a.textContent})),
+	}))`})
+	var dests []struct {
+		ID      string
+		Request *string
+		Links   []struct{ Href, Rel, Text string }
+	}
+	if err := json.Unmarshal([]byte(r.Texts[0]), &dests); err != nil {
+		t.Fatalf("the destinations %q: %v", r.Texts[0], err)
+	}
+	seen := map[string]bool{}
+	for _, d := range dests {
+		name, ok := strings.CutPrefix(d.ID, "dest-"+ns+"-")
+		if !ok {
+			continue // another test's namespace
+		}
+		seen[name] = true
+		request := ""
+		if d.Request != nil {
+			request = *d.Request
+		}
+		switch name {
+		case "review":
+			if len(d.Links) != 1 || d.Links[0].Href != url || d.Links[0].Text != "#7 open" || d.Links[0].Rel != "noopener noreferrer" {
+				t.Errorf("review's request links %+v, want one to %s, #7 open, rel noopener noreferrer", d.Links, url)
+			}
+			for _, want := range []string{"3 file(s) waiting", "opened 2h ago", "head gitops-reverser/" + ns + "/review"} {
+				if !strings.Contains(request, want) {
+					t.Errorf("review's request %q lacks %q", request, want)
+				}
+			}
+		case "hostile":
+			if len(d.Links) != 0 || !strings.Contains(request, "#9 open javascript:alert(document.domain)") {
+				t.Errorf("the javascript: URL: request %q, links %+v; want it as text and no link", request, d.Links)
+			}
+		case "direct":
+			if d.Request != nil {
+				t.Errorf("the Direct destination shows a request: %q", request)
+			}
+		}
+	}
+	if len(seen) != 3 {
+		t.Errorf("the page shows the destinations %v of %s, want direct, hostile and review", seen, ns)
+	}
+	if len(r.Console) != 0 || len(r.Failed) != 0 {
+		t.Errorf("console %q, failed requests %q; want none", r.Console, r.Failed)
+	}
+}
+
+// pullRequestDestination creates a GitDestination of the repository repo in namespace that
+// delivers by pull request, with pr as its status.pullRequest.
+func (w *world) pullRequestDestination(namespace, name string, pr *crds.PullRequestStatus) {
+	w.t.Helper()
+	w.create(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: "main", BaseFolder: name,
+			Push: &crds.Push{Mode: crds.PushPullRequest, PullRequest: &crds.PullRequestPush{Provider: crds.ProviderGitea}}}},
+		crds.GitDestinationStatus{PullRequest: pr})
 }
