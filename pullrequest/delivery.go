@@ -2,6 +2,7 @@ package pullrequest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -53,7 +54,7 @@ func (d *Delivery) Deliver(ctx context.Context, head gitops.Head) (gitops.Reques
 		}
 		updated, err := d.host.Update(ctx, d.last.Number, title, body)
 		if err != nil {
-			return gitops.Request{}, err
+			return gitops.Request{}, d.forget(err)
 		}
 		if d.last = updated; updated.State == StateOpen {
 			return d.answer("updated"), nil
@@ -73,7 +74,7 @@ func (d *Delivery) Withdraw(ctx context.Context, head gitops.Head) (gitops.Reque
 		if found == nil && d.last != nil { // not open any more: merged or closed by someone
 			found, err = d.host.Get(ctx, d.last.Number)
 			if err != nil {
-				return gitops.Request{}, err
+				return gitops.Request{}, d.forget(err)
 			}
 		}
 		d.last = found
@@ -82,7 +83,7 @@ func (d *Delivery) Withdraw(ctx context.Context, head gitops.Head) (gitops.Reque
 		return d.answer(""), nil
 	}
 	if err := d.host.Close(ctx, d.last.Number); err != nil {
-		return gitops.Request{}, err
+		return gitops.Request{}, d.forget(err)
 	}
 	d.last.State = StateClosed
 	return d.answer("closed"), nil
@@ -100,10 +101,20 @@ func (d *Delivery) Check(ctx context.Context, head gitops.Head) (gitops.Request,
 		now, err = d.host.Find(ctx, head.Branch, head.Target)
 	}
 	if err != nil {
-		return gitops.Request{}, err
+		return gitops.Request{}, d.forget(err)
 	}
 	d.last = now
 	return d.answer(""), nil
+}
+
+// forget drops the request last seen when the host says it is gone (deleted there): the next
+// call looks for the open one again instead of asking for the missing one forever.
+func (d *Delivery) forget(err error) error {
+	var e *Error
+	if errors.As(err, &e) && e.Reason == ReasonRequestNotFound {
+		d.last = nil
+	}
+	return err
 }
 
 // answer is the last request as gitops knows it, zero when there is none.

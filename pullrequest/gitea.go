@@ -153,7 +153,7 @@ func (g *giteaHost) Update(ctx context.Context, number int64, title, body string
 		return nil, err
 	}
 	cur, resp, err := c.GetPullRequest(g.owner, g.repo, number)
-	if err := g.done(OpUpdate, giteaResponse(resp), err); err != nil {
+	if err := g.done(OpGet, giteaResponse(resp), err); err != nil {
 		return nil, err
 	}
 	if now := fromGitea(cur); now.State != StateOpen {

@@ -26,6 +26,7 @@ func TestGitea(t *testing.T) {
 		{"WrongTokenIsUnauthorized", giteaWrongToken},
 		{"WrongRepositoryIsNotFound", giteaWrongRepository},
 		{"ReaderIsForbidden", giteaReader},
+		{"DeliveryWritesOnlyWhatChanged", giteaDelivery},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := strings.ToLower(tc.name)

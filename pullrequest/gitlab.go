@@ -93,7 +93,7 @@ func (g *gitLab) Open(ctx context.Context, r NewRequest) (*Request, error) {
 // Update reads the merge request first: a draft keeps its prefix, and one that is no longer
 // open is returned unchanged.
 func (g *gitLab) Update(ctx context.Context, number int64, title, body string) (*Request, error) {
-	cur, err := g.get(ctx, OpUpdate, number)
+	cur, err := g.get(ctx, OpGet, number)
 	if err != nil {
 		return nil, err
 	}
