@@ -14,7 +14,9 @@ import (
 	"code.gitea.io/sdk/gitea"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -157,9 +159,12 @@ func (w *giteaWorld) status() *crds.PullRequestStatus {
 	return d.Status.PullRequest
 }
 
-// pushToMain lands a person's commit on main the only way main takes one: a pull request of
-// their own, merged.
-func (w *giteaWorld) pushToMain(file string) {
+// pushToMain lands a person's commit adding file on main (see landOnMain).
+func (w *giteaWorld) pushToMain(file string) { w.landOnMain(map[string]string{file: "by hand\n"}) }
+
+// landOnMain lands a person's commit writing files on main the only way main takes one: a pull
+// request of their own, merged.
+func (w *giteaWorld) landOnMain(files map[string]string) {
 	w.t.Helper()
 	work := w.t.TempDir()
 	url := w.g.GitURL(testenv.GiteaAdmin, prRepo, testenv.GiteaAdmin, w.g.AdminToken())
@@ -171,13 +176,19 @@ func (w *giteaWorld) pushToMain(file string) {
 		}
 	}
 	git("clone", "--quiet", url, ".")
-	if err := os.WriteFile(filepath.Join(work, file), []byte("by hand\n"), 0o644); err != nil {
-		w.t.Fatal(err)
+	for file, content := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(work, file)), 0o755); err != nil {
+			w.t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, file), []byte(content), 0o644); err != nil {
+			w.t.Fatal(err)
+		}
+		git("add", file)
 	}
-	git("add", file)
-	git("commit", "--quiet", "-m", "docs: "+file)
-	git("push", "--quiet", "origin", "HEAD:refs/heads/docs")
-	pr, _, err := w.g.Client(w.t).CreatePullRequest(testenv.GiteaAdmin, prRepo, gitea.CreatePullRequestOption{Head: "docs", Base: "main", Title: "docs"})
+	branch := fmt.Sprintf("carol-%d", time.Now().UnixNano())
+	git("commit", "--quiet", "-m", "carol's edit")
+	git("push", "--quiet", "origin", "HEAD:refs/heads/"+branch)
+	pr, _, err := w.g.Client(w.t).CreatePullRequest(testenv.GiteaAdmin, prRepo, gitea.CreatePullRequestOption{Head: branch, Base: "main", Title: "carol's edit"})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -297,4 +308,56 @@ func TestPullRequestHostTroubleIsACondition(t *testing.T) {
 	}
 	w.oneOpen(d, "live/"+w.ns+"/configmaps/a.yaml")
 	waitReadyReason(t, d, crds.GitDestinations, w.ns, "dest", "Ready")
+}
+
+// TestPeoplesEditsBesideAPullRequestBecomeProposals: with write-back on, a person's edit that lands
+// on the protected main becomes a Proposal, except for a file the open request changes: that is
+// the mirror's pending change, and the request, rebuilt on the edit, still delivers the cluster's
+// version.
+func TestPeoplesEditsBesideAPullRequestBecomeProposals(t *testing.T) {
+	w := newGiteaWorld(t, "pull-request-edits")
+	patch := []byte(`{"spec":{"writeBack":{"enabled":true}}}`)
+	if _, err := w.dyn.Resource(crds.GitDestinations).Namespace(w.ns).Patch(context.Background(), "dest", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	grant(t, w.kube, w.ns, "alice")
+	d := startDaemon(t, t.TempDir(), "--git-batch-quiet-ms", "200", "--pull-request-poll", "1s", "--write-back-interval", "10s")
+	w.changeAs("alice", "a", "1")
+	w.changeAs("alice", "b", "1")
+	fileA, fileB := "live/"+w.ns+"/configmaps/a.yaml", "live/"+w.ns+"/configmaps/b.yaml"
+	first := w.oneOpen(d, fileB)
+	w.g.MergePull(t, testenv.GiteaAdmin, prRepo, first.Index, "merge")
+	testenv.Eventually(t, time.Minute, "head deleted after the merge", func() (bool, string) {
+		_, _, exists := w.branch(w.head)
+		return !exists, "head still there"
+	}, d.FailFast())
+	w.changeAs("alice", "a", "2")
+	w.oneOpen(d, fileA)
+
+	onMain := func(file string) string { return w.run("show", "refs/remotes/origin/main:"+file) }
+	w.landOnMain(map[string]string{
+		fileA: strings.Replace(onMain(fileA), `v: "1"`, `v: carol`, 1),
+		fileB: strings.Replace(onMain(fileB), `v: "1"`, `v: carol`, 1),
+	})
+	var paths []string
+	testenv.Eventually(t, 2*time.Minute, "a proposal for carol's edit of b", func() (bool, string) {
+		list, err := w.dyn.Resource(crds.Proposals).Namespace(w.ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		paths = nil
+		for _, u := range list.Items {
+			p, _, _ := unstructured.NestedString(u.Object, "spec", "path")
+			paths = append(paths, p)
+		}
+		return slices.Contains(paths, fileB), fmt.Sprintf("proposals for %v", paths)
+	}, d.FailFast())
+	if slices.Contains(paths, fileA) {
+		t.Errorf("carol's edit of %s, which the open request changes, was proposed: %v", fileA, paths)
+	}
+	testenv.Eventually(t, time.Minute, "the request rebuilt on carol's edit, with the cluster's a", func() (bool, string) {
+		w.branch(w.head)
+		a := w.run("show", "refs/remotes/origin/"+w.head+":"+fileA)
+		return strings.Contains(a, `v: "2"`) && strings.Contains(w.run("log", "--format=%s", "-1", "refs/remotes/origin/"+w.head+"~1"), "carol"), a
+	}, d.FailFast())
 }
