@@ -27,7 +27,7 @@ import (
 // giteaWorld is a repository on a real Gitea whose main refuses every push, and a namespace
 // whose ConfigMaps a destination delivers into it by pull request.
 type giteaWorld struct {
-	t    *testing.T
+	t    testing.TB
 	g    *testenv.Gitea
 	ns   string
 	head string
@@ -38,7 +38,7 @@ type giteaWorld struct {
 
 const prRepo = "state"
 
-func newGiteaWorld(t *testing.T, ns string) *giteaWorld {
+func newGiteaWorld(t testing.TB, ns string) *giteaWorld {
 	t.Helper()
 	ctx := context.Background()
 	g := testenv.StartGitea(t)
@@ -127,10 +127,13 @@ func (w *giteaWorld) oneOpen(d *testenv.Daemon, file string) *gitea.PullRequest 
 	return pr
 }
 
-// changeAs creates or updates ConfigMap name as user.
+// changeAs creates or updates ConfigMap name as user ("": the admin).
 func (w *giteaWorld) changeAs(user, name, value string) {
 	w.t.Helper()
-	kube := userClient(cp.ImpersonatingConfig(user))
+	kube := w.kube
+	if user != "" {
+		kube = userClient(cp.ImpersonatingConfig(user))
+	}
 	cms := kube.CoreV1().ConfigMaps(w.ns)
 	ctx := context.Background()
 	cm, err := cms.Get(ctx, name, metav1.GetOptions{})

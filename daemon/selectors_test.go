@@ -142,7 +142,7 @@ func labelNamespace(t *testing.T, kube kubernetes.Interface, ns, labels string) 
 }
 
 // createAs creates one of our objects with dyn.
-func createAs(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, obj any) {
+func createAs(t testing.TB, dyn dynamic.Interface, gvr schema.GroupVersionResource, obj any) {
 	t.Helper()
 	u, err := crds.ToUnstructured(obj)
 	if err != nil {
