@@ -17,18 +17,12 @@ import (
 // errRemoteMoved means the branch is no longer where our commits start: fetch and replay.
 var errRemoteMoved = errors.New("remote branch moved")
 
-// sendPack pushes pack and moves the branch from old to tip through a receive-pack session.
-// Only the objects we created are sent, so the cost does not grow with the repository. tip
-// descends from old by construction, so an accepted update is always a fast-forward; the
-// remote refuses it when the branch is no longer at old, which we report as errRemoteMoved.
-func (r *repo) sendPack(ctx context.Context, old, tip plumbing.Hash, pack []byte) error {
-	return r.updateRef(ctx, r.branch, old, tip, pack)
-}
-
-// updateRef moves the remote reference ref from old to tip (zero: delete it), sending pack (nil
-// when it holds nothing). The remote applies it only while ref is still at old: a compare and
-// swap, so the one update that is not a fast-forward, a rebuilt head branch, overwrites nothing
-// it did not see.
+// updateRef moves the remote reference ref from old to tip (zero: delete it) through a
+// receive-pack session, sending pack (nil when it holds nothing). Only the objects we created are
+// sent, so the cost does not grow with the repository. The remote applies it only while ref is
+// still at old, which we report as errRemoteMoved otherwise: a compare and swap. tip descends
+// from old by construction, so an accepted update is a fast-forward, but for a rebuilt head
+// branch, which overwrites nothing it did not see.
 func (r *repo) updateRef(ctx context.Context, ref plumbing.ReferenceName, old, tip plumbing.Hash, pack []byte) (err error) {
 	ep, err := transport.NewEndpoint(r.url)
 	if err != nil {

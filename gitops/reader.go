@@ -72,6 +72,12 @@ func (r Reader) Requested() (map[string]struct{}, error) {
 	return out, err
 }
 
+// Diff calls fn with the path (after prefix) of every file that differs between trees a and b
+// (zero: empty): added, removed or changed. Subtrees with the same hash are skipped unread.
+func (r Reader) Diff(a, b plumbing.Hash, prefix string, fn func(path string)) error {
+	return r.s.diffFiles(a, b, prefix, func(path string, _, _ *TreeEntry) { fn(path) })
+}
+
 // Dir returns the entries of the directory at dir ("a/b", "" for the root) below the tree root,
 // nil when there is none.
 func (r Reader) Dir(root plumbing.Hash, dir string) ([]TreeEntry, error) {

@@ -3,7 +3,6 @@ package gitops
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -171,14 +170,10 @@ func (w *Worker) callDelivery(ctx context.Context, op string, call func(context.
 	}
 	ctx, cancel := context.WithTimeout(ctx, deliveryTimeout)
 	defer cancel()
-	if w.fence != nil {
-		until, err := w.fence()
-		if err != nil {
-			return Request{}, fmt.Errorf("%w: %w", ErrFenced, err)
-		}
-		var cancelFence context.CancelFunc
-		ctx, cancelFence = context.WithDeadline(ctx, until)
-		defer cancelFence()
+	ctx, cancelFence, err := w.fenced(ctx)
+	defer cancelFence()
+	if err != nil {
+		return Request{}, err
 	}
 	req, err := call(ctx, head)
 	if err != nil {
@@ -233,14 +228,10 @@ func (w *Worker) headFiles() ([]HeadFile, error) {
 
 // sendRef asks the fence, then moves the remote reference ref from old to tip.
 func (w *Worker) sendRef(ctx context.Context, ref plumbing.ReferenceName, old, tip plumbing.Hash, pack []byte) error {
-	if w.fence != nil {
-		until, err := w.fence()
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrFenced, err)
-		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, until)
-		defer cancel()
+	ctx, cancel, err := w.fenced(ctx)
+	defer cancel()
+	if err != nil {
+		return err
 	}
 	return w.repo.updateRef(ctx, ref, old, tip, pack)
 }

@@ -150,16 +150,21 @@ func (w *Worker) pushPending(ctx context.Context) error {
 
 // send asks the fence, then sends pack; the send is cut off when the fence's time is up.
 func (w *Worker) send(ctx context.Context, pack encodedPack) error {
-	if w.fence != nil {
-		until, err := w.fence()
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrFenced, err)
-		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, until)
-		defer cancel()
+	return w.sendRef(ctx, w.repo.branch, w.base, w.built.tip, pack.data)
+}
+
+// fenced asks the fence whether this replica may still write, and returns ctx cut off when the
+// fence's time is up.
+func (w *Worker) fenced(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if w.fence == nil {
+		return ctx, func() {}, nil
 	}
-	return w.repo.sendPack(ctx, w.base, w.built.tip, pack.data)
+	until, err := w.fence()
+	if err != nil {
+		return ctx, func() {}, fmt.Errorf("%w: %w", ErrFenced, err)
+	}
+	ctx, cancel := context.WithDeadline(ctx, until)
+	return ctx, cancel, nil
 }
 
 // dropFenced forgets the commits the fence refused: the replica that holds the lease now writes
