@@ -115,14 +115,7 @@ func renderChart(t testing.TB, args ...string) renderedChart {
 
 // TestChartHelmVersionMatchesMakefile keeps the one helm version in two places equal.
 func TestChartHelmVersionMatchesMakefile(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "Makefile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "HELM_VERSION := " + helmVersion
-	if !slices.Contains(strings.Split(string(raw), "\n"), want) {
-		t.Errorf("the Makefile has no line %q: keep it and helmVersion in install/helm_test.go equal", want)
-	}
+	testenv.MakefileSays(t, "HELM_VERSION := "+helmVersion)
 }
 
 // TestChartCRDsMatchEmbedded keeps the chart's crds/ (Helm installs them) byte-identical to the

@@ -10,8 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
+	"testing"
 )
 
 // Binaries are the paths of the pinned control-plane programs.
@@ -177,4 +179,29 @@ func lockFile(path string) (func(), error) {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		_ = f.Close()
 	}, nil
+}
+
+// MakefileSays fails tb unless the repository's Makefile (found from the test's folder upwards)
+// has each line as it is: the tool versions the Makefile pins and the tests build are one each.
+func MakefileSays(tb testing.TB, lines ...string) {
+	tb.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for ; ; dir = filepath.Dir(dir) {
+		raw, err := os.ReadFile(filepath.Join(dir, "Makefile"))
+		if err == nil {
+			have := strings.Split(string(raw), "\n")
+			for _, want := range lines {
+				if !slices.Contains(have, want) {
+					tb.Errorf("%s has no line %q: keep the version the tests build and the Makefile's equal", filepath.Join(dir, "Makefile"), want)
+				}
+			}
+			return
+		}
+		if filepath.Dir(dir) == dir {
+			tb.Fatal("no Makefile above the test's folder")
+		}
+	}
 }

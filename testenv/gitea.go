@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -60,45 +61,9 @@ func GiteaBinary(tb testing.TB) string {
 // EnsureGitea returns $TOOLS_CACHE/gitea-GiteaVersion, which holds the gitea binary and the asset
 // folders it serves, building it there on first use (minutes). go install cannot build Gitea (its
 // go.mod has replace directives), so this builds a writable copy of the module's source, with cgo
-// for sqlite. As in EnsureGoTool, a file lock makes parallel test processes build it once, and the
-// build goes to a scratch directory: the binary moves into place last, so its presence means a
-// finished build.
+// for sqlite (see buildCached for the cache, its lock and scratch folder).
 func EnsureGitea() (string, error) {
-	root, err := toolsCache()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(root, "gitea-"+GiteaVersion)
-	bin := filepath.Join(dir, "gitea")
-	if _, err := os.Stat(bin); err == nil {
-		return dir, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("create the tools cache: %w", err)
-	}
-	unlock, err := lockFile(filepath.Join(dir, ".lock"))
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	if _, err := os.Stat(bin); err == nil { // built by another process while we waited
-		return dir, nil
-	}
-	tmp, err := os.MkdirTemp(dir, "build-")
-	if err != nil {
-		return "", fmt.Errorf("create build dir: %w", err)
-	}
-	defer func() { _ = os.RemoveAll(tmp) }()
-	if err := buildGitea(tmp); err != nil {
-		return "", err
-	}
-	for _, name := range append(giteaAssets, "gitea") {
-		_ = os.RemoveAll(filepath.Join(dir, name)) // left by a build killed before its binary moved
-		if err := os.Rename(filepath.Join(tmp, name), filepath.Join(dir, name)); err != nil {
-			return "", fmt.Errorf("install gitea %s: %w", GiteaVersion, err)
-		}
-	}
-	return dir, nil
+	return buildCached("gitea-"+GiteaVersion, append(slices.Clone(giteaAssets), "gitea"), buildGitea)
 }
 
 // buildGitea builds tmp/gitea from a copy of the module's source in tmp/src, and moves the asset

@@ -4,24 +4,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"code.gitea.io/sdk/gitea"
 )
-
-// TestGiteaVersionMatchesMakefile keeps the one Gitea version in two places equal.
-func TestGiteaVersionMatchesMakefile(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "Makefile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "GITEA_VERSION := " + GiteaVersion
-	if !slices.Contains(strings.Split(string(raw), "\n"), want) {
-		t.Errorf("the Makefile has no line %q: keep it and GiteaVersion in testenv/gitea.go equal", want)
-	}
-}
 
 // TestGiteaRefusesPushesToAProtectedBranch shows the Gitea of StartGitea is a real Git host: its
 // pre-receive hook refuses a collaborator's push to a protected branch, the same commit goes in on

@@ -55,22 +55,33 @@ func GoTool(tb testing.TB, name, pkg, version string, flags ...string) string {
 
 // EnsureGoTool is GoTool outside a test (e.g. in TestMain, to build a tool while something else
 // builds): it returns the path of name-version/name in the tools cache, building it there if it
-// is missing. Test packages run in parallel processes: a file lock makes the second wait for the
-// first one's build instead of compiling the same tool again, and the build goes to a scratch
-// directory renamed into place, so no process ever runs a half-written binary.
+// is missing (see buildCached), so no process ever runs a half-written binary.
 func EnsureGoTool(name, pkg, version string, flags ...string) (string, error) {
-	root := os.Getenv("TOOLS_CACHE")
-	if root == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("find the tools cache: %w", err)
+	dir, err := buildCached(name+"-"+version, []string{name}, func(tmp string) error {
+		cmd := exec.Command("go", append(append([]string{"install"}, flags...), pkg+"@"+version)...)
+		cmd.Env = append(os.Environ(), "GOBIN="+tmp)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build %s %s: %w\n%s", name, version, err, out)
 		}
-		root = filepath.Join(home, ".cache", "gitops-reverser", "tools")
+		return os.Rename(filepath.Join(tmp, binaryName(pkg)), filepath.Join(tmp, name))
+	})
+	return filepath.Join(dir, name), err
+}
+
+// buildCached returns the folder of the tools cache (see toolsCache) named folder, building it
+// first when its last file is missing: build writes files into a scratch folder, and they move
+// into place in order, the last one last, so its presence means a finished build. Test packages
+// run in parallel processes: a file lock makes the second wait for the first one's build
+// instead of building the same thing again.
+func buildCached(folder string, files []string, build func(tmp string) error) (string, error) {
+	root, err := toolsCache()
+	if err != nil {
+		return "", err
 	}
-	dir := filepath.Join(root, name+"-"+version)
-	path := filepath.Join(dir, name)
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
+	dir := filepath.Join(root, folder)
+	last := filepath.Join(dir, files[len(files)-1])
+	if _, err := os.Stat(last); err == nil {
+		return dir, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create the tools cache: %w", err)
@@ -80,21 +91,22 @@ func EnsureGoTool(name, pkg, version string, flags ...string) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	if _, err := os.Stat(path); err == nil { // built by another process while we waited
-		return path, nil
+	if _, err := os.Stat(last); err == nil { // built by another process while we waited
+		return dir, nil
 	}
 	tmp, err := os.MkdirTemp(dir, "build-")
 	if err != nil {
 		return "", fmt.Errorf("create build dir: %w", err)
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
-	cmd := exec.Command("go", append(append([]string{"install"}, flags...), pkg+"@"+version)...)
-	cmd.Env = append(os.Environ(), "GOBIN="+tmp)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build %s %s: %w\n%s", name, version, err, out)
+	if err := build(tmp); err != nil {
+		return "", err
 	}
-	if err := os.Rename(filepath.Join(tmp, binaryName(pkg)), path); err != nil {
-		return "", fmt.Errorf("install %s %s: %w", name, version, err)
+	for _, name := range files {
+		_ = os.RemoveAll(filepath.Join(dir, name)) // left by a build killed before its last file moved
+		if err := os.Rename(filepath.Join(tmp, name), filepath.Join(dir, name)); err != nil {
+			return "", fmt.Errorf("install %s: %w", folder, err)
+		}
 	}
-	return path, nil
+	return dir, nil
 }
