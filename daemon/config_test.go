@@ -48,7 +48,7 @@ func TestDefaultsMatchTheSpec(t *testing.T) {
 		Mirror: MirrorConfig{CrossNamespace: watch.CrossNamespaceConsent,
 			Enabled: true, DiscoveryRefresh: 5 * time.Minute,
 			Batch:      gitops.BatchLimits{MaxFiles: 200, MaxBytes: 1 << 20, MaxWait: 20 * time.Second, Quiet: 1500 * time.Millisecond},
-			MaxWorkers: 24, MaxWorkersPerRepo: 5,
+			MaxWorkers: 24, MaxWorkersPerRepo: 5, RequestPoll: time.Minute,
 		},
 		Webhook: WebhookConfig{Enabled: true, BindAddress: ":9443", ServiceName: "gitops-reverser",
 			CorrelationTTL: time.Minute, CorrelationCapacity: 10000},
