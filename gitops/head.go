@@ -76,41 +76,44 @@ func parseIdent(v string) (Signature, time.Time) {
 }
 
 // headChain returns the commits of the head branch at head that the target at target lacks,
-// oldest first, and the commit of the target they were built on. The walk follows first parents
-// from head until it meets target or, when the target moved, one of its first-parent
-// ancestors. Each commit met must be the daemon's (ours).
+// oldest first, and the commit of the target they were built on (zero when they share no
+// history). The walk follows first parents from head until it meets target, which costs one
+// read per commit of the chain; when the target moved, until it meets one of the target's
+// first-parent ancestors. Each commit of the chain must be the daemon's (ours).
 func (w *Worker) headChain(head, target plumbing.Hash) (chain []commitInfo, onto plumbing.Hash, err error) {
-	var marks map[plumbing.Hash]bool // the target's first parents, read only when needed
-	for h := head; !h.IsZero() && h != target; {
-		if marks == nil && len(chain) > 0 {
-			if marks, err = w.firstParents(target); err != nil {
-				return nil, plumbing.ZeroHash, err
-			}
-		}
-		if marks[h] {
-			onto = h
-			break
-		}
+	if chain, onto, err = w.walkHead(head, func(h plumbing.Hash) bool { return h == target }, false); err == nil && onto == target {
+		return chain, onto, nil
+	}
+	marks, err := w.firstParents(target)
+	if err != nil {
+		return nil, plumbing.ZeroHash, err
+	}
+	return w.walkHead(head, func(h plumbing.Hash) bool { return marks[h] }, true)
+}
+
+// walkHead follows first parents from head until stop says a commit belongs to the target, and
+// returns the commits before it, oldest first, and that commit. A commit that is not the
+// daemon's ends the walk: with an error when strict, else quietly (the caller walks again).
+func (w *Worker) walkHead(head plumbing.Hash, stop func(plumbing.Hash) bool, strict bool) ([]commitInfo, plumbing.Hash, error) {
+	var chain []commitInfo
+	h := head
+	for ; !h.IsZero() && !stop(h); h = chain[len(chain)-1].parent {
 		c, err := w.store.readCommit(h)
 		if err != nil {
 			return nil, plumbing.ZeroHash, fmt.Errorf("read the head branch: %w", err)
 		}
 		if w.ours != nil && !w.ours(c.message) {
+			if !strict {
+				return nil, plumbing.ZeroHash, nil
+			}
 			return nil, plumbing.ZeroHash, fmt.Errorf("%w: %s by %s", errHeadNotOurs, h, c.author.Name)
 		}
 		if chain = append(chain, c); len(chain) > headBound {
 			return nil, plumbing.ZeroHash, fmt.Errorf("the head branch has more than %d commits the target lacks", headBound)
 		}
-		h = c.parent
-	}
-	if onto.IsZero() && len(chain) > 0 && chain[len(chain)-1].parent == target {
-		onto = target
-	}
-	if onto.IsZero() && head == target {
-		onto = target
 	}
 	slices.Reverse(chain)
-	return chain, onto, nil
+	return chain, h, nil
 }
 
 // firstParents marks the target's first-parent ancestors, itself included, up to headBound.

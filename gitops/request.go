@@ -52,8 +52,8 @@ func (w *Worker) pushHeadOnce(ctx context.Context) error {
 		w.needFetch = true
 		return err
 	}
-	if target != w.base || head != w.headTip {
-		w.deliverWanted = true
+	if head != w.headTip || target != w.base && !head.IsZero() {
+		w.deliverWanted = true // without a head branch, a move of the target asks nothing of the host
 	}
 	w.base, w.headTip, w.needFetch = target, head, false
 	start, err := w.headStart(ctx)
@@ -194,7 +194,7 @@ func (w *Worker) headSummary() (Head, error) {
 	if w.headTip.IsZero() {
 		return h, nil
 	}
-	chain, _, err := w.headChain(w.headTip, w.base)
+	chain, onto, err := w.headChain(w.headTip, w.base)
 	if err != nil {
 		return h, err
 	}
@@ -202,25 +202,35 @@ func (w *Worker) headSummary() (Head, error) {
 		subject, _, _ := strings.Cut(c.message, "\n")
 		h.Commits = append(h.Commits, HeadCommit{Hash: c.hash.String(), Author: c.author, When: c.when, Subject: subject})
 	}
-	h.Files, err = w.headFiles()
+	h.Files, err = w.filesBetween(onto, w.headTip)
 	return h, err
 }
 
-// headFiles lists the files the head branch changes against the target.
+// headFiles lists the files the head branch's own commits change: against the commit of the
+// target they were built on, so a target that moved since does not count.
 func (w *Worker) headFiles() ([]HeadFile, error) {
 	if w.headTip.IsZero() {
 		return nil, nil
 	}
-	from, err := w.store.commitTree(w.base)
+	_, onto, err := w.headChain(w.headTip, w.base)
 	if err != nil {
 		return nil, err
 	}
-	to, err := w.store.commitTree(w.headTip)
+	return w.filesBetween(onto, w.headTip)
+}
+
+// filesBetween lists the files that differ between the trees of two commits.
+func (w *Worker) filesBetween(from, to plumbing.Hash) ([]HeadFile, error) {
+	a, err := w.store.commitTree(from)
+	if err != nil {
+		return nil, err
+	}
+	b, err := w.store.commitTree(to)
 	if err != nil {
 		return nil, err
 	}
 	var files []HeadFile
-	err = w.store.diffFiles(from, to, "", func(path string, was, now *TreeEntry) {
+	err = w.store.diffFiles(a, b, "", func(path string, was, now *TreeEntry) {
 		files = append(files, HeadFile{Path: path, Deleted: now == nil, Added: was == nil})
 	})
 	return files, err

@@ -216,3 +216,30 @@ func TestAHeadBranchSomeoneElseWroteIsLeftAlone(t *testing.T) {
 		t.Fatalf("head branch = %s, want %s untouched", got, theirs)
 	}
 }
+
+// TestAHeadMergedByFastForwardIsNotMadeAgain: the request was merged by fast-forward and a person
+// then changed the same file on main; the head's commit is in main's history, so nothing is made
+// again (which would revert the person's change) and the head branch goes.
+func TestAHeadMergedByFastForwardIsNotMadeAgain(t *testing.T) {
+	srv := MustGitServer(t)
+	url := MustRepo(t, srv, "pr")
+	if _, err := srv.PushCommit("pr", "main", testenvSig("alice"), "start", map[string]string{"README.md": "hi\n"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	w := startHeadWorker(t, url, &hostDouble{})
+	MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 100)})
+	MustFlush(t, w)
+	head := mustRef(t, srv, "pr", testHead)
+	out, err := exec.Command("git", "--git-dir="+filepath.Join(srv.Root, "pr.git"), "update-ref", "refs/heads/main", head).CombinedOutput()
+	if err != nil {
+		t.Fatalf("fast-forward main: %v %s", err, out)
+	}
+	if _, err := srv.PushCommit("pr", "main", testenvSig("carol"), "edit a", map[string]string{cmPath("a"): "carol's\n"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustFetch(t, w)
+	if got := mustRef(t, srv, "pr", testHead); got != "" {
+		log, _ := srv.Log("pr", testHead)
+		t.Fatalf("head branch at %s after a fast-forward merge: %+v", got, log)
+	}
+}

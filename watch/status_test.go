@@ -26,6 +26,13 @@ func TestStatusExplainsEveryDestinationProblem(t *testing.T) {
 		e.apply(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
 			Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: repo}, Branch: branch, BaseFolder: folder}})
 	}
+	requesting := func(name, folder string) { // two destinations asking for the same head branch
+		e.apply(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+			Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: "main", BaseFolder: folder,
+				Push: &crds.Push{Mode: crds.PushPullRequest, PullRequest: &crds.PullRequestPush{Provider: crds.ProviderGitea, HeadBranch: "mirror/shared"}}}})
+	}
+	requesting("head-first", "requests/first")
+	requesting("head-second", "requests/second")
 	repo("no-secret", "missing")
 	repo("bad-password", "wrong")
 	dest("wrong-branch", "repo", "release", "elsewhere")
@@ -49,6 +56,7 @@ func TestStatusExplainsEveryDestinationProblem(t *testing.T) {
 		{crds.GitDestinations, "wrong-branch", metav1.ConditionFalse, "BranchNotAllowed"},
 		{crds.GitDestinations, "overlap", metav1.ConditionFalse, "BaseFolderOverlap"},
 		{crds.GitDestinations, "unknown-repo", metav1.ConditionFalse, "RepoNotFound"},
+		{crds.GitDestinations, "head-second", metav1.ConditionFalse, ReasonHeadBranchInUse},
 		{crds.WatchRules, "to-bad-dest", metav1.ConditionFalse, "DestinationNotReady"},
 	}
 	for _, tc := range cases {
