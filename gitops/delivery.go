@@ -27,7 +27,6 @@ type Head struct {
 	Commit         string // the head branch's tip
 	Commits        []HeadCommit
 	Files          []HeadFile // sorted by Path
-	Known          *Request   // the request last returned for this head, nil after a restart
 }
 
 // HeadCommit is one commit of a head branch.

@@ -182,7 +182,6 @@ func (w *Worker) callDelivery(ctx context.Context, op string, call func(context.
 	if req.Event != "" {
 		w.log.Info("pull request "+req.Event, "number", req.Number, "url", req.URL, "state", req.State)
 	}
-	w.request = &req
 	w.setStatus(func(s *WorkerStatus) { s.Request, s.Waiting = &req, len(head.Files) })
 	w.onStatus()
 	return req, nil
@@ -190,7 +189,7 @@ func (w *Worker) callDelivery(ctx context.Context, op string, call func(context.
 
 // headSummary describes what the head branch holds that the target lacks.
 func (w *Worker) headSummary() (Head, error) {
-	h := Head{Branch: w.remote.Head, Target: w.remote.Branch, Commit: hashString(w.headTip), Known: w.request}
+	h := Head{Branch: w.remote.Head, Target: w.remote.Branch, Commit: hashString(w.headTip)}
 	if w.headTip.IsZero() {
 		return h, nil
 	}

@@ -66,7 +66,6 @@ type Worker struct {
 	headTip       plumbing.Hash // the remote head branch, zero when it does not exist
 	headDue       bool          // look at the branches even with nothing pending
 	deliverWanted bool          // the request may not describe the head branch yet
-	request       *Request      // as the host last answered
 
 	mu     sync.Mutex
 	status WorkerStatus

@@ -74,7 +74,7 @@ func transportReason(err error) string {
 		return ReasonTimeout
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return ReasonTimeout
+		return ReasonHostUnavailable // refused or dropped: down, or restarting
 	case strings.HasPrefix(err.Error(), "rate: Wait"):
 		return ReasonRateLimited // client-go's own limiter would wait past the deadline
 	case errors.As(err, &ue):

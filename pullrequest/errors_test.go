@@ -54,8 +54,8 @@ func TestTransportFailuresTellTimeoutFromCancel(t *testing.T) {
 		want string
 	}{
 		{context.DeadlineExceeded, ReasonTimeout},
-		{fmt.Errorf("dial tcp: %w", syscall.ECONNREFUSED), ReasonTimeout},
-		{fmt.Errorf("read: %w", syscall.ECONNRESET), ReasonTimeout},
+		{fmt.Errorf("dial tcp: %w", syscall.ECONNREFUSED), ReasonHostUnavailable},
+		{fmt.Errorf("read: %w", syscall.ECONNRESET), ReasonHostUnavailable},
 		{context.Canceled, ReasonCanceled},
 		{&url.Error{Op: "Get", URL: "https://h/", Err: errors.New("tls: failed to verify certificate")}, ReasonHostUnavailable},
 		{errors.New("rate: Wait(n=1) would exceed context deadline"), ReasonRateLimited},

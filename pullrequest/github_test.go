@@ -353,7 +353,8 @@ func TestGitHubErrorsTellReasonAndWait(t *testing.T) {
 }
 
 // TestGitHubTimeoutAndRefusedConnectionAreTemporary shows a host that does not answer within the
-// client's timeout, and one that refuses the connection, give Timeout with status 0.
+// client's timeout gives Timeout, and one that refuses the connection HostUnavailable, both
+// temporary with status 0.
 func TestGitHubTimeoutAndRefusedConnectionAreTemporary(t *testing.T) {
 	log := &callLog{}
 	h := startGitHub(t, &fakeGitHub{fail: blockUntilGone(t)}, log, &http.Client{Timeout: 50 * time.Millisecond})
@@ -367,7 +368,7 @@ func TestGitHubTimeoutAndRefusedConnectionAreTemporary(t *testing.T) {
 	srv.Close() // nothing listens there any more
 	h = mustNew(t, Settings{Kind: KindGitHub, Repository: "git@github.com:octo/site.git", API: srv.URL}, nil)
 	_, err = h.Get(context.Background(), 1)
-	checkError(t, mustAPIError(t, err), KindGitHub, OpGet, 0, wantError{ReasonTimeout, true, 0, "did not answer"})
+	checkError(t, mustAPIError(t, err), KindGitHub, OpGet, 0, wantError{ReasonHostUnavailable, true, 0, "unreachable"})
 }
 
 // callOp makes the call op of h, with arguments that do not matter to a failing host.
