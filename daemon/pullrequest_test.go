@@ -44,6 +44,9 @@ func newGiteaWorld(t testing.TB, ns string) *giteaWorld {
 	g := testenv.StartGitea(t)
 	url := g.CreateRepo(t, testenv.GiteaAdmin, prRepo)
 	g.ProtectBranch(t, testenv.GiteaAdmin, prRepo, "main")
+	if _, _, err := g.Client(t).CreateLabel(testenv.GiteaAdmin, prRepo, gitea.CreateLabelOption{Name: "mirror", Color: "#00aabb"}); err != nil {
+		t.Fatal(err)
+	}
 	w := &giteaWorld{t: t, g: g, ns: ns, head: "gitops-reverser/" + ns + "/dest",
 		kube: kubernetes.NewForConfigOrDie(cp.AdminConfig()), dyn: dynamic.NewForConfigOrDie(cp.AdminConfig()), git: t.TempDir()}
 	if _, err := w.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -162,6 +165,24 @@ func (w *giteaWorld) status() *crds.PullRequestStatus {
 	return d.Status.PullRequest
 }
 
+// waitEvent waits for an Event with reason on the destination.
+func (w *giteaWorld) waitEvent(d *testenv.Daemon, reason string) {
+	w.t.Helper()
+	testenv.Eventually(w.t, time.Minute, "Event "+reason, func() (bool, string) {
+		events, err := w.kube.CoreV1().Events(w.ns).List(context.Background(), metav1.ListOptions{
+			FieldSelector: "involvedObject.name=dest,reason=" + reason})
+		return err == nil && len(events.Items) > 0, fmt.Sprint(err)
+	}, d.FailFast())
+}
+
+// metricAtMost is a condition for testenv.Eventually: the daemon's sample name is at most want.
+func metricAtMost(t testing.TB, d *testenv.Daemon, name string, want float64) func() (bool, string) {
+	return func() (bool, string) {
+		v := d.Metric(t, name)
+		return v <= want, fmt.Sprintf("%s = %v", name, v)
+	}
+}
+
 // pushToMain lands a person's commit adding file on main (see landOnMain).
 func (w *giteaWorld) pushToMain(file string) { w.landOnMain(map[string]string{file: "by hand\n"}) }
 
@@ -226,12 +247,17 @@ func TestProtectedBranchGetsOnePullRequest(t *testing.T) {
 		t.Errorf("head commits %v: want alice's and bob's changes under their names", commits)
 	}
 	if len(pr.Labels) != 1 || pr.Labels[0].Name != "mirror" {
-		t.Logf("labels %v (the repository has no label mirror, so none is set)", pr.Labels)
+		t.Errorf("labels %v, want the destination's label mirror", pr.Labels)
 	}
 	testenv.Eventually(t, time.Minute, "status.pullRequest", func() (bool, string) {
 		s := w.status()
 		return s != nil && s.Number == pr.Index && s.URL == pr.HTMLURL && s.State == "open" && s.ChangesWaiting >= 2, fmt.Sprintf("%+v", s)
 	}, d.FailFast())
+	testenv.Eventually(t, time.Minute, "one request counted open, with its age", func() (bool, string) {
+		open, opened := d.Metric(t, "gitops_reverser_pull_requests_open"), d.Metric(t, "gitops_reverser_pull_requests_oldest_opened_timestamp_seconds")
+		return open == 1 && opened > 0, fmt.Sprintf("open %v, oldest opened %v", open, opened)
+	}, d.FailFast())
+	w.waitEvent(d, "PullRequestOpened")
 
 	// A commit lands on main: the head branch is rebuilt on it, the same request stays open.
 	w.pushToMain("NOTES.md")
@@ -249,6 +275,8 @@ func TestProtectedBranchGetsOnePullRequest(t *testing.T) {
 		s := w.status()
 		return !exists && s != nil && s.State == "merged", fmt.Sprintf("head exists %v, status %+v", exists, s)
 	}, d.FailFast())
+	w.waitEvent(d, "PullRequestMerged")
+	testenv.Eventually(t, time.Minute, "no request counted open", metricAtMost(t, d, "gitops_reverser_pull_requests_open", 0), d.FailFast())
 	if mainFiles, _, _ := w.branch("main"); !slices.Contains(mainFiles, fileA) || !slices.Contains(mainFiles, fileB) {
 		t.Fatalf("main after the merge holds %v", mainFiles)
 	}

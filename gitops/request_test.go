@@ -243,3 +243,28 @@ func TestAHeadMergedByFastForwardIsNotMadeAgain(t *testing.T) {
 		t.Fatalf("head branch at %s after a fast-forward merge: %+v", got, log)
 	}
 }
+
+// rateLimited is a host's answer that says when to come back.
+type rateLimited time.Duration
+
+func (r rateLimited) Error() string                  { return "429 Too Many Requests" }
+func (r rateLimited) RetryAfterDelay() time.Duration { return time.Duration(r) }
+
+func TestARateLimitWaitsAsLongAsTheHostSays(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		err     error
+		backoff time.Duration
+		want    time.Duration
+	}{
+		{"a push failure takes the backoff", fmt.Errorf("push: %w", errRemoteMoved), time.Second, time.Second},
+		{"a rate limit waits as asked", &DeliveryError{Op: "deliver", Err: rateLimited(time.Minute)}, time.Second, time.Minute},
+		{"never less than the backoff", &DeliveryError{Op: "deliver", Err: rateLimited(time.Second)}, 30 * time.Second, 30 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := retryAfter(c.err, c.backoff); got != c.want {
+				t.Errorf("retryAfter = %v, want %v", got, c.want)
+			}
+		})
+	}
+}

@@ -77,13 +77,22 @@ func (w *Worker) push(ctx context.Context) {
 		w.m.pushFailure()
 	}
 	wait := w.scheduleRetry()
-	var later RetryAfterError
-	if errors.As(err, &later) && later.RetryAfterDelay() > wait { // the host said when
-		wait = later.RetryAfterDelay()
+	if asked := retryAfter(err, wait); asked != wait {
+		wait = asked
 		w.retryTimer.Reset(wait)
 	}
 	w.log.Warn("push failed, retrying", "err", err, "failures", w.failures, "retry_in", wait)
 	w.setFailing(err)
+}
+
+// retryAfter is how long to wait after err: the backoff, or longer when err is a host's answer
+// that says when to come back (a rate limit).
+func retryAfter(err error, backoff time.Duration) time.Duration {
+	var later RetryAfterError
+	if errors.As(err, &later) && later.RetryAfterDelay() > backoff {
+		return later.RetryAfterDelay()
+	}
+	return backoff
 }
 
 // scheduleRetry counts a failure and arms the retry timer with its backoff.
