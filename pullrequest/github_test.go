@@ -305,12 +305,7 @@ func TestGitHubErrorsTellReasonAndWait(t *testing.T) {
 	reset := strconv.FormatInt(testNow.Add(2*time.Minute).Unix(), 10)
 	secondary := `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",` +
 		`"documentation_url":"https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`
-	tests := []struct {
-		name string
-		op   string
-		ans  answer
-		want wantError
-	}{
+	tests := []errorCase{
 		{"bad credentials", OpFind, answer{401, nil, `{"message":"Bad credentials","documentation_url":"https://docs.github.com/rest"}`},
 			wantError{ReasonUnauthorized, false, 0, "invalid or expired"}},
 		{"token without the scope", OpOpen, answer{403, map[string]string{"X-RateLimit-Remaining": "4999", "X-RateLimit-Reset": reset},
@@ -339,17 +334,9 @@ func TestGitHubErrorsTellReasonAndWait(t *testing.T) {
 		{"unavailable with a date to retry at", OpUpdate, answer{503, map[string]string{"Retry-After": testNow.Add(90 * time.Second).Format(http.TimeFormat)}, `{"message":"Service Unavailable"}`},
 			wantError{ReasonHostUnavailable, true, 90 * time.Second, "failing"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			log := &callLog{}
-			h := startGitHub(t, &fakeGitHub{fail: func(w http.ResponseWriter, _ *http.Request) { tt.ans.write(w) }}, log, nil)
-			err := callOp(h, tt.op)
-			checkError(t, mustAPIError(t, err), KindGitHub, tt.op, tt.ans.status, tt.want)
-			if calls := log.list(); len(calls) != 1 || calls[0] != fmt.Sprintf("github %s %d", tt.op, tt.ans.status) {
-				t.Errorf("calls %v, want one %s answered %d", calls, tt.op, tt.ans.status)
-			}
-		})
-	}
+	runErrorCases(t, KindGitHub, tests, func(t *testing.T, fail http.HandlerFunc, log *callLog) Host {
+		return startGitHub(t, &fakeGitHub{fail: fail}, log, nil)
+	})
 }
 
 // TestGitHubTimeoutAndRefusedConnectionAreTemporary shows a host that does not answer within the

@@ -275,12 +275,7 @@ func TestGitLabUpdateKeepsDraftsAndTellsMerged(t *testing.T) {
 // Retry-After).
 func TestGitLabErrorsTellReasonAndWait(t *testing.T) {
 	reset := strconv.FormatInt(testNow.Add(45*time.Second).Unix(), 10)
-	tests := []struct {
-		name string
-		op   string
-		ans  answer
-		want wantError
-	}{
+	tests := []errorCase{
 		{"invalid token", OpFind, answer{401, nil, `{"message":"401 Unauthorized"}`},
 			wantError{ReasonUnauthorized, false, 0, "invalid or expired"}},
 		{"token without the api scope", OpOpen, answer{403, map[string]string{"WWW-Authenticate": `Bearer realm="", error="insufficient_scope"`},
@@ -304,17 +299,9 @@ func TestGitLabErrorsTellReasonAndWait(t *testing.T) {
 		{"unavailable", OpFind, answer{503, map[string]string{"Retry-After": "5"}, `{"message":"503 Service Unavailable"}`},
 			wantError{ReasonHostUnavailable, true, 5 * time.Second, "failing"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			log := &callLog{}
-			h := startGitLab(t, &fakeGitLab{fail: func(w http.ResponseWriter, _ *http.Request) { tt.ans.write(w) }}, log, nil)
-			err := callOp(h, tt.op)
-			checkError(t, mustAPIError(t, err), KindGitLab, tt.op, tt.ans.status, tt.want)
-			if calls := log.list(); len(calls) != 1 || calls[0] != fmt.Sprintf("gitlab %s %d", tt.op, tt.ans.status) {
-				t.Errorf("calls %v, want one %s answered %d (no retries)", calls, tt.op, tt.ans.status)
-			}
-		})
-	}
+	runErrorCases(t, KindGitLab, tests, func(t *testing.T, fail http.HandlerFunc, log *callLog) Host {
+		return startGitLab(t, &fakeGitLab{fail: fail}, log, nil)
+	})
 }
 
 // TestGitLabTimeoutIsTemporary shows a host that does not answer within the client's timeout

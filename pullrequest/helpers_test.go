@@ -126,3 +126,27 @@ func blockUntilGone(tb testing.TB) http.HandlerFunc {
 		}
 	}
 }
+
+// errorCase is one answer a host gives to a call, and the *Error the call must return.
+type errorCase struct {
+	name string
+	op   string
+	ans  answer
+	want wantError
+}
+
+// runErrorCases makes each case's call of a host that always answers as the case says (start
+// builds it), and checks the error and that exactly one call was made: no retries inside.
+func runErrorCases(t *testing.T, kind string, cases []errorCase, start func(*testing.T, http.HandlerFunc, *callLog) Host) {
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			log := &callLog{}
+			h := start(t, func(w http.ResponseWriter, _ *http.Request) { tt.ans.write(w) }, log)
+			err := callOp(h, tt.op)
+			checkError(t, mustAPIError(t, err), kind, tt.op, tt.ans.status, tt.want)
+			if calls := log.list(); len(calls) != 1 || calls[0] != fmt.Sprintf("%s %s %d", kind, tt.op, tt.ans.status) {
+				t.Errorf("calls %v, want one %s answered %d (no retries)", calls, tt.op, tt.ans.status)
+			}
+		})
+	}
+}
