@@ -56,14 +56,21 @@ func (w *Worker) pushHeadOnce(ctx context.Context) error {
 		w.deliverWanted = true // without a head branch, a move of the target asks nothing of the host
 	}
 	w.base, w.headTip, w.needFetch = target, head, false
-	start, err := w.headStart(ctx)
+	start, open, err := w.headStart(ctx)
 	if err != nil {
 		return err
 	}
 	if err := w.buildOn(start); err != nil {
 		return err
 	}
-	switch tip := w.built.tip; {
+	tip := w.built.tip
+	if tip != w.base || !open {
+		w.emptySince = time.Time{}
+	}
+	switch {
+	case tip == w.base && open && w.mergeUnderWay():
+		w.pending, w.built = nil, build{} // the next poll looks again
+		return nil
 	case tip == w.base:
 		return w.dropHead(ctx)
 	case tip != w.headTip:
@@ -84,51 +91,70 @@ func (w *Worker) pushHeadOnce(ctx context.Context) error {
 	return nil
 }
 
+// mergeGrace is how long a head branch whose changes the target has while the host still says
+// its request is open is left as it is: a merge moves the target a moment before the host marks
+// the request merged, and closing it in that moment would close the request being merged.
+const mergeGrace = 30 * time.Second
+
+// mergeUnderWay says whether the target holding every change of an open request is still within
+// mergeGrace of being first seen.
+func (w *Worker) mergeUnderWay() bool {
+	if w.emptySince.IsZero() {
+		w.emptySince = time.Now()
+		w.log.Info("the target holds every change of the head branch while its request is open: waiting for the host to tell a merge",
+			"head", w.remote.Head, "grace", mergeGrace)
+	}
+	return time.Since(w.emptySince) < mergeGrace
+}
+
 // headStart is the commit the pending runs go on: the head branch, the target when there is
 // none, or, when the target moved since the head was built, the head's own commits that are
-// still not merged, made again on the new target.
-func (w *Worker) headStart(ctx context.Context) (plumbing.Hash, error) {
+// still not merged, made again on the new target. open says the target moved while the host
+// still calls the request open.
+func (w *Worker) headStart(ctx context.Context) (start plumbing.Hash, open bool, err error) {
 	if w.headTip.IsZero() {
-		return w.base, nil
+		return w.base, false, nil
 	}
 	chain, onto, err := w.headChain(w.headTip, w.base)
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, false, err
 	}
-	if onto == w.base {
-		return w.headTip, nil
+	if onto == w.base && w.headTip != w.base { // built on the target as it is: nothing moved
+		return w.headTip, false, nil
 	}
-	if chain, err = w.unmerged(ctx, chain); err != nil {
-		return plumbing.ZeroHash, err
+	chain, open, err = w.unmerged(ctx, chain)
+	if err != nil {
+		return plumbing.ZeroHash, false, err
 	}
 	w.store.dropOverlay()
-	start, err := w.replay(w.base, chain)
-	if err != nil {
+	if start, err = w.replay(w.base, chain); err != nil {
 		w.built = build{}
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, false, err
 	}
 	w.built = build{valid: true, base: start, tip: start}
-	w.log.Info("the target moved: head branch rebuilt on it", "target", w.base, "commits", len(chain))
-	return start, nil
+	if start != w.base {
+		w.log.Info("the target moved: head branch rebuilt on it", "target", w.base, "commits", len(chain))
+	}
+	return start, open, nil
 }
 
 // unmerged drops from chain the commits of a request the host says was merged: a squash or a
 // rebase merge leaves no trace of them in the target's history, and their files, changed since
-// by someone, must not be made again.
-func (w *Worker) unmerged(ctx context.Context, chain []commitInfo) ([]commitInfo, error) {
+// by someone, must not be made again. open says the host calls the request open.
+func (w *Worker) unmerged(ctx context.Context, chain []commitInfo) (_ []commitInfo, open bool, err error) {
 	req, err := w.callDelivery(ctx, "check", w.delivery.Check)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if req.State != RequestMerged {
-		return chain, nil
+		return chain, req.State == RequestOpen, nil
 	}
 	for i, c := range chain {
 		if c.hash.String() == req.HeadCommit {
-			return chain[i+1:], nil
+			return chain[i+1:], false, nil
 		}
 	}
-	return chain, nil
+	return chain, false, nil
 }
 
 // dropHead deletes a head branch that holds nothing the target lacks, and withdraws its request.

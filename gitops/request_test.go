@@ -59,7 +59,7 @@ const testHead = "gitops-reverser/prod"
 // startHeadWorker runs a worker that delivers into main by a request from testHead.
 func startHeadWorker(t *testing.T, url string, host *hostDouble) *testWorker {
 	return StartWorker(t, url, "", BatchLimits{}, func(c *WorkerConfig) {
-		c.Remote.Head, c.Delivery = testHead, host
+		c.Remote.Head, c.Delivery, c.RequestPoll = testHead, host, 50*time.Millisecond
 		c.Ours = func(msg string) bool { return strings.Contains(msg, testTrailers[0][0]+": "+testTrailers[0][1]) }
 	})
 }
@@ -226,10 +226,14 @@ func TestAHeadMergedByFastForwardIsNotMadeAgain(t *testing.T) {
 	if _, err := srv.PushCommit("pr", "main", testenvSig("alice"), "start", map[string]string{"README.md": "hi\n"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	w := startHeadWorker(t, url, &hostDouble{})
+	host := &hostDouble{}
+	w := startHeadWorker(t, url, host)
 	MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 100)})
 	MustFlush(t, w)
 	head := mustRef(t, srv, "pr", testHead)
+	host.mu.Lock()
+	host.state, host.mergedAt = RequestMerged, head
+	host.mu.Unlock()
 	out, err := exec.Command("git", "--git-dir="+filepath.Join(srv.Root, "pr.git"), "update-ref", "refs/heads/main", head).CombinedOutput()
 	if err != nil {
 		t.Fatalf("fast-forward main: %v %s", err, out)
@@ -267,4 +271,38 @@ func TestARateLimitWaitsAsLongAsTheHostSays(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestARequestBeingMergedIsNotClosed: the target already holds the head's changes while the host
+// still calls the request open (a merge moves the branch a moment before the host marks the
+// request merged): the head branch and the request are left alone, not closed.
+func TestARequestBeingMergedIsNotClosed(t *testing.T) {
+	srv := MustGitServer(t)
+	url := MustRepo(t, srv, "pr")
+	if _, err := srv.PushCommit("pr", "main", testenvSig("alice"), "start", map[string]string{"README.md": "hi\n"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	host := &hostDouble{}
+	w := startHeadWorker(t, url, host)
+	MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 100)})
+	MustFlush(t, w)
+	head := mustRef(t, srv, "pr", testHead)
+	out, err := exec.Command("git", "--git-dir="+filepath.Join(srv.Root, "pr.git"), "update-ref", "refs/heads/main", head).CombinedOutput()
+	if err != nil {
+		t.Fatalf("merge into main: %v %s", err, out)
+	}
+	mustFetch(t, w) // the host says open still
+	if got := mustRef(t, srv, "pr", testHead); got != head {
+		t.Fatalf("head branch at %q while its request is being merged, want %s", got, head)
+	}
+	if calls, _ := host.seen(); slices.Contains(calls, "withdraw") {
+		t.Fatalf("the request being merged was withdrawn: %v", calls)
+	}
+	host.mu.Lock()
+	host.state, host.mergedAt = RequestMerged, head
+	host.mu.Unlock()
+	testenv.Eventually(t, 30*time.Second, "the head branch gone once the request is merged", func() (bool, string) {
+		got := mustRef(t, srv, "pr", testHead)
+		return got == "", got
+	})
 }

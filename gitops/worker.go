@@ -66,6 +66,7 @@ type Worker struct {
 	headTip       plumbing.Hash // the remote head branch, zero when it does not exist
 	headDue       bool          // look at the branches even with nothing pending
 	deliverWanted bool          // the request may not describe the head branch yet
+	emptySince    time.Time     // when the target was first seen to hold all of an open request (mergeGrace)
 
 	mu     sync.Mutex
 	status WorkerStatus
