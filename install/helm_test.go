@@ -193,7 +193,7 @@ func TestChartRendersAndPassesServerDryRun(t *testing.T) {
 	}
 	kubectl(t, kubeconfig, nil, append([]string{cache}, wait...)...)
 
-	base := []string{"ClusterRole/gitops-reverser", "ClusterRole/gitops-reverser-proposal-reviewer",
+	base := []string{"ClusterRole/gitops-reverser", "ClusterRole/gitops-reverser-proposal-reviewer", "ClusterRole/gitops-reverser-destination-operator",
 		"ClusterRoleBinding/gitops-reverser", "ConfigMap/gitops-reverser-config",
 		"Deployment/gitops-reverser", "Role/gitops-reverser", "RoleBinding/gitops-reverser",
 		"Role/gitops-reverser-leader-election", "RoleBinding/gitops-reverser-leader-election",

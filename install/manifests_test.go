@@ -95,7 +95,8 @@ func TestKustomizeManifestsPassServerDryRun(t *testing.T) {
 	// Not the write-back role (write-back-rbac.yaml): it lets the daemon change the cluster, so
 	// installing it is a separate, deliberate step.
 	want := []string{
-		"ClusterRole/gitops-reverser", "ClusterRole/gitops-reverser-proposal-reviewer", "ClusterRoleBinding/gitops-reverser",
+		"ClusterRole/gitops-reverser", "ClusterRole/gitops-reverser-destination-operator", "ClusterRole/gitops-reverser-proposal-reviewer",
+		"ClusterRoleBinding/gitops-reverser",
 		"ConfigMap/gitops-reverser-config",
 		"CustomResourceDefinition/clusterwatchrules.configbutler.ai", "CustomResourceDefinition/gitdestinations.configbutler.ai",
 		"CustomResourceDefinition/gitrepoconfigs.configbutler.ai", "CustomResourceDefinition/proposals.configbutler.ai",

@@ -35,10 +35,17 @@ var defaultWriteBackRules = []rbacv1.PolicyRule{
 }
 
 // reviewerRules are what a reviewer of Proposals needs: read them and the SyncRuns, and set a
-// decision; never their status, never create or delete them.
+// decision; never their status, never create or delete them; and read the GitDestinations, for
+// the CLI's status.
 var reviewerRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{crds.Group}, Resources: []string{"proposals"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 	{APIGroups: []string{crds.Group}, Resources: []string{"syncruns"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{crds.Group}, Resources: []string{"gitdestinations"}, Verbs: []string{"get", "list", "watch"}},
+}
+
+// operatorRules are what the CLI's sync and status need of the GitDestinations.
+var operatorRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{crds.Group}, Resources: []string{"gitdestinations"}, Verbs: []string{"get", "list", "watch", "patch"}},
 }
 
 // TestWriteBackManifestGrantsOnlyTheDefaultResources: deploy/write-back-rbac.yaml, applied by hand
@@ -136,15 +143,23 @@ func TestChartWriteBackRoleOnlyWhenEnabled(t *testing.T) {
 	})
 }
 
-// TestChartReviewerRoleMatchesDeploy: the reviewer ClusterRole is always rendered, equal to
-// deploy/rbac.yaml's, and granted only explicitly (no aggregation into admin/edit/view).
+// TestChartReviewerRoleMatchesDeploy: the reviewer and destination operator ClusterRoles are
+// always rendered, equal to deploy/rbac.yaml's, and granted only explicitly (no aggregation into
+// admin/edit/view).
 func TestChartReviewerRoleMatchesDeploy(t *testing.T) {
+	for suffix, rules := range map[string][]rbacv1.PolicyRule{"proposal-reviewer": reviewerRules, "destination-operator": operatorRules} {
+		checkPeopleRole(t, suffix, rules)
+	}
+}
+
+// checkPeopleRole checks the ClusterRole gitops-reverser-suffix of deploy/ and the chart.
+func checkPeopleRole(t *testing.T, suffix string, rules []rbacv1.PolicyRule) {
 	var deployRole, chartRole rbacv1.ClusterRole
-	object(t, readObjects(t, "rbac.yaml"), "ClusterRole", "gitops-reverser-proposal-reviewer", &deployRole)
-	object(t, renderChart(t).objs, "ClusterRole", chartRelease+"-proposal-reviewer", &chartRole)
+	object(t, readObjects(t, "rbac.yaml"), "ClusterRole", "gitops-reverser-"+suffix, &deployRole)
+	object(t, renderChart(t).objs, "ClusterRole", chartRelease+"-"+suffix, &chartRole)
 	for name, role := range map[string]rbacv1.ClusterRole{"deploy/rbac.yaml": deployRole, "the chart": chartRole} {
-		if diff := cmp.Diff(reviewerRules, role.Rules); diff != "" {
-			t.Errorf("%s: reviewer rules (-want +got):\n%s", name, diff)
+		if diff := cmp.Diff(rules, role.Rules); diff != "" {
+			t.Errorf("%s: %s rules (-want +got):\n%s", name, suffix, diff)
 		}
 		if role.AggregationRule != nil {
 			t.Errorf("%s: the reviewer role aggregates %+v", name, role.AggregationRule)
@@ -157,45 +172,60 @@ func TestChartReviewerRoleMatchesDeploy(t *testing.T) {
 	}
 }
 
-// TestReviewerRoleMayDecideButNotForgeStatus binds the shipped reviewer role to bob in one
-// namespace and asks the apiserver what bob may do: decide Proposals there and read SyncRuns,
-// but not mark a Proposal applied, open or delete one, open or touch a SyncRun, or act elsewhere.
-func TestReviewerRoleMayDecideButNotForgeStatus(t *testing.T) {
+// permitCase is one request a user bound to a shipped role makes, and whether it is allowed.
+type permitCase struct {
+	name    string
+	attr    authorizationv1.ResourceAttributes
+	allowed bool
+}
+
+// bindAndAsk binds the shipped ClusterRole role to user in the daemon's namespace (deploy/'s
+// manifests applied), then asks the apiserver each case as that user; the first case must be
+// allowed, as it tells the binding reached the authorizer.
+func bindAndAsk(t *testing.T, user, role string, cases []permitCase) {
 	ctx := context.Background()
 	admin := adminKubeconfig(t)
 	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
 	kubectl(t, admin, nil, "apply", "-f", deployPath("namespace.yaml"), "-f", deployPath("rbac.yaml"))
 	ensureNamespace(t, kube, workloadNamespace)
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bob-reviews", Namespace: systemNamespace},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "gitops-reverser-proposal-reviewer"},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "bob"}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user + "-" + role, Namespace: systemNamespace},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}
 	if _, err := kube.RbacV1().RoleBindings(systemNamespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_ = kube.RbacV1().RoleBindings(systemNamespace).Delete(ctx, binding.Name, metav1.DeleteOptions{})
 	})
-
-	type attr = authorizationv1.ResourceAttributes
-	bobMay := func(a attr) bool {
+	may := func(a authorizationv1.ResourceAttributes) bool {
 		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: "bob", Groups: []string{"system:authenticated"}, ResourceAttributes: &a}}
+			User: user, Groups: []string{"system:authenticated"}, ResourceAttributes: &a}}
 		got, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return got.Status.Allowed
 	}
-	decide := attr{Verb: "patch", Group: crds.Group, Resource: "proposals", Namespace: systemNamespace}
-	testenv.Eventually(t, time.Minute, "bob's RoleBinding reaches the authorizer", func() (bool, string) {
-		return bobMay(decide), ""
+	testenv.Eventually(t, time.Minute, user+"'s RoleBinding reaches the authorizer", func() (bool, string) {
+		return may(cases[0].attr), ""
 	})
-	cases := []struct {
-		name    string
-		attr    attr
-		allowed bool
-	}{
-		{"decides a Proposal", decide, true},
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := may(tc.attr); got != tc.allowed {
+				t.Errorf("allowed = %t, want %t for %s", got, tc.allowed, fmt.Sprintf("%+v", tc.attr))
+			}
+		})
+	}
+}
+
+// TestReviewerRoleMayDecideButNotForgeStatus binds the shipped reviewer role to bob in one
+// namespace and asks the apiserver what bob may do: decide Proposals there, read SyncRuns and the
+// GitDestinations (the CLI's status), but not mark a Proposal applied, open or delete one, open
+// or touch a SyncRun, change a GitDestination, or act elsewhere.
+func TestReviewerRoleMayDecideButNotForgeStatus(t *testing.T) {
+	type attr = authorizationv1.ResourceAttributes
+	bindAndAsk(t, "bob", "gitops-reverser-proposal-reviewer", []permitCase{
+		{"decides a Proposal", attr{Verb: "patch", Group: crds.Group, Resource: "proposals", Namespace: systemNamespace}, true},
 		{"updates a Proposal", attr{Verb: "update", Group: crds.Group, Resource: "proposals", Namespace: systemNamespace}, true},
 		{"lists Proposals", attr{Verb: "list", Group: crds.Group, Resource: "proposals", Namespace: systemNamespace}, true},
 		{"watches SyncRuns", attr{Verb: "watch", Group: crds.Group, Resource: "syncruns", Namespace: systemNamespace}, true},
@@ -207,13 +237,25 @@ func TestReviewerRoleMayDecideButNotForgeStatus(t *testing.T) {
 		{"cannot rewrite a SyncRun", attr{Verb: "update", Group: crds.Group, Resource: "syncruns", Namespace: systemNamespace}, false},
 		{"cannot delete a SyncRun", attr{Verb: "delete", Group: crds.Group, Resource: "syncruns", Namespace: systemNamespace}, false},
 		{"cannot decide elsewhere", attr{Verb: "patch", Group: crds.Group, Resource: "proposals", Namespace: workloadNamespace}, false},
+		{"reads the GitDestinations (status)", attr{Verb: "list", Group: crds.Group, Resource: "gitdestinations", Namespace: systemNamespace}, true},
+		{"gets a GitDestination (status NAME)", attr{Verb: "get", Group: crds.Group, Resource: "gitdestinations", Namespace: systemNamespace}, true},
 		{"cannot change a GitDestination", attr{Verb: "patch", Group: crds.Group, Resource: "gitdestinations", Namespace: systemNamespace}, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := bobMay(tc.attr); got != tc.allowed {
-				t.Errorf("allowed = %t, want %t for %s", got, tc.allowed, fmt.Sprintf("%+v", tc.attr))
-			}
-		})
-	}
+	})
+}
+
+// TestDestinationOperatorRoleMaySyncButNotMore binds the shipped destination operator role to
+// carol: she may ask a GitDestination for a sync (patch) and read it (the CLI's sync and status),
+// but not its status, not create or delete one, not decide Proposals, not act elsewhere.
+func TestDestinationOperatorRoleMaySyncButNotMore(t *testing.T) {
+	type attr = authorizationv1.ResourceAttributes
+	bindAndAsk(t, "carol", "gitops-reverser-destination-operator", []permitCase{
+		{"syncs a GitDestination", attr{Verb: "patch", Group: crds.Group, Resource: "gitdestinations", Namespace: systemNamespace}, true},
+		{"lists the GitDestinations", attr{Verb: "list", Group: crds.Group, Resource: "gitdestinations", Namespace: systemNamespace}, true},
+		{"gets a GitDestination", attr{Verb: "get", Group: crds.Group, Resource: "gitdestinations", Namespace: systemNamespace}, true},
+		{"cannot write a GitDestination's status", attr{Verb: "patch", Group: crds.Group, Resource: "gitdestinations", Subresource: "status", Namespace: systemNamespace}, false},
+		{"cannot create a GitDestination", attr{Verb: "create", Group: crds.Group, Resource: "gitdestinations", Namespace: systemNamespace}, false},
+		{"cannot delete a GitDestination", attr{Verb: "delete", Group: crds.Group, Resource: "gitdestinations", Namespace: systemNamespace}, false},
+		{"cannot decide a Proposal", attr{Verb: "patch", Group: crds.Group, Resource: "proposals", Namespace: systemNamespace}, false},
+		{"cannot sync elsewhere", attr{Verb: "patch", Group: crds.Group, Resource: "gitdestinations", Namespace: workloadNamespace}, false},
+	})
 }
