@@ -85,12 +85,36 @@ func mustFetch(t *testing.T, w *testWorker) {
 	MustFlush(t, w)
 }
 
-func TestChangesGoToTheHeadBranchNeverTheTarget(t *testing.T) {
+// startedRepo is a remote "pr" whose main holds one commit by alice.
+func startedRepo(t *testing.T) (*testenv.GitServer, string) {
+	t.Helper()
 	srv := MustGitServer(t)
 	url := MustRepo(t, srv, "pr")
 	if _, err := srv.PushCommit("pr", "main", testenvSig("alice"), "start", map[string]string{"README.md": "hi\n"}, nil); err != nil {
 		t.Fatal(err)
 	}
+	return srv, url
+}
+
+// gitIn runs git in the remote "pr", as a host merging a request would, and returns its output.
+func gitIn(t *testing.T, srv *testenv.GitServer, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"--git-dir=" + filepath.Join(srv.Root, "pr.git")}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// set says what the host answers of the request from now on.
+func (h *hostDouble) set(state, mergedAt string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.state, h.mergedAt = state, mergedAt
+}
+
+func TestChangesGoToTheHeadBranchNeverTheTarget(t *testing.T) {
+	srv, url := startedRepo(t)
 	main := mustRef(t, srv, "pr", "main")
 	host := &hostDouble{}
 	w := startHeadWorker(t, url, host)
@@ -127,11 +151,7 @@ func TestChangesGoToTheHeadBranchNeverTheTarget(t *testing.T) {
 }
 
 func TestTheHeadBranchFollowsItsTarget(t *testing.T) {
-	srv := MustGitServer(t)
-	url := MustRepo(t, srv, "pr")
-	if _, err := srv.PushCommit("pr", "main", testenvSig("alice"), "start", map[string]string{"README.md": "hi\n"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	srv, url := startedRepo(t)
 	host := &hostDouble{}
 	w := startHeadWorker(t, url, host)
 	MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 100)})
@@ -159,18 +179,9 @@ func TestTheHeadBranchFollowsItsTarget(t *testing.T) {
 	// A squash merge: main gets the head's tree in a commit of its own, and the host says the
 	// request was merged at the head's tip: the head branch is deleted, nothing is made again.
 	head := mustRef(t, srv, "pr", testHead)
-	git := func(args ...string) string {
-		out, err := exec.Command("git", append([]string{"--git-dir=" + filepath.Join(srv.Root, "pr.git")}, args...)...).Output()
-		if err != nil {
-			t.Fatalf("git %v: %v", args, err)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	host.mu.Lock() // the host knows the merge by the time the worker sees main move
-	host.state, host.mergedAt = RequestMerged, head
-	host.mu.Unlock()
-	squash := git("commit-tree", head+"^{tree}", "-p", pushed, "-m", "Squashed (#1)")
-	git("update-ref", "refs/heads/main", squash)
+	host.set(RequestMerged, head) // the host knows the merge by the time the worker sees main move
+	squash := gitIn(t, srv, "commit-tree", head+"^{tree}", "-p", pushed, "-m", "Squashed (#1)")
+	gitIn(t, srv, "update-ref", "refs/heads/main", squash)
 	mustFetch(t, w)
 	if got := mustRef(t, srv, "pr", testHead); got != "" {
 		t.Fatalf("head branch still at %s after its request was merged", got)
@@ -184,9 +195,7 @@ func TestTheHeadBranchFollowsItsTarget(t *testing.T) {
 	}
 
 	// The next change opens a new head on the new main.
-	host.mu.Lock()
-	host.state, host.mergedAt = "", ""
-	host.mu.Unlock()
+	host.set("", "")
 	MustEnqueue(t, w, Change{Path: cmPath("c"), Content: configMap("c", "1", 100)})
 	MustFlush(t, w)
 	log, err = srv.Log("pr", testHead)
@@ -196,11 +205,7 @@ func TestTheHeadBranchFollowsItsTarget(t *testing.T) {
 }
 
 func TestAHeadBranchSomeoneElseWroteIsLeftAlone(t *testing.T) {
-	srv := MustGitServer(t)
-	url := MustRepo(t, srv, "pr")
-	if _, err := srv.PushCommit("pr", "main", testenvSig("alice"), "start", map[string]string{"README.md": "hi\n"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	srv, url := startedRepo(t)
 	theirs, err := srv.PushCommit("pr", testHead, testenvSig("mallory"), "mine", map[string]string{"x.md": "x\n"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -221,23 +226,14 @@ func TestAHeadBranchSomeoneElseWroteIsLeftAlone(t *testing.T) {
 // then changed the same file on main; the head's commit is in main's history, so nothing is made
 // again (which would revert the person's change) and the head branch goes.
 func TestAHeadMergedByFastForwardIsNotMadeAgain(t *testing.T) {
-	srv := MustGitServer(t)
-	url := MustRepo(t, srv, "pr")
-	if _, err := srv.PushCommit("pr", "main", testenvSig("alice"), "start", map[string]string{"README.md": "hi\n"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	srv, url := startedRepo(t)
 	host := &hostDouble{}
 	w := startHeadWorker(t, url, host)
 	MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 100)})
 	MustFlush(t, w)
 	head := mustRef(t, srv, "pr", testHead)
-	host.mu.Lock()
-	host.state, host.mergedAt = RequestMerged, head
-	host.mu.Unlock()
-	out, err := exec.Command("git", "--git-dir="+filepath.Join(srv.Root, "pr.git"), "update-ref", "refs/heads/main", head).CombinedOutput()
-	if err != nil {
-		t.Fatalf("fast-forward main: %v %s", err, out)
-	}
+	host.set(RequestMerged, head)
+	gitIn(t, srv, "update-ref", "refs/heads/main", head) // merged by fast-forward
 	if _, err := srv.PushCommit("pr", "main", testenvSig("carol"), "edit a", map[string]string{cmPath("a"): "carol's\n"}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -277,21 +273,14 @@ func TestARateLimitWaitsAsLongAsTheHostSays(t *testing.T) {
 // still calls the request open (a merge moves the branch a moment before the host marks the
 // request merged): the head branch and the request are left alone, not closed.
 func TestARequestBeingMergedIsNotClosed(t *testing.T) {
-	srv := MustGitServer(t)
-	url := MustRepo(t, srv, "pr")
-	if _, err := srv.PushCommit("pr", "main", testenvSig("alice"), "start", map[string]string{"README.md": "hi\n"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	srv, url := startedRepo(t)
 	host := &hostDouble{}
 	w := startHeadWorker(t, url, host)
 	MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 100)})
 	MustFlush(t, w)
 	head := mustRef(t, srv, "pr", testHead)
 	before, _ := host.seen() // a worker that starts without a head branch withdraws once
-	out, err := exec.Command("git", "--git-dir="+filepath.Join(srv.Root, "pr.git"), "update-ref", "refs/heads/main", head).CombinedOutput()
-	if err != nil {
-		t.Fatalf("merge into main: %v %s", err, out)
-	}
+	gitIn(t, srv, "update-ref", "refs/heads/main", head)
 	mustFetch(t, w) // the host says open still
 	if got := mustRef(t, srv, "pr", testHead); got != head {
 		t.Fatalf("head branch at %q while its request is being merged, want %s", got, head)
@@ -299,9 +288,7 @@ func TestARequestBeingMergedIsNotClosed(t *testing.T) {
 	if calls, _ := host.seen(); slices.Contains(calls[len(before):], "withdraw") {
 		t.Fatalf("the request being merged was withdrawn: %v", calls[len(before):])
 	}
-	host.mu.Lock()
-	host.state, host.mergedAt = RequestMerged, head
-	host.mu.Unlock()
+	host.set(RequestMerged, head)
 	testenv.Eventually(t, 30*time.Second, "the head branch gone once the request is merged", func() (bool, string) {
 		got := mustRef(t, srv, "pr", testHead)
 		return got == "", got
