@@ -219,6 +219,27 @@ func (d *GitDestination) HeadBranch() string {
 	return "gitops-reverser/" + d.Namespace + "/" + d.Name
 }
 
+// ShownRequest is how the CLI and the page show the pull request of a destination that delivers
+// by one (ok false for one that pushes directly): its head branch, the status's or else
+// HeadBranch, and the request its status names, nil when it names none or the last one ended
+// (merged or closed) with nothing left waiting.
+func (d *GitDestination) ShownRequest() (head string, req *PullRequestStatus, ok bool) {
+	if d.PullRequest() == nil {
+		return "", nil, false
+	}
+	head, req = d.HeadBranch(), d.Status.PullRequest
+	if req == nil {
+		return head, nil, true
+	}
+	if req.HeadBranch != "" {
+		head = req.HeadBranch
+	}
+	if req.Number == 0 || (req.State == "merged" || req.State == "closed") && req.ChangesWaiting == 0 {
+		return head, nil, true
+	}
+	return head, req, true
+}
+
 // Lane is the branch the destination's changes are pushed to: its head branch when it delivers
 // by pull request, else Branch. It names the Git worker that writes them.
 func (d *GitDestination) Lane() string {

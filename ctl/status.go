@@ -90,15 +90,11 @@ func (s *session) objectName(namespace, name string) string {
 // directly. What the daemon wrote into its status is printed without control characters, which
 // could drive the terminal.
 func requestLine(d *crds.GitDestination) string {
-	if d.PullRequest() == nil {
+	head, pr, ok := d.ShownRequest()
+	switch {
+	case !ok:
 		return ""
-	}
-	pr := d.Status.PullRequest
-	if pr == nil || pr.Number == 0 || (ended(pr.State) && pr.ChangesWaiting == 0) {
-		head := d.HeadBranch()
-		if pr != nil && pr.HeadBranch != "" {
-			head = pr.HeadBranch
-		}
+	case pr == nil:
 		return "no request open (head " + printable(head) + ")"
 	}
 	details := files(pr.ChangesWaiting) + " waiting"
@@ -110,11 +106,6 @@ func requestLine(d *crds.GitDestination) string {
 		line += ": " + printable(pr.URL)
 	}
 	return line
-}
-
-// ended reports whether a request's state says it is over: merged or closed.
-func ended(state string) bool {
-	return state == "merged" || state == "closed"
 }
 
 // files counts files in words: "1 file", "3 files".

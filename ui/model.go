@@ -232,19 +232,15 @@ func reported(g crds.GitProgress) *gitView {
 // waiting. nil for a destination that pushes directly. The status comes from the cluster, so
 // its URL is linked only when it is http(s).
 func requestOf(d *crds.GitDestination) *requestView {
-	if d.PullRequest() == nil {
+	head, pr, ok := d.ShownRequest()
+	if !ok {
 		return nil
 	}
-	v := &requestView{HeadBranch: d.HeadBranch()}
-	pr := d.Status.PullRequest
+	v := &requestView{HeadBranch: head}
+	if d.Status.PullRequest != nil {
+		v.Waiting = d.Status.PullRequest.ChangesWaiting
+	}
 	if pr == nil {
-		return v
-	}
-	if pr.HeadBranch != "" {
-		v.HeadBranch = pr.HeadBranch
-	}
-	v.Waiting = pr.ChangesWaiting
-	if pr.Number == 0 || (ended(pr.State) && pr.ChangesWaiting == 0) {
 		return v
 	}
 	v.Number, v.State, v.URL, v.Link = pr.Number, pr.State, pr.URL, webLink(pr.URL)
@@ -252,11 +248,6 @@ func requestOf(d *crds.GitDestination) *requestView {
 		v.OpenedAt = pr.OpenedAt.Time
 	}
 	return v
-}
-
-// ended reports whether a request's state says it is over: merged or closed.
-func ended(state string) bool {
-	return state == "merged" || state == "closed"
 }
 
 // webLink is raw when it is an absolute http or https URL with a host, else "": a page may link
