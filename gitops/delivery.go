@@ -61,6 +61,9 @@ type Request struct {
 	// Event says what the call did, for the owner's Events and logs: "opened", "updated",
 	// "closed", or "" for nothing.
 	Event string
+	// Warnings are what the call could not do but did not fail for (a label the repository
+	// lacks, a draft its plan does not offer); the worker logs them.
+	Warnings []string
 }
 
 // RetryAfterError is implemented by a Delivery error that says when to try again (a rate limit).

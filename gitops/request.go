@@ -208,6 +208,9 @@ func (w *Worker) callDelivery(ctx context.Context, op string, call func(context.
 	if req.Event != "" {
 		w.log.Info("pull request "+req.Event, "number", req.Number, "url", req.URL, "state", req.State)
 	}
+	for _, warning := range req.Warnings {
+		w.log.Warn("pull request: "+warning, "number", req.Number, "url", req.URL)
+	}
 	w.setStatus(func(s *WorkerStatus) { s.Request, s.Waiting = &req, len(head.Files) })
 	w.onStatus()
 	return req, nil

@@ -123,7 +123,11 @@ func (d *Delivery) answer(event string) gitops.Request {
 		return gitops.Request{}
 	}
 	r := d.last
-	return gitops.Request{Number: r.Number, URL: r.URL, State: r.State, HeadCommit: r.HeadCommit, OpenedAt: r.OpenedAt, Event: event}
+	answer := gitops.Request{Number: r.Number, URL: r.URL, State: r.State, HeadCommit: r.HeadCommit, OpenedAt: r.OpenedAt, Event: event}
+	if event == "opened" {
+		answer.Warnings = r.Warnings // Open's, told once
+	}
+	return answer
 }
 
 // sameTitle reports whether the request's title is title, a draft prefix aside.

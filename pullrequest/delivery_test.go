@@ -21,7 +21,8 @@ func giteaDelivery(t *testing.T, g *testenv.Gitea, repo string) {
 	ctx := context.Background()
 	pushHead(t, g, repo)
 	log := &callLog{}
-	d := NewDelivery(giteaHostOf(t, g, repo, log), gitops.RequestSettings{Head: giteaHead, Destination: "team-a/prod", Folder: "clusters/prod"})
+	d := NewDelivery(giteaHostOf(t, g, repo, log), gitops.RequestSettings{Head: giteaHead, Destination: "team-a/prod", Folder: "clusters/prod",
+		Labels: []string{"no-such-label"}})
 	head := gitops.Head{Branch: giteaHead, Target: "main", Commit: "c1",
 		Commits: []gitops.HeadCommit{{Author: gitops.Signature{Name: "Alice", Email: "alice@example.com"}, When: time.Unix(1_700_000_000, 0), Subject: "update"}},
 		Files:   []gitops.HeadFile{{Path: "clusters/prod/team-a/configmaps/web.yaml", Added: true}}}
@@ -37,6 +38,9 @@ func giteaDelivery(t *testing.T, g *testenv.Gitea, repo string) {
 	first, err := d.Deliver(ctx, head)
 	if err != nil || first.Event != "opened" || first.State != gitops.RequestOpen || first.Number == 0 || first.URL == "" {
 		t.Fatalf("first delivery = %+v, %v", first, err)
+	}
+	if len(first.Warnings) != 1 || !strings.Contains(first.Warnings[0], "no-such-label") {
+		t.Errorf("warnings of the open = %q, want the label the repository lacks", first.Warnings)
 	}
 	before := len(log.list())
 	if again, err := d.Deliver(ctx, head); err != nil || again.Event != "" || again.Number != first.Number {
