@@ -122,7 +122,11 @@ func (w *Worker) headStart(ctx context.Context) (start plumbing.Hash, open bool,
 	if onto == w.base && w.headTip != w.base { // built on the target as it is: nothing moved
 		return w.headTip, false, nil
 	}
-	chain, open, err = w.unmerged(ctx, chain)
+	head, err := w.describe(chain, onto)
+	if err != nil {
+		return plumbing.ZeroHash, false, err
+	}
+	chain, open, err = w.unmerged(ctx, chain, head)
 	if err != nil {
 		return plumbing.ZeroHash, false, err
 	}
@@ -141,8 +145,8 @@ func (w *Worker) headStart(ctx context.Context) (start plumbing.Hash, open bool,
 // unmerged drops from chain the commits of a request the host says was merged: a squash or a
 // rebase merge leaves no trace of them in the target's history, and their files, changed since
 // by someone, must not be made again. open says the host calls the request open.
-func (w *Worker) unmerged(ctx context.Context, chain []commitInfo) (_ []commitInfo, open bool, err error) {
-	req, err := w.callDelivery(ctx, "check", w.delivery.Check)
+func (w *Worker) unmerged(ctx context.Context, chain []commitInfo, head Head) (_ []commitInfo, open bool, err error) {
+	req, err := w.callDelivery(ctx, "check", w.delivery.Check, head)
 	if err != nil {
 		return nil, false, err
 	}
@@ -171,7 +175,8 @@ func (w *Worker) dropHead(ctx context.Context) error {
 	if !w.deliverWanted {
 		return nil
 	}
-	if _, err := w.callDelivery(ctx, "withdraw", w.delivery.Withdraw); err != nil {
+	gone := Head{Branch: w.remote.Head, Target: w.remote.Branch} // holds nothing now
+	if _, err := w.callDelivery(ctx, "withdraw", w.delivery.Withdraw, gone); err != nil {
 		return err
 	}
 	w.deliverWanted = false
@@ -180,20 +185,20 @@ func (w *Worker) dropHead(ctx context.Context) error {
 
 // deliver has the request describe the head branch.
 func (w *Worker) deliver(ctx context.Context) error {
-	if _, err := w.callDelivery(ctx, "deliver", w.delivery.Deliver); err != nil {
+	head, err := w.headSummary()
+	if err != nil {
+		return err
+	}
+	if _, err := w.callDelivery(ctx, "deliver", w.delivery.Deliver, head); err != nil {
 		return err
 	}
 	w.deliverWanted = false
 	return nil
 }
 
-// callDelivery asks the fence, then calls the Delivery with what the head branch holds, and
+// callDelivery asks the fence, then calls the Delivery with head, what the head branch holds, and
 // records the request it answers.
-func (w *Worker) callDelivery(ctx context.Context, op string, call func(context.Context, Head) (Request, error)) (Request, error) {
-	head, err := w.headSummary()
-	if err != nil {
-		return Request{}, err
-	}
+func (w *Worker) callDelivery(ctx context.Context, op string, call func(context.Context, Head) (Request, error), head Head) (Request, error) {
 	ctx, cancel := context.WithTimeout(ctx, deliveryTimeout)
 	defer cancel()
 	ctx, cancelFence, err := w.fenced(ctx)
@@ -218,18 +223,24 @@ func (w *Worker) callDelivery(ctx context.Context, op string, call func(context.
 
 // headSummary describes what the head branch holds that the target lacks.
 func (w *Worker) headSummary() (Head, error) {
-	h := Head{Branch: w.remote.Head, Target: w.remote.Branch, Commit: hashString(w.headTip)}
 	if w.headTip.IsZero() {
-		return h, nil
+		return Head{Branch: w.remote.Head, Target: w.remote.Branch}, nil
 	}
 	chain, onto, err := w.headChain(w.headTip, w.base)
 	if err != nil {
-		return h, err
+		return Head{}, err
 	}
+	return w.describe(chain, onto)
+}
+
+// describe is the Head of the head branch's tip, whose own commits, built on onto, are chain.
+func (w *Worker) describe(chain []commitInfo, onto plumbing.Hash) (Head, error) {
+	h := Head{Branch: w.remote.Head, Target: w.remote.Branch, Commit: hashString(w.headTip)}
 	for _, c := range chain {
 		subject, _, _ := strings.Cut(c.message, "\n")
 		h.Commits = append(h.Commits, HeadCommit{Hash: c.hash.String(), Author: c.author, When: c.when, Subject: subject})
 	}
+	var err error
 	h.Files, err = w.filesBetween(onto, w.headTip)
 	return h, err
 }
