@@ -76,5 +76,5 @@ func progressOf(st gitops.WorkerStatus) crds.GitProgress {
 func sameProgress(a, b crds.GitProgress) bool {
 	at, bt := a.LastPushTime, b.LastPushTime
 	a.LastPushTime, b.LastPushTime = nil, nil
-	return a == b && (at == nil) == (bt == nil) && (at == nil || at.Equal(bt))
+	return a == b && at.Equal(bt) // Equal takes nil for nil
 }

@@ -131,5 +131,5 @@ func (m *Manager) countRequests(dests []*destination) {
 func sameRequest(a, b crds.PullRequestStatus) bool {
 	at, bt := a.OpenedAt, b.OpenedAt
 	a.OpenedAt, b.OpenedAt = nil, nil
-	return a == b && (at == nil) == (bt == nil) && (at == nil || at.Equal(bt))
+	return a == b && at.Equal(bt) // Equal takes nil for nil
 }
