@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -42,20 +41,10 @@ const (
 // uses), templates and public.
 var giteaAssets = []string{"options", "templates", "public"}
 
-var giteaBuild struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
 // GiteaBinary returns the pinned gitea binary (see EnsureGitea), failing tb if it cannot be built.
 func GiteaBinary(tb testing.TB) string {
 	tb.Helper()
-	giteaBuild.once.Do(func() { giteaBuild.dir, giteaBuild.err = EnsureGitea() })
-	if giteaBuild.err != nil {
-		tb.Fatal(giteaBuild.err)
-	}
-	return filepath.Join(giteaBuild.dir, "gitea")
+	return filepath.Join(toolOnce(tb, giteaModule+"@"+GiteaVersion, EnsureGitea), "gitea")
 }
 
 // EnsureGitea returns $TOOLS_CACHE/gitea-GiteaVersion, which holds the gitea binary and the asset

@@ -19,15 +19,37 @@ func SopsBinary(tb testing.TB) string {
 	return GoTool(tb, "sops", "github.com/getsops/sops/v3/cmd/sops", SopsVersion)
 }
 
-var goTools struct {
+// tools are the tools built (or found) once per test process, by key.
+var tools struct {
 	mu    sync.Mutex
-	built map[string]*goTool
+	built map[string]*tool
 }
 
-type goTool struct {
+type tool struct {
 	once sync.Once
 	path string
 	err  error
+}
+
+// toolOnce returns what ensure returns for key, asking it once per test process, and fails tb
+// with its error.
+func toolOnce(tb testing.TB, key string, ensure func() (string, error)) string {
+	tb.Helper()
+	tools.mu.Lock()
+	if tools.built == nil {
+		tools.built = map[string]*tool{}
+	}
+	t := tools.built[key]
+	if t == nil {
+		t = &tool{}
+		tools.built[key] = t
+	}
+	tools.mu.Unlock()
+	t.once.Do(func() { t.path, t.err = ensure() })
+	if t.err != nil {
+		tb.Fatal(t.err)
+	}
+	return t.path
 }
 
 // GoTool returns the command name of package pkg at version, building it from the Go module proxy
@@ -36,21 +58,7 @@ type goTool struct {
 // are extra go install flags (e.g. -tags), the same as the Makefile's.
 func GoTool(tb testing.TB, name, pkg, version string, flags ...string) string {
 	tb.Helper()
-	goTools.mu.Lock()
-	if goTools.built == nil {
-		goTools.built = map[string]*goTool{}
-	}
-	t := goTools.built[pkg+"@"+version]
-	if t == nil {
-		t = &goTool{}
-		goTools.built[pkg+"@"+version] = t
-	}
-	goTools.mu.Unlock()
-	t.once.Do(func() { t.path, t.err = EnsureGoTool(name, pkg, version, flags...) })
-	if t.err != nil {
-		tb.Fatal(t.err)
-	}
-	return t.path
+	return toolOnce(tb, pkg+"@"+version, func() (string, error) { return EnsureGoTool(name, pkg, version, flags...) })
 }
 
 // EnsureGoTool is GoTool outside a test (e.g. in TestMain, to build a tool while something else
