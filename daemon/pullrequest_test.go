@@ -297,8 +297,17 @@ func TestProtectedBranchGetsOnePullRequest(t *testing.T) {
 		return len(open) == 1 && open[0].Index == second.Index && slices.ContainsFunc(commits, func(c string) bool { return strings.Contains(c, "/b") }),
 			fmt.Sprintf("%d open, head commits %v", len(open), commits)
 	}, d2.FailFast())
-	if n := len(w.g.Pulls(t, testenv.GiteaAdmin, prRepo, "all")); n != 3 { // ours twice, and carol's
-		t.Errorf("%d requests in all, want 3: no duplicate", n)
+	// Ours merged and ours open, and carol's merged: no duplicate. (Gitea may close a request of a
+	// head branch made again soon after its deletion, handling the deletion late; the daemon then
+	// opens another, and the one Gitea closed is not counted.)
+	var kept []int64
+	for _, pr := range w.g.Pulls(t, testenv.GiteaAdmin, prRepo, "all") {
+		if pr.HasMerged || pr.State == gitea.StateOpen {
+			kept = append(kept, pr.Index)
+		}
+	}
+	if len(kept) != 3 {
+		t.Errorf("requests merged or open: %v, want 3: no duplicate", kept)
 	}
 }
 

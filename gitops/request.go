@@ -85,10 +85,28 @@ func (w *Worker) pushHeadOnce(ctx context.Context) error {
 	default:
 		w.pending, w.built = nil, build{}
 	}
+	if w.recreated() {
+		req, err := w.callDelivery(ctx, "check", w.delivery.Check, Head{Branch: w.remote.Head, Target: w.remote.Branch})
+		if err != nil {
+			return err
+		}
+		w.deliverWanted = w.deliverWanted || req.State == RequestClosed
+	}
 	if w.deliverWanted {
 		return w.deliver(ctx)
 	}
 	return nil
+}
+
+// recreatedWatch is how long after deleting its head branch a worker that made it again checks
+// at each look that its new request is still open: a host may close the requests of a deleted
+// branch a while after the deletion (Gitea does, from a queue), and so close the one just opened
+// from the branch made again. One read per look, only then.
+const recreatedWatch = 2 * time.Minute
+
+// recreated says whether the head branch exists again within recreatedWatch of its deletion.
+func (w *Worker) recreated() bool {
+	return !w.headTip.IsZero() && !w.headDeletedAt.IsZero() && time.Since(w.headDeletedAt) < recreatedWatch
 }
 
 // mergeGrace is how long a head branch whose changes the target has while the host still says
@@ -171,6 +189,7 @@ func (w *Worker) dropHead(ctx context.Context) error {
 		}
 		w.log.Info("the target has every change of the head branch: head branch deleted", "head", w.remote.Head)
 		w.headLanded(plumbing.ZeroHash, encodedPack{})
+		w.headDeletedAt = time.Now()
 	}
 	if !w.deliverWanted {
 		return nil
@@ -216,7 +235,12 @@ func (w *Worker) callDelivery(ctx context.Context, op string, call func(context.
 	for _, warning := range req.Warnings {
 		w.log.Warn("pull request: "+warning, "number", req.Number, "url", req.URL)
 	}
-	w.setStatus(func(s *WorkerStatus) { s.Request, s.Waiting = &req, len(head.Files) })
+	w.setStatus(func(s *WorkerStatus) {
+		s.Request = &req
+		if op != "check" { // a check looks at the request, not at what the head holds
+			s.Waiting = len(head.Files)
+		}
+	})
 	w.onStatus()
 	return req, nil
 }

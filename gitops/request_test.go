@@ -294,3 +294,32 @@ func TestARequestBeingMergedIsNotClosed(t *testing.T) {
 		return got == "", got
 	})
 }
+
+// TestARequestClosedByTheHostAfterTheBranchCameBackIsOpenedAgain: the head branch was deleted
+// after a merge and made again for the next change; the host, handling the deletion late, closes
+// the request just opened from it (Gitea does, from a queue). The worker sees it at its next look
+// and opens another.
+func TestARequestClosedByTheHostAfterTheBranchCameBackIsOpenedAgain(t *testing.T) {
+	srv, url := startedRepo(t)
+	host := &hostDouble{}
+	w := startHeadWorker(t, url, host)
+	MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 100)})
+	MustFlush(t, w)
+	head := mustRef(t, srv, "pr", testHead)
+	host.set(RequestMerged, head)
+	gitIn(t, srv, "update-ref", "refs/heads/main", head) // merged by fast-forward: the head goes
+	mustFetch(t, w)
+	if got := mustRef(t, srv, "pr", testHead); got != "" {
+		t.Fatalf("head branch at %s after the merge", got)
+	}
+	host.set("", "")
+	MustEnqueue(t, w, Change{Path: cmPath("b"), Content: configMap("b", "1", 100)})
+	MustFlush(t, w)
+	before, _ := host.seen()
+	host.set(RequestClosed, "") // the host closes the new request late
+	testenv.Eventually(t, 30*time.Second, "another request opened", func() (bool, string) {
+		calls, _ := host.seen()
+		after := calls[len(before):]
+		return slices.Contains(after, "check") && slices.Contains(after, "deliver"), fmt.Sprint(after)
+	})
+}

@@ -67,6 +67,7 @@ type Worker struct {
 	headDue       bool          // look at the branches even with nothing pending
 	deliverWanted bool          // the request may not describe the head branch yet
 	emptySince    time.Time     // when the target was first seen to hold all of an open request (mergeGrace)
+	headDeletedAt time.Time     // when the worker last deleted its head branch (recreatedWatch)
 
 	mu     sync.Mutex
 	status WorkerStatus
