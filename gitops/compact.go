@@ -18,15 +18,23 @@ import (
 // lookup may try each of them.
 const maxPacks = 32
 
-// compactIfNeeded merges every pack but the largest (the clone's initial one, usually) into
-// one, when the clone has more than maxPacks. The cost is the size of the small packs only,
-// and mostly a copy: see mergePacks.
+// compactIfNeeded merges every pack but the largest (the clone's initial one, usually) and
+// the kept ones (tails, see tail.go) into one, when the clone has more than maxPacks. The cost
+// is the size of the small packs only, and mostly a copy: see mergePacks.
 func (r *repo) compactIfNeeded() error {
-	packs, err := r.sto.ObjectPacks()
-	if err != nil || len(packs) <= maxPacks {
+	all, err := r.sto.ObjectPacks()
+	if err != nil || len(all) <= maxPacks {
 		return err
 	}
 	dir := filepath.Join(r.dir, "objects", "pack")
+	// The storage hands out its own list: filter a copy.
+	packs := slices.DeleteFunc(slices.Clone(all), func(h plumbing.Hash) bool {
+		_, err := os.Stat(packPath(dir, h, ".keep"))
+		return err == nil
+	})
+	if len(packs) < 2 {
+		return nil
+	}
 	size := func(h plumbing.Hash) int64 {
 		fi, err := os.Stat(packPath(dir, h, ".pack"))
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/klauspost/compress/zlib"
 )
 
-// packWriter streams a version 2 packfile of whole objects (no deltas) and indexes it as it
+// packWriter streams a version 2 packfile and indexes it as it
 // goes: it knows each object's name, offset and CRC-32, so the clone keeps the pack without
 // reading it again. Fast compression keeps a seed push cheap on CPU: klauspost/compress's level
 // 1 packs as small as the standard library's BestSpeed in a third of its time on the tree of a
@@ -30,17 +30,25 @@ type packWriter struct {
 	idx *idxfile.Writer
 }
 
-// encodedPack is a pack and its index.
+// encodedPack is a pack to send.
 type encodedPack struct {
 	data []byte
-	name plumbing.Hash // the trailer, which names the pack's files
-	idx  *idxfile.Writer
+	// offsets and crcs locate the entry of each object, in the order of store.order, so the
+	// clone takes whole objects from it as they are packed (keepPushed).
+	offsets []int64
+	crcs    []uint32
 }
 
-// write writes the pack to w and returns its name and index, for repo.keepPack.
-func (p encodedPack) write(w io.Writer) (plumbing.Hash, *idxfile.Writer, error) {
-	_, err := w.Write(p.data)
-	return p.name, p.idx, err
+// entry returns the packed bytes of the i-th object, header and compressed data, their CRC-32,
+// and whether they hold the object whole (a delta's entry depends on where its base is).
+func (p encodedPack) entry(i int) (raw []byte, crc uint32, whole bool) {
+	end := int64(len(p.data) - len(plumbing.ZeroHash))
+	if i+1 < len(p.offsets) {
+		end = p.offsets[i+1]
+	}
+	raw = p.data[p.offsets[i]:end]
+	typ := raw[0] >> 4 & 7
+	return raw, p.crcs[i], typ != packOfsDelta && typ != packRefDelta
 }
 
 // compressors keeps the zlib writers of finished packs for the next: a compressor is about half
@@ -95,10 +103,28 @@ func (p *packWriter) Write(b []byte) (int, error) {
 
 // add appends object h of type typ.
 func (p *packWriter) add(h plumbing.Hash, typ plumbing.ObjectType, data []byte) error {
+	var oh [16]byte
+	return p.addEntry(h, appendObjectHeader(oh[:0], byte(typ), len(data)), data)
+}
+
+// addOfsDelta appends object h as delta against the object written dist bytes before it.
+func (p *packWriter) addOfsDelta(h plumbing.Hash, dist int64, delta []byte) error {
+	var oh [32]byte
+	return p.addEntry(h, appendOffset(appendObjectHeader(oh[:0], packOfsDelta, len(delta)), dist), delta)
+}
+
+// addRefDelta appends object h as delta against base, an object the pack does not hold: only a
+// thin pack, sent to a remote that has base, may.
+func (p *packWriter) addRefDelta(h, base plumbing.Hash, delta []byte) error {
+	var oh [40]byte
+	return p.addEntry(h, append(appendObjectHeader(oh[:0], packRefDelta, len(delta)), base[:]...), delta)
+}
+
+// addEntry appends object h: its entry's header, then data compressed.
+func (p *packWriter) addEntry(h plumbing.Hash, header, data []byte) error {
 	offset := p.n
 	p.crc.Reset()
-	var oh [16]byte
-	if _, err := p.Write(appendObjectHeader(oh[:0], byte(typ), len(data))); err != nil {
+	if _, err := p.Write(header); err != nil {
 		return fmt.Errorf("encode pack: %w", err)
 	}
 	p.zw.Reset(p)
@@ -109,6 +135,18 @@ func (p *packWriter) add(h plumbing.Hash, typ plumbing.ObjectType, data []byte) 
 		return fmt.Errorf("encode pack: %w", err)
 	}
 	p.idx.Add(h, uint64(offset), p.crc.Sum32())
+	return nil
+}
+
+// addRaw appends object h as it is packed in another pack: raw, header and compressed data,
+// whose CRC-32 is crc. Only a whole object's entry means the same in any pack.
+func (p *packWriter) addRaw(h plumbing.Hash, raw []byte, crc uint32) error {
+	offset := p.n
+	p.crc.Reset()
+	if _, err := p.Write(raw); err != nil {
+		return fmt.Errorf("encode pack: %w", err)
+	}
+	p.idx.Add(h, uint64(offset), crc)
 	return nil
 }
 
@@ -149,28 +187,65 @@ func (p *packWriter) close() (plumbing.Hash, error) {
 	return name, nil
 }
 
-// encodePack encodes the overlay objects: exactly the objects of the commits being pushed.
-func (s *store) encodePack() (encodedPack, error) {
+// encodePack encodes the overlay objects: exactly the objects of the commits being pushed. An
+// object with a base goes as a delta: against a tree earlier in the pack by offset, else, when
+// thin, against the remote's copy by name (the remote has every base: each is the version the
+// commits replace). Whole otherwise.
+func (s *store) encodePack(thin bool) (encodedPack, error) {
 	size := 32
 	for _, h := range s.order {
-		size += len(s.overlay[h].data)/2 + 16
+		o := s.overlay[h]
+		if o.delta != nil && thin {
+			size += len(o.delta) + 32
+		} else {
+			size += len(o.data)/2 + 16
+		}
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size))
 	p, err := newPackWriter(buf, len(s.order))
 	if err != nil {
 		return encodedPack{}, err
 	}
+	trees := map[plumbing.Hash]int64{} // the offsets of the trees written, bases of later ones
+	offsets, crcs := make([]int64, 0, len(s.order)), make([]uint32, 0, len(s.order))
 	for _, h := range s.order {
-		o := s.overlay[h]
-		if err := p.add(h, o.typ, o.data); err != nil {
+		o, at := s.overlay[h], p.n
+		baseAt, inPack := trees[o.base]
+		_, inOverlay := s.overlay[o.base]
+		switch {
+		case o.delta != nil && inPack:
+			err = p.addOfsDelta(h, at-baseAt, o.delta)
+		case o.delta != nil && thin && !inOverlay:
+			err = p.addRefDelta(h, o.base, o.delta)
+		default:
+			err = p.add(h, o.typ, o.data)
+		}
+		if err != nil {
 			return encodedPack{}, err
 		}
+		if o.typ == plumbing.TreeObject {
+			trees[h] = at
+		}
+		offsets, crcs = append(offsets, at), append(crcs, p.crc.Sum32())
 	}
-	name, err := p.close()
-	if err != nil {
+	if _, err := p.close(); err != nil {
 		return encodedPack{}, err
 	}
-	return encodedPack{data: buf.Bytes(), name: name, idx: p.idx}, nil
+	return encodedPack{data: buf.Bytes(), offsets: offsets, crcs: crcs}, nil
+}
+
+// appendOffset appends the distance back to an OFS_DELTA's base: big-endian base-128 in which
+// each byte but the last also adds one to what precedes it, so no length has two spellings.
+func appendOffset(b []byte, dist int64) []byte {
+	var tmp [10]byte
+	i := len(tmp) - 1
+	tmp[i] = byte(dist & 0x7f)
+	for dist >>= 7; dist > 0; dist >>= 7 {
+		dist--
+		i--
+		tmp[i] = 0x80 | byte(dist&0x7f)
+	}
+	return append(b, tmp[i:]...)
 }
 
 // appendObjectHeader appends a pack object header: type and size as a little-endian varint.

@@ -14,9 +14,30 @@ import (
 )
 
 // keepPack puts a pack into the clone with the index built while it was written (by write,
-// which returns the pack's name and index): each goes to a temporary file, then is renamed to
-// objects/pack/pack-<name>.pack and .idx, the pack first as git does. Nothing reads it again.
-func (r *repo) keepPack(write func(io.Writer) (plumbing.Hash, *idxfile.Writer, error)) error {
+// which returns the pack's name and index): see placePack. Nothing reads it again.
+func (r *repo) keepPack(write packWrite) error {
+	p, err := r.placePack(write)
+	if err == nil {
+		err = r.adopt(p)
+	}
+	if err != nil {
+		return fmt.Errorf("keep pack in the clone: %w", err)
+	}
+	return nil
+}
+
+// packWrite writes a pack and returns its name and index.
+type packWrite func(io.Writer) (plumbing.Hash, *idxfile.Writer, error)
+
+// placedPack is a pack in place in the clone, and its index, for the storage to adopt.
+type placedPack struct {
+	name plumbing.Hash
+	idx  *idxfile.Writer
+}
+
+// placePack writes a pack and its index (by write) each to a temporary file, then renames them
+// to objects/pack/pack-<name>.pack and .idx, the pack first as git does.
+func (r *repo) placePack(write packWrite) (placedPack, error) {
 	dir := filepath.Join(r.dir, "objects", "pack")
 	var name plumbing.Hash
 	var idx *idxfile.Writer
@@ -26,7 +47,7 @@ func (r *repo) keepPack(write func(io.Writer) (plumbing.Hash, *idxfile.Writer, e
 	})
 	defer func() { _ = os.Remove(pack) }() // gone once renamed
 	if err != nil {
-		return fmt.Errorf("keep pack in the clone: %w", err)
+		return placedPack{}, err
 	}
 	index, err := writeTemp(dir, func(w io.Writer) error {
 		mi, err := idx.Index()
@@ -43,13 +64,7 @@ func (r *repo) keepPack(write func(io.Writer) (plumbing.Hash, *idxfile.Writer, e
 	if err == nil {
 		err = os.Rename(index, base+".idx")
 	}
-	if err == nil {
-		err = r.adopt(name, idx)
-	}
-	if err != nil {
-		return fmt.Errorf("keep pack in the clone: %w", err)
-	}
-	return nil
+	return placedPack{name: name, idx: idx}, err
 }
 
 // writeTemp writes a new read-only file in dir through write and returns its name.
@@ -68,17 +83,19 @@ func writeTemp(dir string, write func(io.Writer) error) (string, error) {
 	return f.Name(), errors.Join(err, f.Close())
 }
 
-// adopt has the storage take in a pack that is in place, without reading it. go-git's way in
-// is the hook its own pack writer calls with the index it built: one is opened (which also
+// adopt has the storage take in packs that are in place, without reading them. go-git's way
+// in is the hook its own pack writer calls with the index it built: one is opened (which also
 // makes the storage list the packs again), handed ours, and closed empty, which writes
 // nothing. Should the writer be another, the storage reads every index again.
-func (r *repo) adopt(name plumbing.Hash, idx *idxfile.Writer) error {
+func (r *repo) adopt(packs ...placedPack) error {
 	w, err := r.sto.PackfileWriter()
 	if err != nil {
 		return err
 	}
 	if pw, ok := w.(*dotgit.PackWriter); ok && pw.Notify != nil {
-		pw.Notify(name, idx)
+		for _, p := range packs {
+			pw.Notify(p.name, p.idx)
+		}
 	} else {
 		r.sto.Reindex()
 	}

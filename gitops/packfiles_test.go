@@ -50,7 +50,6 @@ func TestOwnPacksAreValidForGit(t *testing.T) {
 // url and checks that it reads every file of the remote's tip, all in one folder, from the clone.
 func mustReadBackOffline(t *testing.T, srv *testenv.GitServer, repo, url, workDir string) {
 	t.Helper()
-	tip := plumbing.NewHash(mustLog(t, srv, repo)[0].SHA)
 	want := map[string][]byte{}
 	for _, f := range mustFiles(t, srv, repo) {
 		content, err := srv.ReadFile(repo, "main", f)
@@ -59,6 +58,13 @@ func mustReadBackOffline(t *testing.T, srv *testenv.GitServer, repo, url, workDi
 		}
 		want[f] = content
 	}
+	mustReadFilesOffline(t, srv, repo, url, workDir, want)
+}
+
+// mustReadFilesOffline is mustReadBackOffline with the files of the remote's tip known: want.
+func mustReadFilesOffline(t *testing.T, srv *testenv.GitServer, repo, url, workDir string, want map[string][]byte) {
+	t.Helper()
+	tip := plumbing.NewHash(mustLog(t, srv, repo)[0].SHA)
 	srv.SetAvailable(false)
 	defer srv.SetAvailable(true)
 	w := StartWorker(t, url, workDir, BatchLimits{})

@@ -17,13 +17,40 @@ import (
 // errRemoteMoved means the branch is no longer where our commits start: fetch and replay.
 var errRemoteMoved = errors.New("remote branch moved")
 
+// noThin is the capability of a remote that cannot complete thin packs (go-git has no name for it).
+const noThin capability.Capability = "no-thin"
+
+// packFunc encodes the pack of a push, thin (holding deltas against objects the remote has) or
+// not.
+type packFunc func(thin bool) ([]byte, error)
+
 // updateRef moves the remote reference ref from old to tip (zero: delete it) through a
-// receive-pack session, sending pack (nil when it holds nothing). Only the objects we created are
-// sent, so the cost does not grow with the repository. The remote applies it only while ref is
-// still at old, which we report as errRemoteMoved otherwise: a compare and swap. tip descends
-// from old by construction, so an accepted update is a fast-forward, but for a rebuilt head
-// branch, which overwrites nothing it did not see.
-func (r *repo) updateRef(ctx context.Context, ref plumbing.ReferenceName, old, tip plumbing.Hash, pack []byte) (err error) {
+// receive-pack session, sending the pack encode makes (nil: none). Only the objects we created
+// are sent, so the cost does not grow with the repository; the pack is thin unless the remote
+// says no-thin or failed to complete one before, in which case the push is made again whole. The
+// remote applies it only while ref is still at old, which we report as errRemoteMoved otherwise:
+// a compare and swap. tip descends from old by construction, so an accepted update is a
+// fast-forward, but for a rebuilt head branch, which overwrites nothing it did not see.
+func (r *repo) updateRef(ctx context.Context, ref plumbing.ReferenceName, old, tip plumbing.Hash, encode packFunc) error {
+	thin := !r.noThin
+	err := r.sendPack(ctx, ref, old, tip, encode, &thin)
+	var unpack *unpackError
+	if thin && errors.As(err, &unpack) {
+		r.noThin = true // a remote that lacks a base, or refuses thin packs without saying so
+		thin = false
+		err = r.sendPack(ctx, ref, old, tip, encode, &thin)
+	}
+	return err
+}
+
+// unpackError is a remote's failure to take in a pack.
+type unpackError struct{ status string }
+
+func (e *unpackError) Error() string { return "send pack: remote could not unpack: " + e.status }
+
+// sendPack is one receive-pack session of updateRef. *thin says whether to send a thin pack,
+// and comes back false when the remote's capabilities say not to.
+func (r *repo) sendPack(ctx context.Context, ref plumbing.ReferenceName, old, tip plumbing.Hash, encode packFunc, thin *bool) (err error) {
 	ep, err := transport.NewEndpoint(r.url)
 	if err != nil {
 		return fmt.Errorf("parse remote url: %w", err)
@@ -47,7 +74,12 @@ func (r *repo) updateRef(ctx context.Context, ref plumbing.ReferenceName, old, t
 	}
 	req := packp.NewReferenceUpdateRequestFromCapabilities(caps)
 	req.Commands = []*packp.Command{{Name: ref, Old: old, New: tip}}
-	if pack != nil {
+	if encode != nil {
+		*thin = *thin && !caps.Supports(noThin)
+		pack, err := encode(*thin)
+		if err != nil {
+			return err
+		}
 		req.Packfile = io.NopCloser(bytes.NewReader(pack))
 	}
 	report, err := sess.ReceivePack(ctx, req)
@@ -59,7 +91,7 @@ func (r *repo) updateRef(ctx context.Context, ref plumbing.ReferenceName, old, t
 		return fmt.Errorf("send pack: %w", err)
 	}
 	if report.UnpackStatus != "ok" {
-		return fmt.Errorf("send pack: remote could not unpack: %s", report.UnpackStatus)
+		return &unpackError{status: report.UnpackStatus}
 	}
 	for _, cs := range report.CommandStatuses {
 		if cs.Status != "ok" {

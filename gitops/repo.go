@@ -34,6 +34,8 @@ type repo struct {
 	sto                *filesystem.Storage
 	remote             *git.Remote
 	caps               *capability.List // receive-pack capabilities, once advertised
+	noThin             bool             // the remote failed to complete a thin pack: send whole ones
+	tail               *tail            // the pack the next push extends; nil: a new one
 }
 
 // openRepo opens the bare clone in dir when it is valid, and otherwise removes it and creates

@@ -74,11 +74,8 @@ func (w *Worker) pushHeadOnce(ctx context.Context) error {
 	case tip == w.base:
 		return w.dropHead(ctx)
 	case tip != w.headTip:
-		pack, err := w.store.encodePack()
-		if err != nil {
-			return err
-		}
-		if err := w.sendRef(ctx, w.repo.head, w.headTip, tip, pack.data); err != nil {
+		var pack encodedPack
+		if err := w.sendRef(ctx, w.repo.head, w.headTip, tip, w.encoder(&pack)); err != nil {
 			return err
 		}
 		w.headLanded(tip, pack)
@@ -299,14 +296,24 @@ func (w *Worker) filesBetween(from, to plumbing.Hash) ([]HeadFile, error) {
 	return files, err
 }
 
-// sendRef asks the fence, then moves the remote reference ref from old to tip.
-func (w *Worker) sendRef(ctx context.Context, ref plumbing.ReferenceName, old, tip plumbing.Hash, pack []byte) error {
+// sendRef asks the fence, then moves the remote reference ref from old to tip, sending the pack
+// encode makes (nil: none).
+func (w *Worker) sendRef(ctx context.Context, ref plumbing.ReferenceName, old, tip plumbing.Hash, encode packFunc) error {
 	ctx, cancel, err := w.fenced(ctx)
 	defer cancel()
 	if err != nil {
 		return err
 	}
-	return w.repo.updateRef(ctx, ref, old, tip, pack)
+	return w.repo.updateRef(ctx, ref, old, tip, encode)
+}
+
+// encoder encodes the commits built for a push into *pack, thin or not as the remote takes them.
+func (w *Worker) encoder(pack *encodedPack) packFunc {
+	return func(thin bool) ([]byte, error) {
+		var err error
+		*pack, err = w.store.encodePack(thin)
+		return pack.data, err
+	}
 }
 
 // headLanded records a head branch the remote accepted (zero: deleted).
@@ -317,7 +324,7 @@ func (w *Worker) headLanded(tip plumbing.Hash, pack encodedPack) {
 	w.deliverWanted = true
 	var err error
 	if pack.data != nil {
-		err = w.repo.keepPack(pack.write)
+		err = w.repo.keepPushed(w.store, pack)
 	}
 	w.store.dropOverlay()
 	if err == nil {

@@ -136,11 +136,8 @@ func (w *Worker) pushPending(ctx context.Context) error {
 			w.pending, w.built = nil, build{}
 			return nil // nothing changes the tree
 		}
-		pack, err := w.store.encodePack()
-		if err != nil {
-			return err
-		}
-		err = w.send(ctx, pack)
+		var pack encodedPack
+		err := w.sendRef(ctx, w.repo.branch, w.base, w.built.tip, w.encoder(&pack))
 		if err == nil {
 			w.landed(pack)
 			return nil
@@ -155,11 +152,6 @@ func (w *Worker) pushPending(ctx context.Context) error {
 			return err
 		}
 	}
-}
-
-// send asks the fence, then sends pack; the send is cut off when the fence's time is up.
-func (w *Worker) send(ctx context.Context, pack encodedPack) error {
-	return w.sendRef(ctx, w.repo.branch, w.base, w.built.tip, pack.data)
 }
 
 // fenced asks the fence whether this replica may still write, and returns ctx cut off when the
@@ -222,7 +214,7 @@ func (w *Worker) landed(pack encodedPack) {
 	tip, stats, author := w.built.tip, w.built.stats, w.built.author
 	w.m.landed(stats)
 	w.pending, w.built, w.base = nil, build{}, tip
-	err := w.repo.keepPack(pack.write)
+	err := w.repo.keepPushed(w.store, pack)
 	w.store.dropOverlay()
 	if err != nil {
 		w.log.Error("keep pushed objects in the clone", "err", err)

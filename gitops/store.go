@@ -16,6 +16,10 @@ import (
 type rawObject struct {
 	typ  plumbing.ObjectType
 	data []byte
+	// base is the object's previous version, which the remote and the clone have or the overlay
+	// holds, and delta makes data from it; both zero when the object has no base worth a delta.
+	base  plumbing.Hash
+	delta []byte
 }
 
 // store reads objects from the clone and keeps the objects of the commits being built in an
@@ -53,9 +57,18 @@ func objectHash(typ plumbing.ObjectType, data []byte) plumbing.Hash {
 
 // put adds a new object to the overlay and returns its name.
 func (s *store) put(typ plumbing.ObjectType, data []byte) plumbing.Hash {
+	return s.putDelta(typ, data, plumbing.ZeroHash, nil)
+}
+
+// putDelta adds a new object that delta makes from base (none when delta is nil) to the overlay
+// and returns its name.
+func (s *store) putDelta(typ plumbing.ObjectType, data []byte, base plumbing.Hash, delta []byte) plumbing.Hash {
 	h := objectHash(typ, data)
+	if h == base || delta == nil {
+		base, delta = plumbing.ZeroHash, nil
+	}
 	if _, ok := s.overlay[h]; !ok {
-		s.overlay[h] = rawObject{typ: typ, data: data}
+		s.overlay[h] = rawObject{typ: typ, data: data, base: base, delta: delta}
 		s.order = append(s.order, h)
 	}
 	return h

@@ -196,7 +196,8 @@ func (s *store) updateDir(tree plumbing.Hash, ops []op, off int) (plumbing.Hash,
 	if len(out) == 0 {
 		return plumbing.ZeroHash, nil
 	}
-	return s.put(plumbing.TreeObject, encodeTree(out)), nil
+	data := encodeTree(out)
+	return s.putDelta(plumbing.TreeObject, data, tree, treeDelta(entries, out, len(data))), nil
 }
 
 // applyFileOp applies o to the file entry cur (nil when missing) named name, appending the

@@ -60,6 +60,8 @@ type GitServer struct {
 	hangMu    sync.Mutex
 	hang      chan struct{} // while set, requests wait for it to close
 	requests  atomic.Int64
+	pushed    atomic.Int64 // bytes of receive-pack requests: commands and packs
+	thinless  atomic.Bool  // refuse thin packs, as a git built to does
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -196,6 +198,48 @@ func (s *GitServer) hanging() chan struct{} {
 // rejected ones.
 func (s *GitServer) Requests() int64 { return s.requests.Load() }
 
+// PushedBytes is the number of bytes pushed so far: the bodies of receive-pack requests, which
+// are the ref updates and the packs.
+func (s *GitServer) PushedBytes() int64 { return s.pushed.Load() }
+
+// SetRefusingThinPacks makes receive-pack refuse packs whose deltas refer to objects outside
+// them (git's own --reject-thin-pack-for-testing, with every pack indexed rather than unpacked),
+// which git does not advertise: as a remote that cannot complete thin packs.
+func (s *GitServer) SetRefusingThinPacks(refuse bool) { s.thinless.Store(refuse) }
+
+// thinlessExecPath is a git exec path whose git runs receive-pack refusing thin packs: git
+// http-backend starts receive-pack as "git receive-pack" from its exec path. Everything else
+// links to git's own.
+func (s *GitServer) thinlessExecPath() (string, error) {
+	dir := filepath.Join(s.home, "thinless")
+	if _, err := os.Stat(filepath.Join(dir, "git")); err == nil {
+		return dir, nil
+	}
+	out, err := exec.Command(s.gitPath, "--exec-path").Output()
+	if err != nil {
+		return "", fmt.Errorf("find git's exec path: %w", err)
+	}
+	own := strings.TrimSpace(string(out))
+	entries, err := os.ReadDir(own)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		if e.Name() != "git" {
+			if err := os.Symlink(filepath.Join(own, e.Name()), filepath.Join(dir, e.Name())); err != nil && !os.IsExist(err) {
+				return "", err
+			}
+		}
+	}
+	git := filepath.Join(own, "git")
+	script := "#!/bin/sh\nif [ \"$1\" = receive-pack ]; then shift; exec " + git +
+		" -c receive.unpackLimit=1 receive-pack --reject-thin-pack-for-testing \"$@\"; fi\nexec " + git + " \"$@\"\n"
+	return dir, os.WriteFile(filepath.Join(dir, "git"), []byte(script), 0o755)
+}
+
 // repoDir maps a repository name to its directory under Root, refusing names
 // that could escape it.
 func (s *GitServer) repoDir(name string) (string, error) {
@@ -261,11 +305,23 @@ func (s *GitServer) backend() func(http.ResponseWriter, *http.Request, string) {
 			return
 		}
 		defer release()
+		if strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
+			s.pushed.Add(r.ContentLength)
+		}
+		reqEnv := append(env[:len(env):len(env)], "REMOTE_USER="+user)
+		if s.thinless.Load() {
+			dir, err := s.thinlessExecPath()
+			if err != nil {
+				http.Error(w, err.Error()+"\n", http.StatusInternalServerError)
+				return
+			}
+			reqEnv = append(reqEnv, "GIT_EXEC_PATH="+dir)
+		}
 		h := &cgi.Handler{
 			Path:   s.gitPath,
 			Args:   []string{"http-backend"},
 			Dir:    s.Root,
-			Env:    append(env[:len(env):len(env)], "REMOTE_USER="+user),
+			Env:    reqEnv,
 			Stderr: os.Stderr,
 		}
 		h.ServeHTTP(w, r)

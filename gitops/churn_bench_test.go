@@ -1,0 +1,106 @@
+package gitops
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkChurnBytes is issue 33's measure of what a commit costs as a folder churns: n
+// ConfigMaps in one folder, then 30 rounds of 50 updates, each round one commit. Per commit it
+// prints the growth of the worker's clone, the bytes pushed (receive-pack requests), what git
+// needs for the same history (a copy of the remote repacked with deltas found afresh), and the
+// median time and worker CPU of a round; each beside the figure before the change.
+func BenchmarkChurnBytes(b *testing.B) {
+	for _, n := range []int{2000, 100000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for round := range b.N {
+				churnBytes(b, n, fmt.Sprintf("churn%d-%d", n, round))
+			}
+		})
+	}
+}
+
+func churnBytes(b *testing.B, n int, repo string) {
+	const rounds, perRound = 30, 50
+	srv := MustGitServer(b)
+	url := MustRepo(b, srv, repo)
+	workDir := b.TempDir()
+	clone, remote := filepath.Join(workDir, WorkerKey(url, "main")), filepath.Join(srv.Root, repo+".git")
+	w := StartWorker(b, url, workDir, BatchLimits{}, func(c *WorkerConfig) { c.Log = nil })
+	name := func(i int) string { return fmt.Sprintf("cm-%06d", i) }
+	for i := range n {
+		MustEnqueue(b, w, Change{Path: cmPath(name(i)), Content: configMap(name(i), "0", 512)})
+	}
+	MustFlush(b, w)
+	cloneBefore, pushedBefore, gcBefore := dirSize(b, clone), srv.PushedBytes(), gcSize(b, remote)
+	var times []time.Duration
+	cpu0 := cpuTime()
+	for r := 1; r <= rounds; r++ {
+		start := time.Now()
+		for k := range perRound {
+			i := (r*perRound*7 + k*97) % n
+			MustEnqueue(b, w, Change{Path: cmPath(name(i)), Content: configMap(name(i), fmt.Sprint(r), 512)})
+		}
+		MustFlush(b, w)
+		times = append(times, time.Since(start))
+	}
+	cpu := cpuTime() - cpu0
+	_ = w.stop()
+	grew, pushed, gc := dirSize(b, clone)-cloneBefore, srv.PushedBytes()-pushedBefore, gcSize(b, remote)-gcBefore
+	slices.Sort(times)
+	fmt.Printf("gitops: churn in a folder of %d, 30 commits of 50 files: per commit the clone grew %.1f KiB, %.1f KiB were pushed, git needs %.1f KiB; a round took %.0f ms (median), worker CPU %.1f ms (%s)\n",
+		n, float64(grew)/rounds/1024, float64(pushed)/rounds/1024, float64(gc)/rounds/1024,
+		float64(times[len(times)/2].Microseconds())/1000, float64(cpu.Microseconds())/1000/rounds, beforeChurn[n])
+}
+
+// beforeChurn is what BenchmarkChurnBytes printed on main before issue 33's deltas (ffd97b7,
+// with this benchmark and the Git server's byte count copied in), on the same machine.
+var beforeChurn = map[int]string{
+	2000:   "before: clone 57.3 KiB, pushed 55.9 KiB, git 5.6 KiB; 118 ms, CPU 8.6 ms",
+	100000: "before: clone 2515.3 KiB, pushed 2514.0 KiB, git 78.6 KiB; 559 ms, CPU 103.2 ms",
+}
+
+// dirSize is the bytes of the files below dir.
+func dirSize(tb testing.TB, dir string) int64 {
+	tb.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		n += fi.Size()
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// gcSize is the bytes git packs the objects of the repository at dir into, measured on a copy
+// repacked with deltas found afresh (git gc, but not reusing the packs it finds): what git itself
+// needs for its history.
+func gcSize(tb testing.TB, dir string) int64 {
+	tb.Helper()
+	cp := filepath.Join(tb.TempDir(), "copy.git")
+	if out, err := exec.Command("cp", "-a", dir, cp).CombinedOutput(); err != nil {
+		tb.Fatalf("copy %s: %v\n%s", dir, err, out)
+	}
+	mustGit(tb, "--git-dir="+cp, "repack", "-a", "-d", "-f", "-q")
+	mustGit(tb, "--git-dir="+cp, "prune", "--expire=now")
+	return dirSize(tb, filepath.Join(cp, "objects"))
+}
+
+func mustGit(tb testing.TB, args ...string) {
+	tb.Helper()
+	if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+		tb.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}

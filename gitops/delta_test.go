@@ -1,0 +1,181 @@
+package gitops
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+)
+
+// TestTreeDeltaMakesTheNextTree: the delta of a tree against its previous version, applied by
+// go-git's own patcher, gives the next tree's encoding byte for byte, whatever the commit did to
+// the entries: files written, added, deleted, a directory added or gone, runs of each at the
+// start and the end.
+func TestTreeDeltaMakesTheNextTree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	entry := func(i int, dir bool) TreeEntry {
+		e := TreeEntry{Name: fmt.Sprintf("object-%05d.yaml", i), Mode: fileMode}
+		if dir {
+			e.Name, e.Mode = fmt.Sprintf("object-%05d", i), dirMode
+		}
+		for k := range e.Hash {
+			e.Hash[k] = byte(rng.Uint32())
+		}
+		return e
+	}
+	var prev []TreeEntry
+	for i := range 2000 {
+		prev = append(prev, entry(2*i, i%100 == 0))
+	}
+	cases := map[string]func([]TreeEntry) []TreeEntry{
+		"one file written": func(es []TreeEntry) []TreeEntry { es[700].Hash[0]++; return es },
+		"fifty written":    func(es []TreeEntry) []TreeEntry { each(es, 40, func(e *TreeEntry) { e.Hash[3]++ }); return es },
+		"first and last written": func(es []TreeEntry) []TreeEntry {
+			es[0].Hash[0]++
+			es[len(es)-1].Hash[0]++
+			return es
+		},
+		"added between": func(es []TreeEntry) []TreeEntry {
+			out := append([]TreeEntry{}, es[:300]...)
+			out = append(out, entry(601, false), entry(603, true))
+			return append(out, es[300:]...)
+		},
+		"added at both ends": func(es []TreeEntry) []TreeEntry {
+			first := TreeEntry{Name: "a.yaml", Mode: fileMode, Hash: es[0].Hash}
+			return append(append([]TreeEntry{first}, es...), TreeEntry{Name: "z.yaml", Mode: fileMode})
+		},
+		"deleted": func(es []TreeEntry) []TreeEntry {
+			return append(append([]TreeEntry{}, es[1:500]...), es[501:len(es)-1]...)
+		},
+		"a directory became a file of the same name": func(es []TreeEntry) []TreeEntry {
+			es[100].Mode = fileMode
+			return es
+		},
+	}
+	for name, change := range cases {
+		t.Run(name, func(t *testing.T) {
+			next := change(append([]TreeEntry{}, prev...))
+			was, now := encodeTree(prev), encodeTree(next)
+			delta := treeDelta(prev, next, len(now))
+			if delta == nil {
+				t.Fatal("no delta")
+			}
+			got, err := packfile.PatchDelta(was, delta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, now) {
+				t.Fatal("the delta does not make the next tree")
+			}
+			if len(delta) > len(now)/10 {
+				t.Fatalf("delta of %d bytes for a tree of %d", len(delta), len(now))
+			}
+		})
+	}
+	t.Run("a small tree or a rewritten one gets none", func(t *testing.T) {
+		small := prev[:5]
+		if d := treeDelta(small, small, len(encodeTree(small))); d != nil {
+			t.Fatalf("a delta of %d bytes for a small tree", len(d))
+		}
+		var other []TreeEntry
+		for i := range 2000 {
+			other = append(other, entry(2*i+1, false))
+		}
+		if d := treeDelta(prev, other, len(encodeTree(other))); d != nil {
+			t.Fatalf("a delta of %d bytes for a tree that shares nothing", len(d))
+		}
+	})
+}
+
+func each(es []TreeEntry, step int, fn func(*TreeEntry)) {
+	for i := 0; i < len(es); i += step {
+		fn(&es[i])
+	}
+}
+
+// TestChurnCostsWhatChanged: a folder of 2,000 files, then rounds of 50 written, as the issue
+// measured. The remote's folder tree goes as a delta (a thin pack) and the clone keeps it as one,
+// so each commit costs the clone and the wire at most twice what git gc needs for the same
+// history. git fsck --strict accepts the remote and the clone, a plain git clone of the remote
+// reads the last version of every file, and so does a new worker from the clone alone.
+func TestChurnCostsWhatChanged(t *testing.T) {
+	srv := MustGitServer(t)
+	url := MustRepo(t, srv, "churn")
+	workDir := t.TempDir()
+	clone := filepath.Join(workDir, WorkerKey(url, "main"))
+	remote := filepath.Join(srv.Root, "churn.git")
+	w := StartWorker(t, url, workDir, BatchLimits{})
+	const files, rounds, perRound = 2000, 30, 50
+	name := func(i int) string { return fmt.Sprintf("cm-%04d", i) }
+	for i := range files {
+		MustEnqueue(t, w, Change{Path: cmPath(name(i)), Content: configMap(name(i), "0", 300)})
+	}
+	MustFlush(t, w)
+	commits := len(mustLog(t, srv, "churn"))
+	cloneBefore, pushedBefore, gcBefore := dirSize(t, clone), srv.PushedBytes(), gcSize(t, remote)
+	for r := 1; r <= rounds; r++ {
+		for k := range perRound {
+			i := (r*perRound + k*37) % files
+			MustEnqueue(t, w, Change{Path: cmPath(name(i)), Content: configMap(name(i), fmt.Sprint(r), 300)})
+		}
+		MustFlush(t, w)
+	}
+	if n := len(mustLog(t, srv, "churn")) - commits; n != rounds {
+		t.Fatalf("%d commits, want %d", n, rounds)
+	}
+	grew, pushed, gc := dirSize(t, clone)-cloneBefore, srv.PushedBytes()-pushedBefore, gcSize(t, remote)-gcBefore
+	t.Logf("per commit: clone %d B, pushed %d B, git gc %d B", grew/rounds, pushed/rounds, gc/rounds)
+	if grew > 2*gc || pushed > 2*gc {
+		t.Fatalf("the clone grew %d bytes and %d were pushed for what git gc stores in %d", grew, pushed, gc)
+	}
+	if !clonePacksHaveDeltas(t, clone) {
+		t.Fatal("the clone holds no delta")
+	}
+	if err := w.stop(); err != nil {
+		t.Fatal(err)
+	}
+	mustVerifyClone(t, clone)
+	mustGit(t, "--git-dir="+remote, "fsck", "--strict", "--no-dangling", "--full")
+	plain := filepath.Join(t.TempDir(), "plain")
+	mustGit(t, "clone", "--quiet", srv.AuthURL("churn"), plain)
+	want := map[string][]byte{}
+	for i := range files {
+		f := cmPath(name(i))
+		got, err := os.ReadFile(filepath.Join(plain, f))
+		if err != nil {
+			t.Fatalf("a plain clone of the remote: %v", err)
+		}
+		want[f] = got
+	}
+	if last := cmPath(name((rounds * perRound) % files)); !bytes.Equal(want[last], configMap(name((rounds*perRound)%files), fmt.Sprint(rounds), 300)) {
+		t.Fatalf("a plain clone reads %s as %q", last, want[last])
+	}
+	mustReadFilesOffline(t, srv, "churn", url, workDir, want)
+}
+
+// TestARemoteRefusingThinPacksGetsWholeOnes: a remote whose receive-pack refuses thin packs
+// (git's own switch for it) without saying so beforehand fails the first push of a changed
+// folder; the worker sends it again whole, and whole from then on.
+func TestARemoteRefusingThinPacksGetsWholeOnes(t *testing.T) {
+	srv := MustGitServer(t)
+	url := MustRepo(t, srv, "thinless")
+	w := StartWorker(t, url, "", BatchLimits{})
+	for i := range 300 {
+		MustEnqueue(t, w, Change{Path: cmPath(fmt.Sprint("cm-", i)), Content: configMap("cm", "0", 200)})
+	}
+	MustFlush(t, w)
+	srv.SetRefusingThinPacks(true)
+	for r := 1; r <= 3; r++ {
+		MustEnqueue(t, w, Change{Path: cmPath(fmt.Sprint("cm-", r)), Content: configMap("cm", fmt.Sprint(r), 200)})
+		MustFlush(t, w)
+	}
+	got, err := srv.ReadFile("thinless", "main", cmPath("cm-3"))
+	if err != nil || !bytes.Equal(got, configMap("cm", "3", 200)) {
+		t.Fatalf("the remote holds %q (%v)", got, err)
+	}
+	mustGit(t, "--git-dir="+filepath.Join(srv.Root, "thinless.git"), "fsck", "--strict", "--no-dangling", "--full")
+}
