@@ -820,11 +820,12 @@ func TestApprovalWithoutAKnownApproverIsAskedAgain(t *testing.T) {
 // TestWriteBackSwallowsNoEdit: what a person pushes right after the mirror's first commit, before
 // write-back ever ran, becomes proposals (the baseline is the daemon's newest commit, not the
 // tip); after a force-push, a file a person changed becomes a proposal credited to the commit
-// that changed it, and the files the mirror wrote last do not. With one proposal per run, the
-// runs after a force-push go on comparing the whole folder until every change is proposed.
+// that changed it, a file the force-push took away a proposal to destroy its object, and the
+// files the mirror wrote last do not. With one proposal per run, the runs after a force-push go
+// on comparing the whole folder until every change is proposed.
 func TestWriteBackSwallowsNoEdit(t *testing.T) {
 	w := newWBWorld(t, "wb-baseline", crds.WriteBack{}, nil, "--max-proposals-per-tick", "1") // write-back is off until the edit is pushed
-	for _, name := range []string{"tuned", "doomed", "forced", "forced-too"} {
+	for _, name := range []string{"tuned", "doomed", "forced", "forced-too", "erased"} {
 		w.configMap(name, map[string]string{"color": "blue"})
 	}
 	log, err := w.srv.Log("state", "main")
@@ -857,11 +858,13 @@ func TestWriteBackSwallowsNoEdit(t *testing.T) {
 	for _, name := range []string{"forced", "forced-too"} {
 		write[w.cmPath(name)] = "# rewritten\n" + w.replace(w.liveYAML(name), "color: blue", "color: red")
 	}
-	rewritten, err := w.srv.ForcePush("state", "main", mirrored, alice, "rewrite by alice", write, nil)
+	rewritten, err := w.srv.ForcePush("state", "main", mirrored, alice, "rewrite by alice", write, []string{w.cmPath("erased")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.syncUntilProposed(rewritten, map[string]crds.ProposalChange{w.cmPath("forced"): crds.ChangeUpdate, w.cmPath("forced-too"): crds.ChangeUpdate})
+	w.syncUntilProposed(rewritten, map[string]crds.ProposalChange{
+		w.cmPath("forced"): crds.ChangeUpdate, w.cmPath("forced-too"): crds.ChangeUpdate, w.cmPath("erased"): crds.ChangeDestroy,
+	})
 	run := w.lastRun()
 	var message string
 	if c := meta.FindStatusCondition(run.Status.Conditions, crds.ConditionComplete); c != nil {

@@ -43,9 +43,11 @@ type Query struct {
 	// MaxCommits.
 	Since string
 	// Whole asks for every file under Folder at the tip that a person changed last, instead of
-	// the changes since a revision (Since is not read), each credited to that commit. A file
-	// whose state is the mirror's (its newest commit is the daemon's, or the mirror holds a
-	// change to it not pushed yet) is left out. For a history that lost its baseline.
+	// the changes since a revision, each credited to that commit; and, when the clone still has
+	// Since, a deletion of each file Since held that the tip lacks (what a force-push took
+	// away), credited to the tip. A file whose state is the mirror's (its newest commit is the
+	// daemon's, or the mirror holds a change to it not pushed yet) is left out. For a history
+	// that lost its baseline.
 	Whole bool
 	// Ours is true for a commit the daemon wrote (by its trailers); such commits are skipped.
 	// nil: every commit is someone else's.

@@ -131,6 +131,41 @@ func TestEditsSinceAForcePushedRevision(t *testing.T) {
 	}
 }
 
+// TestWholeAfterAForcePushHasWhatItRemoved: a force-push back to an older commit takes away a
+// file the old history held, which no commit of the new history deletes. Whole edits since the
+// old tip report it deleted, credited to the commit pushed; a file the force-push kept is not a
+// deletion.
+func TestWholeAfterAForcePushHasWhatItRemoved(t *testing.T) {
+	srv := MustGitServer(t)
+	url := MustRepo(t, srv, "forcedaway")
+	kept, taken := cmPath("kept"), cmPath("taken")
+	seed := mustPush(t, srv, "forcedaway", "main", testenvSig("carol"), "seed", map[string]string{kept: "1\n"}, nil)
+	w := StartWorker(t, url)
+	gone := mustPush(t, srv, "forcedaway", "main", testenvSig("erin"), "later",
+		map[string]string{kept: "2\n", taken: "1\n"}, nil)
+	mustEdits(t, w, gone, 0) // the worker fetched it
+	rewritten, err := srv.ForcePush("forcedaway", "main", seed, testenvSig("mallory"), "rewrite", map[string]string{cmPath("other"): "1\n"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := w.Edits(ctx, Query{Folder: "clusters/prod", Since: gone, Whole: true, Ours: ours})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deleted []string
+	for _, e := range describeEdits(r.Edits) {
+		if strings.Contains(e, "<deleted>") {
+			deleted = append(deleted, e)
+		}
+	}
+	want := []string{fmt.Sprintf("%s=%q by mallory <mallory@example.com> @%s", taken, "<deleted>", rewritten)}
+	if !slices.Equal(deleted, want) {
+		t.Fatalf("deletions =\n%s\nwant\n%s", strings.Join(deleted, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // TestEditsOfAMerge: "git pull" makes a merge whose first parent is the person's commit; what
 // the merge brought in from the daemon's side is not the person's edit, what the person's
 // commit and the merge itself changed is.

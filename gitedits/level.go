@@ -58,9 +58,10 @@ func baseline(h *history, tip plumbing.Hash, ours func(string) bool) (plumbing.H
 }
 
 // whole is Edits of Query.Whole on the worker's goroutine: every file under the folder at tip
-// that a person changed last, credited to that commit, among the newest q.MaxCommits. A file
-// whose newest commit is the daemon's, or to which the mirror holds a change it has not pushed,
-// is the mirror's and is left out, unread.
+// that a person changed last, credited to that commit, among the newest q.MaxCommits, and every
+// file q.Since held that the tip lacks (removedSince). A file whose newest commit is the
+// daemon's, or to which the mirror holds a change it has not pushed, is the mirror's and is left
+// out, unread.
 func whole(h *history, tip plumbing.Hash, q Query) ([]Edit, error) {
 	root, err := commitTree(h.r, tip)
 	if err != nil {
@@ -107,6 +108,57 @@ func whole(h *history, tip plumbing.Hash, q Query) ([]Edit, error) {
 		// any edit write-back credits.
 		return nil, fmt.Errorf("whole folder: %w", err)
 	}
+	gone, err := removedSince(h, tip, root, folder, q, pending)
+	if err != nil {
+		return nil, fmt.Errorf("whole folder: %w", err)
+	}
+	out = append(out, gone...)
 	slices.SortFunc(out, func(a, b Edit) int { return strings.Compare(a.Path, b.Path) })
+	return out, nil
+}
+
+// removedSince returns a deletion for each file under the folder that q.Since held and the tip
+// (root, folder) does not, unless the mirror holds a change to it: the files a force-push took
+// away, which no commit of the new history deleted, so the walk of whole credits none. Each is
+// credited to the tip's commit, as a removal by whoever pushed it. Nothing when the clone does
+// not have Since (it never fetched it).
+func removedSince(h *history, tip, root, folder plumbing.Hash, q Query, pending map[string]struct{}) ([]Edit, error) {
+	since, ok := parseHash(q.Since)
+	if !ok || since == tip || !has(h.r, since) {
+		return nil, nil
+	}
+	sinceRoot, err := commitTree(h.r, since)
+	if err != nil {
+		return nil, err
+	}
+	sinceFolder, err := h.folderTree(sinceRoot)
+	if err != nil {
+		return nil, err
+	}
+	changed := map[string]struct{}{}
+	if err := diffTrees(h.r, sinceFolder, folder, []byte(folderPrefix(q.Folder)), changed); err != nil {
+		return nil, err
+	}
+	data, err := h.r.Commit(tip)
+	if err != nil {
+		return nil, err
+	}
+	by, err := parseCommit(data)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", tip, err)
+	}
+	var out []Edit
+	for p := range changed {
+		if _, isPending := pending[p]; isPending {
+			continue
+		}
+		if e, err := lookupFile(h.r, root, p); err != nil || e != nil {
+			if err != nil {
+				return nil, err
+			}
+			continue // still there: changed, and credited by the walk if a person did
+		}
+		out = append(out, Edit{Path: p, Deleted: true, Commit: tip.String(), Author: by.author, When: by.when})
+	}
 	return out, nil
 }
