@@ -237,6 +237,8 @@ func proposalStatus(generation int64) any {
 		Message:            "applied by server-side apply",
 		ReviewedBy:         &crds.Reviewer{Username: "alice", UID: "u-1", Groups: []string{"team-a", "system:authenticated"}},
 		AutoApplied:        true,
+		AutoApplyAttempts:  2,
+		AutoApplyRetryAt:   &fixtureTime,
 		DecidedAt:          &fixtureTime,
 		AppliedAt:          &fixtureTime,
 		SupersededBy:       "proposal-2",

@@ -185,6 +185,12 @@ type ProposalStatus struct {
 	ReviewedBy *Reviewer `json:"reviewedBy,omitempty"`
 	// AutoApplied is true when the daemon applied the change without review (writeBack.autoApply).
 	AutoApplied bool `json:"autoApplied,omitempty"`
+	// AutoApplyAttempts counts the automatic applies of this proposal that did not reach the
+	// apiserver (it failed to answer, or a webhook it calls did). The daemon tries again, waiting
+	// longer each time, and after 5 attempts leaves the proposal to a person.
+	AutoApplyAttempts int32 `json:"autoApplyAttempts,omitempty"`
+	// AutoApplyRetryAt is when the daemon tries the automatic apply again.
+	AutoApplyRetryAt *metav1.Time `json:"autoApplyRetryAt,omitempty"`
 	// DecidedAt is when the decision was acted on.
 	DecidedAt *metav1.Time `json:"decidedAt,omitempty"`
 	// AppliedAt is when the change was applied.

@@ -51,7 +51,7 @@ func proposalName(destination, path, commit string, desired []byte) string {
 
 // open records a candidate as a Pending proposal, holds its file, and supersedes older waiting
 // proposals of the same file. opened is false when the same edit already has a proposal.
-func (c *Controller) open(ctx context.Context, d *dest, cand *candidate) (*crds.Proposal, bool, error) {
+func (c *Controller) open(ctx context.Context, d *dest, cand *candidate, auto bool) (*crds.Proposal, bool, error) {
 	for _, old := range c.proposalsAt(cand.edit.Path) {
 		if old.Namespace == d.obj.Namespace && old.Spec.DestinationRef.Name == d.obj.Name && waiting(old) &&
 			old.Spec.Desired == string(cand.desired) && old.Spec.LiveDigest == cand.liveDigest {
@@ -97,7 +97,12 @@ func (c *Controller) open(ctx context.Context, d *dest, cand *candidate) (*crds.
 	p, err = c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
 		s.Phase = crds.PhasePending
 		s.Message = fmt.Sprintf("%s %s: waiting for spec.decision (Approve, Reject or Ignore)", p.Spec.Change, targetName(p.Spec.Target))
-		setApplied(s, metav1.ConditionFalse, reasonAwaitingReview, s.Message)
+		reason := reasonAwaitingReview
+		if auto {
+			s.Message = fmt.Sprintf("%s %s: to be applied automatically (spec.writeBack.autoApply)", p.Spec.Change, targetName(p.Spec.Target))
+			reason = reasonAutoApplyPending
+		}
+		setApplied(s, metav1.ConditionFalse, reason, s.Message)
 	})
 	if err != nil {
 		return nil, true, err

@@ -86,9 +86,9 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 	}
 	finishErr := c.finishRun(ctx, d, run)
 	next := ""
-	if run.obj.Status.Phase != crds.SyncRunFailed && !run.capped {
+	if run.obj.Status.Phase != crds.SyncRunFailed && !run.capped && !run.retrying {
 		// Only a complete run moves on, partial or not: a refused file stays refused until it is
-		// pushed again, and a proposal whose auto-apply was not made waits for a person. After a
+		// pushed again, and a proposal whose auto-apply was refused waits for a person. After a
 		// capped or failed run the next one reads the same edits again (after a force-push, the
 		// whole folder again), and the proposals it already opened are found, not opened twice.
 		next = run.obj.Status.Revision
@@ -123,28 +123,28 @@ func (c *Controller) consider(ctx context.Context, d *dest, run *runRecord, edit
 			return
 		}
 		run.count(cand)
-		p, opened, err := c.open(ctx, d, cand)
+		auto := wb.AutoApply && cand.change != crds.ChangeDestroy && !wb.Suspend && !c.cfg.Halt
+		p, opened, err := c.open(ctx, d, cand, auto)
 		if err != nil {
 			run.fail(fmt.Errorf("open a proposal for %s: %w", e.Path, err))
 			continue
 		}
-		if !opened {
+		if opened {
+			run.obj.Status.ProposalsOpened++
+		}
+		if !auto {
 			continue
 		}
-		run.obj.Status.ProposalsOpened++
-		if !wb.AutoApply || cand.change == crds.ChangeDestroy || wb.Suspend || c.cfg.Halt {
+		// A proposal opened before, whose automatic apply was not made, is tried again when due;
+		// until then the run does not move on, so a later one reads this edit again.
+		if due, at := autoApplyDue(p); !due {
+			if !at.IsZero() {
+				run.retrying = true
+				c.runAt(d.key, at)
+			}
 			continue
 		}
-		applied, err := c.autoApply(ctx, d, p)
-		if err != nil {
-			run.fail(fmt.Errorf("auto-apply %s: %w", p.Name, err))
-			continue
-		}
-		if applied {
-			run.obj.Status.Applied++
-		} else {
-			run.unapplied++
-		}
+		c.tryAutoApply(ctx, d, run, p)
 	}
 }
 

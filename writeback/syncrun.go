@@ -25,8 +25,12 @@ type runRecord struct {
 	// edits again. A run that is partial for any other reason is complete and moves on.
 	capped bool
 	// unapplied counts auto-applies that were tried and not made (the apiserver refused them, or
-	// the object moved); their proposals wait for a person.
+	// the object moved, or they failed maxAutoApplyAttempts times); their proposals wait for a
+	// person.
 	unapplied int
+	// retrying: an auto-apply that failed waits to be tried again, so the next run must read the
+	// same edits again.
+	retrying bool
 }
 
 func (r *runRecord) fail(err error) { r.errs = append(r.errs, err.Error()) }
