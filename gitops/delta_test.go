@@ -98,9 +98,9 @@ func each(es []TreeEntry, step int, fn func(*TreeEntry)) {
 }
 
 // TestChurnCostsWhatChanged: a folder of 2,000 files, then rounds of 50 written, as the issue
-// measured. The remote's folder tree goes as a delta (a thin pack) and the clone keeps it as one,
-// so each commit costs the clone and the wire at most twice what git gc needs for the same
-// history. git fsck --strict accepts the remote and the clone, a plain git clone of the remote
+// measured. The folder's tree and the files go to the remote as deltas (a thin pack) and the
+// clone keeps the tree as one, so each commit costs the clone and the wire at most twice what
+// git gc needs for the same history. git fsck --strict accepts the remote and the clone, a plain git clone of the remote
 // reads the last version of every file, and so does a new worker from the clone alone.
 func TestChurnCostsWhatChanged(t *testing.T) {
 	srv := MustGitServer(t)

@@ -50,7 +50,8 @@ type tailObject struct {
 }
 
 // keepPushed puts the objects of a push the remote accepted into the clone: its trees go to
-// the tail, the rest (blobs and commits) to a pack of their own, copied from the pack sent. The
+// the tail, the rest (blobs and commits) to a pack of their own, copied from the pack sent when
+// it went whole there (a blob sent as a delta is compressed again, whole). The
 // storage takes in both, and forgets the tail they replace, at once.
 func (r *repo) keepPushed(s *store, pack encodedPack) error {
 	var trees, rest []int // indexes into s.order and the pack's entries
@@ -66,9 +67,14 @@ func (r *repo) keepPushed(s *store, pack encodedPack) error {
 		p, err := r.placePack(func(w io.Writer) (plumbing.Hash, *idxfile.Writer, error) {
 			p, err := newPackWriter(w, len(rest))
 			for _, i := range rest {
-				if err == nil {
-					raw, crc, _ := pack.entry(i) // whole: only trees have bases
-					err = p.addRaw(s.order[i], raw, crc)
+				if err != nil {
+					break
+				}
+				h := s.order[i]
+				if raw, crc, whole := pack.entry(i); whole {
+					err = p.addRaw(h, raw, crc)
+				} else { // a blob sent as a delta: its base is in another pack
+					err = p.add(h, s.overlay[h].typ, s.overlay[h].data)
 				}
 			}
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 )
 
 // Modes as Git writes them in tree entries.
@@ -215,12 +216,33 @@ func (s *store) applyFileOp(out []TreeEntry, cur *TreeEntry, o *op, name string)
 		return append(out, *cur)
 	default:
 		if o.data != nil { // nil: a blob the remote has already (a replayed commit's)
-			s.put(plumbing.BlobObject, o.data)
+			s.putBlob(o.data, cur)
 		}
 		o.effect = effectWritten
 		return append(out, TreeEntry{Name: name, Mode: fileMode, Hash: o.blob})
 	}
 }
+
+// putBlob adds a blob written over the file cur (nil: a new file) to the overlay, with a delta
+// against cur's blob when that is less than half its size: an object's YAML changed in a few
+// lines. The old blob is read from the clone, a few microseconds for a manifest.
+func (s *store) putBlob(data []byte, cur *TreeEntry) {
+	if cur == nil || len(data) < blobDeltaMinSize {
+		s.put(plumbing.BlobObject, data)
+		return
+	}
+	var delta []byte
+	if old, err := s.blob(cur.Hash); err == nil {
+		if delta = packfile.DiffDelta(old, data); len(delta) > len(data)/2 {
+			delta = nil
+		}
+	}
+	s.putDelta(plumbing.BlobObject, data, cur.Hash, delta)
+}
+
+// blobDeltaMinSize is the smallest blob worth a delta: below it, the whole blob compressed is
+// about as small.
+const blobDeltaMinSize = 128
 
 // keeps asks keep about the blob h; a blob that cannot be read is not kept, so it is rewritten.
 func (s *store) keeps(h plumbing.Hash, keep func([]byte) bool) bool {
