@@ -159,7 +159,8 @@ func TestChurnCostsWhatChanged(t *testing.T) {
 
 // TestARemoteRefusingThinPacksGetsWholeOnes: a remote whose receive-pack refuses thin packs
 // (git's own switch for it) without saying so beforehand fails the first push of a changed
-// folder; the worker sends it again whole, and whole from then on.
+// folder; the worker sends it again whole, and after a second such failure sends whole packs
+// from then on.
 func TestARemoteRefusingThinPacksGetsWholeOnes(t *testing.T) {
 	srv := MustGitServer(t)
 	url := MustRepo(t, srv, "thinless")

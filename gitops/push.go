@@ -27,21 +27,31 @@ type packFunc func(thin bool) ([]byte, error)
 // updateRef moves the remote reference ref from old to tip (zero: delete it) through a
 // receive-pack session, sending the pack encode makes (nil: none). Only the objects we created
 // are sent, so the cost does not grow with the repository; the pack is thin unless the remote
-// says no-thin or failed to complete one before, in which case the push is made again whole. The
-// remote applies it only while ref is still at old, which we report as errRemoteMoved otherwise:
-// a compare and swap. tip descends from old by construction, so an accepted update is a
-// fast-forward, but for a rebuilt head branch, which overwrites nothing it did not see.
+// says no-thin or failed to complete thin ones before. A thin pack the remote fails to unpack is
+// sent again whole. The remote applies it only while ref is still at old, which we report as
+// errRemoteMoved otherwise: a compare and swap. tip descends from old by construction, so an
+// accepted update is a fast-forward, but for a rebuilt head branch, which overwrites nothing it
+// did not see.
 func (r *repo) updateRef(ctx context.Context, ref plumbing.ReferenceName, old, tip plumbing.Hash, encode packFunc) error {
-	thin := !r.noThin
+	thin := r.thinFailures < maxThinFailures
 	err := r.sendPack(ctx, ref, old, tip, encode, &thin)
 	var unpack *unpackError
-	if thin && errors.As(err, &unpack) {
-		r.noThin = true // a remote that lacks a base, or refuses thin packs without saying so
+	switch {
+	case thin && errors.As(err, &unpack):
+		// A remote that lacks a base (its history was rewritten), or that refuses thin packs
+		// without saying so: this push goes whole, and every later one after the second time.
+		r.thinFailures++
 		thin = false
 		err = r.sendPack(ctx, ref, old, tip, encode, &thin)
+	case thin && err == nil:
+		r.thinFailures = 0
 	}
 	return err
 }
+
+// maxThinFailures is how many thin packs in a row a remote fails to unpack before it is sent
+// whole ones only.
+const maxThinFailures = 2
 
 // unpackError is a remote's failure to take in a pack.
 type unpackError struct{ status string }

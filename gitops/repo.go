@@ -34,7 +34,7 @@ type repo struct {
 	sto                *filesystem.Storage
 	remote             *git.Remote
 	caps               *capability.List // receive-pack capabilities, once advertised
-	noThin             bool             // the remote failed to complete a thin pack: send whole ones
+	thinFailures       int              // thin packs in a row the remote failed to unpack
 	tail               *tail            // the pack the next push extends; nil: a new one
 }
 
