@@ -14,7 +14,7 @@ import (
 	"time"
 
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,6 +25,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
@@ -329,5 +330,31 @@ func TestABranchOwnedElsewhereIsLeftToItsOwner(t *testing.T) {
 			return false, "no status.writeBack"
 		}
 		return wb.LastHandledSyncNow == requested && wb.LastSyncTime != nil, fmt.Sprintf("handled %q, want %q", wb.LastHandledSyncNow, requested)
+	})
+}
+
+// TestPendingGaugesCountOnlyOwnedBranches: with shards, a replica exports the pending proposals
+// of the branches it owns, none of the others', so the replicas' gauges add up to the cluster's
+// instead of each counting every proposal.
+func TestPendingGaugesCountOnlyOwnedBranches(t *testing.T) {
+	e := newWBEnv(t, &crds.WriteBack{Enabled: true})
+	pool := e.startPool()
+	var owned atomic.Bool
+	m := metrics.New()
+	c := e.start(Config{Kube: cp.AdminConfig(), Git: pool, Metrics: m.WriteBack, Owns: func(string, string) bool { return owned.Load() }}, nil)
+	testenv.Eventually(t, converge, "write-back's caches", func() (bool, string) { return c.Caching(), "not caching" })
+	e.proposalWithStatus("waiting", "dest", crds.ProposalStatus{Phase: crds.PhasePending})
+	testenv.Eventually(t, converge, "the proposal cached", func() (bool, string) {
+		n, _ := c.pending(e.ns + "/dest")
+		return n == 1, fmt.Sprintf("%d pending of the destination", n)
+	})
+	if n, oldest := c.pending(""); n != 0 || !oldest.IsZero() {
+		t.Errorf("a replica that owns no branch counts %d pending, the oldest at %v", n, oldest)
+	}
+	owned.Store(true)
+	testenv.Eventually(t, converge, "the owner exporting its pending proposal", func() (bool, string) {
+		c.Resync()
+		n, oldest := promtestutil.ToFloat64(m.WriteBack.Pending), promtestutil.ToFloat64(m.WriteBack.OldestPending)
+		return n == 1 && oldest > 0, fmt.Sprintf("%v pending, the oldest at %v", n, oldest)
 	})
 }

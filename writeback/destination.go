@@ -65,6 +65,17 @@ func (c *Controller) owns(d *dest) bool {
 	return c.cfg.Owns == nil || c.cfg.Owns(d.url, d.branch)
 }
 
+// ownsDestination says whether this replica does the write-back of the destination
+// namespace/name; one that is gone, or not usable, is every replica's without shards and none's
+// with them.
+func (c *Controller) ownsDestination(namespace, name string) bool {
+	if c.cfg.Owns == nil {
+		return true
+	}
+	d, err := c.destination(namespace, name)
+	return err == nil && c.owns(d)
+}
+
 func newDest(obj *crds.GitDestination, repo *crds.GitRepoConfig) *dest {
 	return &dest{obj: obj, key: obj.Namespace + "/" + obj.Name, url: repo.Spec.RepoURL, branch: obj.Lane(),
 		folder: cleanFolder(obj.Spec.BaseFolder)}

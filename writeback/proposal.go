@@ -217,7 +217,9 @@ func (c *Controller) proposalsAt(path string) []*crds.Proposal {
 }
 
 // pending counts the cached Pending proposals of a destination ("namespace/name"), or of every
-// destination for "", and finds when the oldest of them was opened (zero when none waits).
+// destination whose branch this replica owns for "", and finds when the oldest of them was opened
+// (zero when none waits). With shards, each replica so exports its own, and their sum is the
+// cluster's.
 func (c *Controller) pending(destination string) (n int, oldest time.Time) {
 	props, ok := c.caches.Indexer(crds.Proposals)
 	if !ok {
@@ -231,6 +233,9 @@ func (c *Controller) pending(destination string) (n int, oldest time.Time) {
 		}
 		ref, _, _ := unstructured.NestedString(u.Object, "spec", "destinationRef", "name")
 		if destination != "" && destination != u.GetNamespace()+"/"+ref {
+			continue
+		}
+		if destination == "" && !c.ownsDestination(u.GetNamespace(), ref) {
 			continue
 		}
 		n++
