@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/gitsecrets"
 	"github.com/configbutler/gitops-reverser/shard"
 )
@@ -30,6 +31,8 @@ type repo struct {
 	obj     *crds.GitRepoConfig
 	credsOK bool
 	cond    condition
+	checked bool               // the remote answered or failed: cond is worth reporting
+	signing *gitops.SigningKey // for status.signingKey
 }
 
 // destination is a GitDestination resolved to a repository, a branch and a folder. Usable ones
@@ -158,7 +161,7 @@ func overlapping(d *destination, earlier []*destination) *destination {
 }
 
 // resolveRepos hands every GitRepoConfig to Repos, which loads its credentials and signing key,
-// and to the pool, which checks its remote, and reports the result in its status.
+// and to the pool, which checks its remote (reportRepos says the result).
 func (m *Manager) resolveRepos(ctx context.Context) map[string]*repo {
 	objs := list[crds.GitRepoConfig](m, crds.GitRepoConfigs)
 	specs := make([]gitsecrets.Repository, 0, len(objs))
@@ -177,23 +180,42 @@ func (m *Manager) resolveRepos(ctx context.Context) map[string]*repo {
 	for _, obj := range objs {
 		name := obj.Namespace + "/" + obj.Name
 		st := states[name]
-		checked := st.Reason != "Checking" // the remote was contacted: the condition is worth reporting
-		r := &repo{obj: obj, credsOK: st.Usable}
-		if st.Reason == "Reachable" || !checked {
+		r := &repo{obj: obj, credsOK: st.Usable, checked: st.Reason != "Checking", signing: st.SigningKey}
+		if st.Reason == "Reachable" || !r.checked {
 			r.cond = condition{ready: true, reason: st.Reason, message: st.Message}
 		} else {
 			r.cond = notReady(st.Reason, "%s", st.Message)
 		}
 		out[name] = r
-		if err := m.reporter.reportSigningKey(ctx, obj, st.SigningKey); err != nil {
+	}
+	return out
+}
+
+// reportRepos writes the status of each GitRepoConfig: its signing key, and once its remote
+// answered or failed, its condition. With shards, only the owner of the first of its branches
+// that usable destinations ask for writes it, so a replica that cannot reach the remote never
+// flips what the owner, which pushes there, says; one no destination uses is every replica's.
+func (m *Manager) reportRepos(ctx context.Context, repos map[string]*repo, dests []*destination) {
+	first := map[*repo]shard.Key{}
+	if m.opts.Shards != nil {
+		for _, d := range dests {
+			if k, seen := first[d.repo]; d.usable && (!seen || d.shard().Branch < k.Branch) {
+				first[d.repo] = d.shard()
+			}
+		}
+	}
+	for _, r := range repos {
+		if k, shared := first[r]; shared && !m.opts.Shards.Owns(k) {
+			continue // its owner reports it
+		}
+		if err := m.reporter.reportSigningKey(ctx, r.obj, r.signing); err != nil {
 			m.opts.Log.Warn("report status", "err", err)
 		}
-		if !checked {
+		if !r.checked {
 			continue // nothing to say until the remote answered or failed
 		}
-		if err := m.reporter.report(ctx, repoConfigKind, obj, obj.Status.Status, r.cond); err != nil {
+		if err := m.reporter.report(ctx, repoConfigKind, r.obj, r.obj.Status.Status, r.cond); err != nil {
 			m.opts.Log.Warn("report status", "err", err)
 		}
 	}
-	return out
 }

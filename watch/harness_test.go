@@ -76,6 +76,8 @@ type env struct {
 	reg  *metrics.Registry
 	// wrapRepos, when set, wraps the real reader of Secrets the manager is given by startManager.
 	wrapRepos func(Repositories) Repositories
+	// shards, when set, is the manager's sharing of destinations.
+	shards Shards
 }
 
 const baseFolder = "clusters/test"
@@ -228,6 +230,7 @@ func (e *env) startManagerWith(discoveryRefresh time.Duration) (stop func()) {
 		Metrics:          e.reg.Mirror,
 		Log:              log,
 		Changes:          changes,
+		Shards:           e.shards,
 	})
 	if err != nil {
 		e.t.Fatal(err)

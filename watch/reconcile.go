@@ -42,6 +42,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	m.publishAdmitted(dests)
 	m.resolveEncryption(ctx, dests)
 	m.shareOut(dests)
+	m.reportRepos(ctx, repos, dests)
 	byName := map[string]*destination{}
 	for _, d := range dests {
 		byName[d.name()] = d
