@@ -358,3 +358,55 @@ func TestPendingGaugesCountOnlyOwnedBranches(t *testing.T) {
 		return n == 1 && oldest > 0, fmt.Sprintf("%v pending, the oldest at %v", n, oldest)
 	})
 }
+
+// TestADeposedOwnerWritesNothing: a replica that still believes it owns a destination's branch
+// but whose Lease is gone (its fence refuses, as it does pushes and applies) writes no SyncRun
+// and no status for it; once the fence allows again, the run is recorded.
+func TestADeposedOwnerWritesNothing(t *testing.T) {
+	e := newWBEnv(t, &crds.WriteBack{Enabled: true})
+	pool := e.startPool()
+	pool.SetRepositories([]gitops.Repository{{Name: e.ns + "/repo", URL: e.git.RepoURL("repo"),
+		Credentials: gitops.Credentials{Auth: &githttp.BasicAuth{Username: e.git.Username, Password: e.git.Password}, Key: "test"}}})
+	pool.SetWorkers([]gitops.Branch{{Repo: e.ns + "/repo", Branch: "main"}})
+	var deposed atomic.Bool
+	var asked atomic.Int64
+	deposed.Store(true)
+	fences := func(string, string) gitops.Fence {
+		return func() (time.Time, error) {
+			asked.Add(1)
+			if deposed.Load() {
+				return time.Time{}, errors.New("the Lease is another replica's")
+			}
+			return time.Now().Add(time.Minute), nil
+		}
+	}
+	c := e.start(Config{Kube: cp.AdminConfig(), Git: pool, Owns: func(string, string) bool { return true }, Fences: fences}, nil)
+	testenv.Eventually(t, converge, "write-back's caches", func() (bool, string) { return c.Caching(), "not caching" })
+	runs := func() int {
+		list, err := e.dyn.Resource(crds.SyncRuns).Namespace(e.ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list.Items)
+	}
+	synced := func() bool {
+		u, err := e.dyn.Resource(crds.GitDestinations).Namespace(e.ns).Get(context.Background(), "dest", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, found, _ := unstructured.NestedString(u.Object, "status", "writeBack", "lastSyncTime")
+		return found
+	}
+	c.SyncNow(e.ns, "dest", crds.TriggerSyncNow)
+	testenv.Eventually(t, converge, "a run asked for", func() (bool, string) {
+		return asked.Load() > 0 || runs() > 0 || synced(), "neither the fence asked nor a run written"
+	})
+	if n := runs(); n != 0 || synced() {
+		t.Errorf("a deposed owner wrote %d SyncRuns, status written %v", n, synced())
+	}
+	deposed.Store(false)
+	testenv.Eventually(t, converge, "the run recorded once the fence allows", func() (bool, string) {
+		c.SyncNow(e.ns, "dest", crds.TriggerSyncNow)
+		return synced(), "no status.writeBack.lastSyncTime"
+	})
+}

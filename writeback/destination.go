@@ -65,6 +65,19 @@ func (c *Controller) owns(d *dest) bool {
 	return c.cfg.Owns == nil || c.cfg.Owns(d.url, d.branch)
 }
 
+// mayWrite asks the fence of d's branch whether this replica may still write for it, as pushes
+// and applies do: a replica that lost the branch's shard (or the leadership) writes no SyncRun,
+// proposal or status for it, though it has not noticed yet. ErrFenced when it may not.
+func (c *Controller) mayWrite(d *dest) error {
+	if c.cfg.Fences == nil {
+		return nil
+	}
+	if _, err := c.cfg.Fences(d.url, d.branch)(); err != nil {
+		return fmt.Errorf("%w: %w", ErrFenced, err)
+	}
+	return nil
+}
+
 // ownsDestination says whether this replica does the write-back of the destination
 // namespace/name; one that is gone, or not usable, is every replica's without shards and none's
 // with them.

@@ -74,6 +74,9 @@ func (c *Controller) open(ctx context.Context, d *dest, cand *candidate, auto bo
 			LiveResourceVersion: cand.liveRV, LiveDigest: cand.liveDigest,
 		},
 	}
+	if err := c.mayWrite(d); err != nil {
+		return nil, false, err
+	}
 	key, err := c.sealKey(ctx)
 	if err != nil {
 		return nil, false, err

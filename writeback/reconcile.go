@@ -32,7 +32,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 	if admitted, err := c.admitted(d); !admitted {
 		return true, err // its repository does not admit it: write-back reads none of it either
 	}
-	if !c.owns(d) {
+	if !c.owns(d) || c.mayWrite(d) != nil {
 		return true, nil // another replica owns its branch; Resync runs it should this one take it
 	}
 	since := d.status().LastRevision
@@ -64,6 +64,9 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 		base = res.Base
 	}
 	run, runErr := c.startRun(ctx, d, t.kind, base)
+	if errors.Is(runErr, ErrFenced) {
+		return true, nil // deposed meanwhile: the owner runs it
+	}
 	if runErr != nil {
 		return true, runErr
 	}

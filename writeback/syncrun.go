@@ -58,6 +58,9 @@ func (c *Controller) startRun(ctx context.Context, d *dest, trigger, base string
 	if err != nil {
 		return nil, err
 	}
+	if err := c.mayWrite(d); err != nil {
+		return nil, err
+	}
 	created, err := c.dyn.Resource(crds.SyncRuns).Namespace(d.obj.Namespace).Create(ctx, u, metav1.CreateOptions{FieldManager: crds.FieldManager})
 	if err != nil {
 		return nil, fmt.Errorf("create a SyncRun for GitDestination %s: %w", d.key, err)
@@ -109,6 +112,9 @@ func (c *Controller) finishRun(ctx context.Context, d *dest, r *runRecord) error
 		Type: crds.ConditionComplete, Status: status, Reason: string(st.Phase), Message: truncate(message, 32<<10),
 		ObservedGeneration: r.obj.Generation,
 	})
+	if c.mayWrite(d) != nil {
+		return nil // deposed meanwhile: the run stays as it was, the owner runs again
+	}
 	c.cfg.Metrics.SyncRuns.WithLabelValues(strings.ToLower(string(st.Phase))).Inc()
 	u, err := crds.ToUnstructured(r.obj)
 	if err != nil {
@@ -131,6 +137,9 @@ func (c *Controller) finishRun(ctx context.Context, d *dest, r *runRecord) error
 // recordDestination writes the destination's write-back status: the revision the next run starts
 // from (unchanged when next is ""), the last run, the sync-now value acted on, the pending count.
 func (c *Controller) recordDestination(ctx context.Context, d *dest, t trigger, next, run string) error {
+	if c.mayWrite(d) != nil {
+		return nil // deposed: the owner records its own runs
+	}
 	st := d.status()
 	if next != "" {
 		st.LastRevision = next
