@@ -33,7 +33,9 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 		return true, err // its repository does not admit it: write-back reads none of it either
 	}
 	if !c.owns(d) || c.mayWrite(d) != nil {
-		return true, nil // another replica owns its branch; Resync runs it should this one take it
+		// Another replica owns its branch, or this one lost the branch's Lease: Resync runs it
+		// should this one take it (again).
+		return true, nil
 	}
 	since := d.status().LastRevision
 	git := gitedits.Branch{Git: c.cfg.Git, URL: d.url, Name: d.branch}
