@@ -136,6 +136,15 @@ func (e *wbEnv) start(cfg Config, prep func(*Controller)) *Controller {
 	return c
 }
 
+// startPoolOnRepo runs a Git pool with a worker on the branch main of the env's repository.
+func (e *wbEnv) startPoolOnRepo() *gitops.Pool {
+	pool := e.startPool()
+	pool.SetRepositories([]gitops.Repository{{Name: e.ns + "/repo", URL: e.git.RepoURL("repo"),
+		Credentials: gitops.Credentials{Auth: &githttp.BasicAuth{Username: e.git.Username, Password: e.git.Password}, Key: "test"}}})
+	pool.SetWorkers([]gitops.Branch{{Repo: e.ns + "/repo", Branch: "main"}})
+	return pool
+}
+
 // startPool runs a Git pool until the test ends.
 func (e *wbEnv) startPool() *gitops.Pool {
 	pool := gitops.NewPool(gitops.PoolConfig{
@@ -295,10 +304,7 @@ func watches(t *testing.T, kube kubernetes.Interface, resource string) int {
 // destination and answers that request.
 func TestABranchOwnedElsewhereIsLeftToItsOwner(t *testing.T) {
 	e := newWBEnv(t, &crds.WriteBack{Enabled: true})
-	pool := e.startPool()
-	pool.SetRepositories([]gitops.Repository{{Name: e.ns + "/repo", URL: e.git.RepoURL("repo"),
-		Credentials: gitops.Credentials{Auth: &githttp.BasicAuth{Username: e.git.Username, Password: e.git.Password}, Key: "test"}}})
-	pool.SetWorkers([]gitops.Branch{{Repo: e.ns + "/repo", Branch: "main"}})
+	pool := e.startPoolOnRepo()
 	var owned atomic.Bool
 	c := e.start(Config{Kube: cp.AdminConfig(), Git: pool, Owns: func(string, string) bool { return owned.Load() }}, nil)
 	dest := func() *crds.GitDestination {
@@ -364,10 +370,7 @@ func TestPendingGaugesCountOnlyOwnedBranches(t *testing.T) {
 // and no status for it; once the fence allows again, the run is recorded.
 func TestADeposedOwnerWritesNothing(t *testing.T) {
 	e := newWBEnv(t, &crds.WriteBack{Enabled: true})
-	pool := e.startPool()
-	pool.SetRepositories([]gitops.Repository{{Name: e.ns + "/repo", URL: e.git.RepoURL("repo"),
-		Credentials: gitops.Credentials{Auth: &githttp.BasicAuth{Username: e.git.Username, Password: e.git.Password}, Key: "test"}}})
-	pool.SetWorkers([]gitops.Branch{{Repo: e.ns + "/repo", Branch: "main"}})
+	pool := e.startPoolOnRepo()
 	var deposed atomic.Bool
 	var asked atomic.Int64
 	deposed.Store(true)
