@@ -3,6 +3,7 @@ package gitops
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -99,7 +100,11 @@ func startedRepo(t *testing.T) (*testenv.GitServer, string) {
 // gitIn runs git in the remote "pr", as a host merging a request would, and returns its output.
 func gitIn(t *testing.T, srv *testenv.GitServer, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("git", append([]string{"--git-dir=" + filepath.Join(srv.Root, "pr.git")}, args...)...).CombinedOutput()
+	cmd := exec.Command("git", append([]string{"--git-dir=" + filepath.Join(srv.Root, "pr.git")}, args...)...)
+	// A commit needs an identity, which a fresh machine's git has not.
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Dana", "GIT_AUTHOR_EMAIL=dana@example.com",
+		"GIT_COMMITTER_NAME=Dana", "GIT_COMMITTER_EMAIL=dana@example.com")
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
