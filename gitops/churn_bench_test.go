@@ -104,3 +104,44 @@ func mustGit(tb testing.TB, args ...string) {
 		tb.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
+
+// BenchmarkCloneOverTime is the clone's size as commits pile up: a folder of 2,000 ConfigMaps,
+// then 1,000 commits of 50 written, with the clone's size printed every 250. A week at one
+// commit every 2.5 s is 241,920 commits; the last line extrapolates to it from the growth per
+// commit. Nothing prunes the clone yet (issue 33): it grows with every commit, by what each
+// commit costs.
+func BenchmarkCloneOverTime(b *testing.B) {
+	const files, commits, perCommit, every = 2000, 1000, 50, 250
+	for round := range b.N {
+		srv := MustGitServer(b)
+		url := MustRepo(b, srv, fmt.Sprint("week-", round))
+		workDir := b.TempDir()
+		clone := filepath.Join(workDir, WorkerKey(url, "main"))
+		w := StartWorker(b, url, workDir, BatchLimits{}, func(c *WorkerConfig) { c.Log = nil })
+		name := func(i int) string { return fmt.Sprintf("cm-%06d", i) }
+		for i := range files {
+			MustEnqueue(b, w, Change{Path: cmPath(name(i)), Content: configMap(name(i), "0", 512)})
+		}
+		MustFlush(b, w)
+		seeded := dirSize(b, clone)
+		sizes := []string{fmt.Sprintf("seed %.1f MiB", float64(seeded)/(1<<20))}
+		for c := 1; c <= commits; c++ {
+			for k := range perCommit {
+				i := (c*perCommit*7 + k*97) % files
+				MustEnqueue(b, w, Change{Path: cmPath(name(i)), Content: configMap(name(i), fmt.Sprint(c), 512)})
+			}
+			MustFlush(b, w)
+			if c%every == 0 {
+				sizes = append(sizes, fmt.Sprintf("%d: %.1f MiB", c, float64(dirSize(b, clone))/(1<<20)))
+			}
+		}
+		_ = w.stop()
+		perCommitBytes := float64(dirSize(b, clone)-seeded) / commits
+		fmt.Printf("gitops: the clone over %d commits of %d files in a folder of %d: %s; %.1f KiB a commit, %.1f GiB over a week at one commit every 2.5 s (%s)\n",
+			commits, perCommit, files, strings.Join(sizes, ", "), perCommitBytes/1024, perCommitBytes*241920/(1<<30), beforeCloneOverTime)
+	}
+}
+
+// beforeCloneOverTime is what BenchmarkCloneOverTime printed on ffd97b7 (the benchmark copied
+// in), on the same machine.
+const beforeCloneOverTime = "before: 250: 14.4 MiB, 500: 28.4 MiB, 750: 42.4 MiB, 1000: 56.4 MiB; 57.4 KiB a commit, 13.2 GiB a week"
