@@ -87,6 +87,19 @@ func mustFetch(t *testing.T, w *testWorker) {
 }
 
 // startedRepo is a remote "pr" whose main holds one commit by alice.
+// headWithA starts a worker with a head branch on a started repository and has it push its first
+// change, the file a; it returns the remote, the worker, the host it delivers to and the head
+// branch's tip.
+func headWithA(t *testing.T) (*testenv.GitServer, *testWorker, *hostDouble, string) {
+	t.Helper()
+	srv, url := startedRepo(t)
+	host := &hostDouble{}
+	w := startHeadWorker(t, url, host)
+	MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 100)})
+	MustFlush(t, w)
+	return srv, w, host, mustRef(t, srv, "pr", testHead)
+}
+
 func startedRepo(t *testing.T) (*testenv.GitServer, string) {
 	t.Helper()
 	srv := MustGitServer(t)
@@ -156,12 +169,7 @@ func TestChangesGoToTheHeadBranchNeverTheTarget(t *testing.T) {
 }
 
 func TestTheHeadBranchFollowsItsTarget(t *testing.T) {
-	srv, url := startedRepo(t)
-	host := &hostDouble{}
-	w := startHeadWorker(t, url, host)
-	MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 100)})
-	MustFlush(t, w)
-	mine := mustRef(t, srv, "pr", testHead)
+	srv, w, host, mine := headWithA(t)
 
 	// Someone pushes to main: the head is rebuilt on it, with the same change.
 	pushed, err := srv.PushCommit("pr", "main", testenvSig("carol"), "docs", map[string]string{"docs.md": "x\n"}, nil)
@@ -231,12 +239,7 @@ func TestAHeadBranchSomeoneElseWroteIsLeftAlone(t *testing.T) {
 // then changed the same file on main; the head's commit is in main's history, so nothing is made
 // again (which would revert the person's change) and the head branch goes.
 func TestAHeadMergedByFastForwardIsNotMadeAgain(t *testing.T) {
-	srv, url := startedRepo(t)
-	host := &hostDouble{}
-	w := startHeadWorker(t, url, host)
-	MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 100)})
-	MustFlush(t, w)
-	head := mustRef(t, srv, "pr", testHead)
+	srv, w, host, head := headWithA(t)
 	host.set(RequestMerged, head)
 	gitIn(t, srv, "update-ref", "refs/heads/main", head) // merged by fast-forward
 	if _, err := srv.PushCommit("pr", "main", testenvSig("carol"), "edit a", map[string]string{cmPath("a"): "carol's\n"}, nil); err != nil {
@@ -278,12 +281,7 @@ func TestARateLimitWaitsAsLongAsTheHostSays(t *testing.T) {
 // still calls the request open (a merge moves the branch a moment before the host marks the
 // request merged): the head branch and the request are left alone, not closed.
 func TestARequestBeingMergedIsNotClosed(t *testing.T) {
-	srv, url := startedRepo(t)
-	host := &hostDouble{}
-	w := startHeadWorker(t, url, host)
-	MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 100)})
-	MustFlush(t, w)
-	head := mustRef(t, srv, "pr", testHead)
+	srv, w, host, head := headWithA(t)
 	before, _ := host.seen() // a worker that starts without a head branch withdraws once
 	gitIn(t, srv, "update-ref", "refs/heads/main", head)
 	mustFetch(t, w) // the host says open still
@@ -305,12 +303,7 @@ func TestARequestBeingMergedIsNotClosed(t *testing.T) {
 // the request just opened from it (Gitea does, from a queue). The worker sees it at its next look
 // and opens another.
 func TestARequestClosedByTheHostAfterTheBranchCameBackIsOpenedAgain(t *testing.T) {
-	srv, url := startedRepo(t)
-	host := &hostDouble{}
-	w := startHeadWorker(t, url, host)
-	MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 100)})
-	MustFlush(t, w)
-	head := mustRef(t, srv, "pr", testHead)
+	srv, w, host, head := headWithA(t)
 	host.set(RequestMerged, head)
 	gitIn(t, srv, "update-ref", "refs/heads/main", head) // merged by fast-forward: the head goes
 	mustFetch(t, w)
