@@ -27,7 +27,7 @@ type packWriter struct {
 	sum hash.Hash   // SHA-1 of everything written, the trailer that names the pack
 	crc hash.Hash32 // of the current object's packed bytes, header and zlib data, as an idx wants
 	zw  *zlib.Writer
-	idx *idxfile.Writer
+	idx *idxfile.Writer // nil for a pack only sent: the remote indexes what it receives
 }
 
 // encodedPack is a pack to send.
@@ -134,7 +134,7 @@ func (p *packWriter) addEntry(h plumbing.Hash, header, data []byte) error {
 	if err := p.zw.Close(); err != nil {
 		return fmt.Errorf("encode pack: %w", err)
 	}
-	p.idx.Add(h, uint64(offset), p.crc.Sum32())
+	p.index(h, offset, p.crc.Sum32())
 	return nil
 }
 
@@ -146,7 +146,7 @@ func (p *packWriter) addRaw(h plumbing.Hash, raw []byte, crc uint32) error {
 	if _, err := p.Write(raw); err != nil {
 		return fmt.Errorf("encode pack: %w", err)
 	}
-	p.idx.Add(h, uint64(offset), crc)
+	p.index(h, offset, crc)
 	return nil
 }
 
@@ -165,8 +165,15 @@ func (p *packWriter) addPacked(h plumbing.Hash, crc uint32, r *bufio.Reader, siz
 		_, _ = r.Discard(len(chunk)) // peeked: cannot fail
 		size -= len(chunk)
 	}
-	p.idx.Add(h, uint64(offset), crc)
+	p.index(h, offset, crc)
 	return nil
+}
+
+// index records object h at offset, whose entry's CRC-32 is crc, in the pack's index.
+func (p *packWriter) index(h plumbing.Hash, offset int64, crc uint32) {
+	if p.idx != nil {
+		p.idx.Add(h, uint64(offset), crc)
+	}
 }
 
 // close writes the trailer, the SHA-1 of everything before it, completes the index and
@@ -180,6 +187,9 @@ func (p *packWriter) close() (plumbing.Hash, error) {
 	p.sum.Sum(name[:0])
 	if _, err := p.w.Write(name[:]); err != nil {
 		return name, fmt.Errorf("encode pack: %w", err)
+	}
+	if p.idx == nil {
+		return name, nil
 	}
 	if err := p.idx.OnFooter(name); err != nil {
 		return name, fmt.Errorf("index pack: %w", err)
@@ -206,19 +216,15 @@ func (s *store) encodePack(thin bool) (encodedPack, error) {
 	if err != nil {
 		return encodedPack{}, err
 	}
+	p.idx = nil                        // the clone indexes the packs it keeps of it (keepPushed)
 	trees := map[plumbing.Hash]int64{} // the offsets of the trees written, bases of later ones
 	offsets, crcs := make([]int64, 0, len(s.order)), make([]uint32, 0, len(s.order))
 	for _, h := range s.order {
 		o, at := s.overlay[h], p.n
-		baseAt, inPack := trees[o.base]
-		_, inOverlay := s.overlay[o.base]
-		switch {
-		case o.delta != nil && inPack:
-			err = p.addOfsDelta(h, at-baseAt, o.delta)
-		case o.delta != nil && thin && !inOverlay:
-			err = p.addRefDelta(h, o.base, o.delta)
-		default:
+		if o.delta == nil {
 			err = p.add(h, o.typ, o.data)
+		} else {
+			err = s.addDelta(p, h, o, trees, thin)
 		}
 		if err != nil {
 			return encodedPack{}, err
@@ -232,6 +238,19 @@ func (s *store) encodePack(thin bool) (encodedPack, error) {
 		return encodedPack{}, err
 	}
 	return encodedPack{data: buf.Bytes(), offsets: offsets, crcs: crcs}, nil
+}
+
+// addDelta appends object h, which has a delta, to the pack p: against its base by offset when
+// the pack holds the base (trees, the offsets of the trees written), by name when the pack is
+// thin and the base is the remote's, else whole.
+func (s *store) addDelta(p *packWriter, h plumbing.Hash, o rawObject, trees map[plumbing.Hash]int64, thin bool) error {
+	if baseAt, ok := trees[o.base]; ok {
+		return p.addOfsDelta(h, p.n-baseAt, o.delta)
+	}
+	if _, inOverlay := s.overlay[o.base]; thin && !inOverlay {
+		return p.addRefDelta(h, o.base, o.delta)
+	}
+	return p.add(h, o.typ, o.data)
 }
 
 // appendOffset appends the distance back to an OFS_DELTA's base: big-endian base-128 in which
