@@ -79,11 +79,12 @@ func (c *Controller) autoApplyFailed(ctx context.Context, p *crds.Proposal, caus
 // owns the branch).
 func (c *Controller) tryAutoApply(ctx context.Context, d *dest, run *runRecord, p *crds.Proposal) {
 	applied, err := c.autoApply(ctx, d, p)
-	switch {
-	case errors.Is(err, ErrFenced):
-		run.fail(fmt.Errorf("auto-apply %s: %w", p.Name, err)) // the owner's runs try again
-	case err != nil:
+	if err != nil {
 		run.fail(fmt.Errorf("auto-apply %s: %w", p.Name, err))
+	}
+	switch {
+	case errors.Is(err, ErrFenced): // the owner's runs try again
+	case err != nil:
 		switch retryAt, serr := c.autoApplyFailed(ctx, p, err); {
 		case serr != nil:
 			run.fail(serr) // the proposal is still due: the next run tries again
