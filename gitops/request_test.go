@@ -86,7 +86,6 @@ func mustFetch(t *testing.T, w *testWorker) {
 	MustFlush(t, w)
 }
 
-// startedRepo is a remote "pr" whose main holds one commit by alice.
 // headWithA starts a worker with a head branch on a started repository and has it push its first
 // change, the file a; it returns the remote, the worker, the host it delivers to and the head
 // branch's tip.
@@ -100,6 +99,7 @@ func headWithA(t *testing.T) (*testenv.GitServer, *testWorker, *hostDouble, stri
 	return srv, w, host, mustRef(t, srv, "pr", testHead)
 }
 
+// startedRepo is a remote "pr" whose main holds one commit by alice.
 func startedRepo(t *testing.T) (*testenv.GitServer, string) {
 	t.Helper()
 	srv := MustGitServer(t)
