@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // fastYAML writes the canonical YAML of obj directly, for the common shapes of Kubernetes objects,
@@ -15,8 +16,19 @@ import (
 // yaml.v3's analysis or fit a literal block; for anything else (a string that needs quotes, a
 // fraction, a very long key, deep nesting) it reports false and YAML takes yaml.v3's path.
 // TestFastYAMLIsByteIdentical holds the two paths together.
+//
+// The document is written into a reused buffer and returned as an exact-size copy: the mirror
+// holds many of them while they wait for a commit, and a buffer grown by doubling would hold up
+// to twice the bytes.
 func fastYAML(obj map[string]any) ([]byte, bool) {
-	w := fastWriter{buf: bytes.NewBuffer(make([]byte, 0, 1536))}
+	buf := scratch.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxScratch {
+			buf.Reset()
+			scratch.Put(buf)
+		}
+	}()
+	w := fastWriter{buf: buf}
 	keys := make([]string, 0, len(obj))
 	for _, k := range leadingKeys {
 		if _, ok := obj[k]; ok {
@@ -33,8 +45,13 @@ func fastYAML(obj map[string]any) ([]byte, bool) {
 	if !w.mapping(obj, keys, 0, 1) {
 		return nil, false
 	}
-	return w.buf.Bytes(), true
+	return bytes.Clone(w.buf.Bytes()), true
 }
+
+// scratch holds the buffers fastYAML writes into; one past maxScratch is left to the collector.
+var scratch = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 4096)) }}
+
+const maxScratch = 1 << 20
 
 // fastMaxLevel keeps the fast path well away from flowDepth.
 const fastMaxLevel = flowDepth / 2

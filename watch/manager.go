@@ -110,6 +110,7 @@ type Manager struct {
 	opts       Options
 	dyn        dynamic.Interface
 	api        rest.Interface // of discovery
+	streams    rest.Interface // of the watchers' lists and watches (streamClient)
 	reporter   *reporter
 	trigger    chan struct{}
 	informers  map[schema.GroupVersionResource]cache.SharedIndexInformer
@@ -157,8 +158,12 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	streams, err := streamClient(cfg)
+	if err != nil {
+		return nil, err
+	}
 	return &Manager{
-		opts: opts, dyn: dyn, api: api,
+		opts: opts, dyn: dyn, api: api, streams: streams,
 		reporter:  &reporter{dyn: dyn, recorder: controller.NewEvents(dyn, opts.Log)},
 		trigger:   make(chan struct{}, 1),
 		watchers:  map[string]*running{},

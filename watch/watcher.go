@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -12,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -60,7 +60,8 @@ type target struct {
 type watcher struct {
 	sel      Selection
 	targets  []target
-	client   dynamic.ResourceInterface
+	client   dynamic.ResourceInterface // for a Get
+	stream   collection                // lists and watches
 	authors  Authors
 	sealer   Sealer // set for a Secrets watcher
 	metrics  *metrics.Mirror
@@ -73,10 +74,9 @@ type watcher struct {
 	hashes    map[string]uint64 // namespace/name → hash of the canonical JSON last sent
 }
 
-// listPageSize is the objects a list reads per request. Every object of a page is decoded at
-// once, so the page bounds the mirror's peak memory during a seed: 250 keeps a 2,000-object
-// seed 1–2 MiB below client-go's 500, for twice the requests.
-const listPageSize = 250
+// listPageSize is the objects a list reads per request, as client-go's lists do. The page does
+// not bound memory: its objects are decoded and written one at a time as they arrive.
+const listPageSize = 500
 
 var errGone = errors.New("resource version expired")
 
@@ -130,17 +130,12 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 	hashes := map[string]uint64{}
 	w.skipped.resetGenerated()
 	w.forgetUnselected()
-	opts := metav1.ListOptions{Limit: listPageSize, LabelSelector: w.selection.labelSelector}
+	opts := listOptions{limit: listPageSize, labelSelector: w.selection.labelSelector}
 	for {
-		page, err := w.client.List(ctx, opts)
-		if err != nil {
-			return "", fmt.Errorf("list %s: %w", w.sel.GVR, err)
-		}
-		for i := range page.Items {
-			obj := &page.Items[i]
+		rv, next, err := w.stream.list(ctx, opts, func(obj *unstructured.Unstructured) error {
 			paths, h, err := w.write(obj, "", 0)
 			if err != nil {
-				return "", err
+				return err
 			}
 			hashes[key(obj)] = h
 			for t, p := range paths {
@@ -148,12 +143,16 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 					live[t][p] = struct{}{}
 				}
 			}
+			return nil
+		})
+		if err != nil {
+			return "", fmt.Errorf("list %s: %w", w.sel.GVR, err)
 		}
-		if page.GetContinue() == "" {
+		if next == "" {
 			w.hashes = hashes
-			return page.GetResourceVersion(), w.syncOrphans(live)
+			return rv, w.syncOrphans(live)
 		}
-		opts.Continue = page.GetContinue()
+		opts.continueToken = next
 	}
 }
 
@@ -171,35 +170,33 @@ func (w *watcher) syncOrphans(live []map[string]struct{}) error {
 
 // watch follows changes from rv until the watch ends, and returns the last resourceVersion seen.
 func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
-	timeout := int64(300 + rand.IntN(300)) // spread re-watches of many resources over time
-	stream, err := w.client.Watch(ctx, metav1.ListOptions{
-		ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &timeout, LabelSelector: w.selection.labelSelector,
-	})
+	timeout := time.Duration(300+rand.IntN(300)) * time.Second // spread re-watches of many resources over time
+	// A watch the apiserver does not end in time (a connection gone quiet) is ended here.
+	ctx, cancel := context.WithTimeout(ctx, timeout+time.Minute)
+	defer cancel()
+	stream, err := w.stream.watch(ctx, listOptions{resourceVersion: rv, timeout: timeout, labelSelector: w.selection.labelSelector})
 	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 		return "", errGone
 	}
 	if err != nil {
 		return rv, fmt.Errorf("watch %s: %w", w.sel.GVR, err)
 	}
-	defer stream.Stop()
-	for ev := range stream.ResultChan() {
-		if ev.Type == watch.Error {
-			status := apierrors.FromObject(ev.Object)
-			if apierrors.IsResourceExpired(status) || apierrors.IsGone(status) {
-				return "", errGone
-			}
-			return rv, fmt.Errorf("watch %s: %w", w.sel.GVR, status)
-		}
-		obj, ok := ev.Object.(*unstructured.Unstructured)
-		if !ok {
-			continue
+	defer func() { _ = stream.Close() }()
+	for {
+		typ, obj, err := stream.next()
+		switch {
+		case errors.Is(err, io.EOF):
+			return rv, nil
+		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+			return "", errGone
+		case err != nil:
+			return rv, fmt.Errorf("watch %s: %w", w.sel.GVR, err)
 		}
 		rv = obj.GetResourceVersion()
-		if err := w.handle(ctx, ev.Type, obj); err != nil {
+		if err := w.handle(ctx, typ, obj); err != nil {
 			return rv, err
 		}
 	}
-	return rv, nil
 }
 
 func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstructured.Unstructured) error {
