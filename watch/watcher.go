@@ -71,7 +71,7 @@ type watcher struct {
 
 	selection watcherSelection
 	seed      maphash.Seed
-	hashes    map[string]uint64 // namespace/name → hash of the canonical JSON last sent
+	hashes    map[string]uint64 // namespace/name → hash of the canonical YAML last sent
 }
 
 // listPageSize is the objects a list reads per request, as client-go's lists do. The page does
@@ -246,26 +246,17 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 	for i, t := range w.targets {
 		paths[i] = w.path(t, obj)
 	}
+	// The canonical YAML is both the file and what tells a change from a status-only update.
 	clean := sanitize.Object(obj.Object)
-	// The canonical JSON tells a change from a status-only update for a tenth of the YAML's cost,
-	// and is what Authors key on; only a change is rendered as YAML.
-	canon, err := sanitize.JSON(clean)
+	content, fits, err := fileContent(clean)
 	if err != nil {
 		w.log.Error("render object; skipped", "object", w.describe(obj), "err", err)
 		return paths, skip, nil // its file, if any, stays
 	}
-	h := maphash.Bytes(w.seed, canon)
-	var content []byte
-	if h != skip {
-		var fits bool
-		if content, fits, err = fileContent(clean); err != nil {
-			w.log.Error("render object; skipped", "object", w.describe(obj), "err", err)
-			return paths, skip, nil // its file, if any, stays
-		}
-		if !fits {
-			w.tooLarge(obj, len(content))
-			return paths, h, nil // its file, if any, stays as it was
-		}
+	h := maphash.Bytes(w.seed, content)
+	if !fits && h != skip {
+		w.tooLarge(obj, len(content))
+		return paths, h, nil // its file, if any, stays as it was
 	}
 	// Who made the change is asked only once a target takes it: a record taken is gone, and
 	// another watcher of the object (a rule whose labels select it) may need it.
@@ -278,6 +269,15 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 			return
 		}
 		asked = true
+		managers = newestManagers(obj)
+		if _, off := w.authors.(noAuthors); off {
+			return
+		}
+		// Authors key on the canonical JSON, as the admission webhook saw the object.
+		canon, err := sanitize.JSON(clean)
+		if err != nil {
+			return // credited to the bot
+		}
 		var known bool
 		credit, known = w.authors.Author(opName, w.groupKind(), obj.GetNamespace(), obj.GetName(), canon)
 		if !known && opName == "CREATE" && w.selection.server != nil { // it may have been relabelled into the selector
@@ -286,7 +286,6 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 		if known {
 			user = credit.Author.Name
 		}
-		managers = newestManagers(obj)
 	}
 	gen := generated(w.sel, obj)
 	for i, t := range w.targets {
