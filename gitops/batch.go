@@ -13,6 +13,12 @@ const (
 	maxPendingBytes = 64 << 20
 )
 
+// pendingBound is a number of pending intents and bytes of their content.
+type pendingBound struct {
+	items int
+	bytes int64
+}
+
 // batch collects intents until one of the limits says it is time to commit.
 type batch struct {
 	items             []item
@@ -62,9 +68,10 @@ func (b *batch) take(bot Signature) []run {
 		if n := len(runs); n > 0 && it.release == nil && runs[n-1].items[0].release == nil &&
 			runs[n-1].author == author && slices.Equal(runs[n-1].trailers, trailers) {
 			runs[n-1].items = append(runs[n-1].items, it)
+			runs[n-1].bytes += int64(len(it.change.Content))
 			continue
 		}
-		runs = append(runs, run{author: author, trailers: trailers, items: []item{it}})
+		runs = append(runs, run{author: author, trailers: trailers, items: []item{it}, bytes: int64(len(it.change.Content))})
 	}
 	*b = batch{}
 	return runs
@@ -79,7 +86,7 @@ func joinBotRuns(runs []run, bot Signature) []run {
 	var out []run
 	for _, r := range runs {
 		if n := len(out); n > 0 && botRun(out[n-1]) && botRun(r) {
-			out[n-1] = run{author: bot, items: slices.Concat(out[n-1].items, r.items)}
+			out[n-1] = run{author: bot, items: slices.Concat(out[n-1].items, r.items), bytes: out[n-1].bytes + r.bytes}
 			continue
 		}
 		out = append(out, r)
@@ -87,13 +94,12 @@ func joinBotRuns(runs []run, bot Signature) []run {
 	return out
 }
 
-// pendingSize counts the changes and content bytes of runs.
+// pendingSize counts the changes and content bytes of runs. It reads each run's totals, not its
+// items: the worker asks at every batch, and a seed that outruns the remote has many pending.
 func pendingSize(runs []run) (items int, bytes int64) {
 	for _, r := range runs {
 		items += len(r.items)
-		for _, it := range r.items {
-			bytes += int64(len(it.change.Content))
-		}
+		bytes += r.bytes
 	}
 	return items, bytes
 }
@@ -118,7 +124,12 @@ func coalesce(runs []run, bot Signature) []run {
 		}
 	}
 	items := make([]item, 0, len(m.syncs)+len(m.changes))
-	return []run{{author: bot, items: append(append(items, m.syncs...), m.changes...), merged: m}}
+	items = append(append(items, m.syncs...), m.changes...)
+	var bytes int64
+	for _, it := range m.changes {
+		bytes += int64(len(it.change.Content))
+	}
+	return []run{{author: bot, items: items, bytes: bytes, merged: m}}
 }
 
 // merged is what coalesce made of the items it merged so far.

@@ -25,6 +25,7 @@ type run struct {
 	author   Signature
 	trailers [][2]string // after the identity's
 	items    []item
+	bytes    int64   // of the items' content, for pendingSize
 	merged   *merged // on a run coalesce returned: what it merged, for the next coalesce
 }
 

@@ -23,6 +23,8 @@ type inbox struct {
 	limit    int // coalesce when items exceed it; grows with what coalescing cannot shrink
 	closed   bool
 	wake     chan struct{} // one token: "there is something to take"
+	taken    chan struct{} // closed (and replaced) at each take, for pace
+	stuck    bool          // a pace gave up waiting; no pace waits again until the next take
 }
 
 // control is a request other than a file change: flush, fetch now, new credentials, or a
@@ -37,7 +39,7 @@ type control struct {
 type authUpdate struct{ auth transport.AuthMethod }
 
 func newInbox() *inbox {
-	return &inbox{limit: maxInboxItems, wake: make(chan struct{}, 1)}
+	return &inbox{limit: maxInboxItems, wake: make(chan struct{}, 1), taken: make(chan struct{})}
 }
 
 // put adds an intent; ok is false when the worker has stopped, coalesced true when the bound
@@ -87,7 +89,39 @@ func (in *inbox) take() ([]item, []control) {
 	items, controls := in.items, in.controls
 	in.items, in.controls = nil, nil
 	in.limit = maxInboxItems
+	close(in.taken)
+	in.taken, in.stuck = make(chan struct{}), false
 	return items, controls
+}
+
+// paceItems is how many intents may wait before pace holds up their producer: about 13 MiB of
+// files of 1 KiB, and few enough takes in a list of 100,000 that committing each (a new tree of
+// the whole folder) costs little.
+const paceItems = 10000
+
+// pace blocks while more than paceItems intents wait, until the worker takes them. A take
+// that does not come within patience means the worker is busy with a slow or dead remote: pace
+// then stops waiting, for every caller, until the worker takes again.
+func (in *inbox) pace(ctx context.Context, patience time.Duration) {
+	in.mu.Lock()
+	if len(in.items) <= paceItems || in.closed || in.stuck {
+		in.mu.Unlock()
+		return
+	}
+	taken := in.taken
+	in.mu.Unlock()
+	timer := time.NewTimer(patience)
+	defer timer.Stop()
+	select {
+	case <-taken:
+	case <-ctx.Done():
+	case <-timer.C:
+		in.mu.Lock()
+		if in.taken == taken {
+			in.stuck = true
+		}
+		in.mu.Unlock()
+	}
 }
 
 // close refuses further puts and returns what is left.

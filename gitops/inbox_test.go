@@ -104,3 +104,59 @@ func TestQuietPeriodAdaptsToTheGapBetweenChanges(t *testing.T) {
 		})
 	}
 }
+
+// TestPaceHoldsAListUntilTheWorkerTakes: past paceItems waiting, pace holds its caller until the
+// worker takes the inbox; a worker that takes nothing within the patience holds it only once,
+// until it takes again; and a small inbox never holds anyone.
+func TestPaceHoldsAListUntilTheWorkerTakes(t *testing.T) {
+	in := newInbox()
+	fill := func() {
+		for i := range paceItems + 1 {
+			in.put(item{change: Change{Path: cmPath(fmt.Sprintf("cm-%05d", i)), Content: []byte("x")}}, testBot)
+		}
+	}
+	paced := func(patience time.Duration) chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			in.pace(t.Context(), patience)
+		}()
+		return done
+	}
+	returns := func(what string, done chan struct{}) {
+		t.Helper()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("pace did not return %s", what)
+		}
+	}
+
+	in.put(item{change: Change{Path: cmPath("one"), Content: []byte("x")}}, testBot)
+	returns("with one change waiting", paced(time.Hour))
+	in.take()
+
+	fill()
+	done := paced(time.Hour)
+	select {
+	case <-done:
+		t.Fatalf("pace returned with %d changes waiting and no take", paceItems+1)
+	case <-time.After(200 * time.Millisecond): // still held, as it must be until the take
+	}
+	in.take()
+	returns("after the take", done)
+
+	fill()
+	returns("after its patience", paced(10*time.Millisecond))
+	returns("for a worker that has not taken since (it is stuck)", paced(time.Hour))
+	in.take()
+	fill()
+	done = paced(time.Hour)
+	select {
+	case <-done:
+		t.Fatal("pace did not hold its caller again once the stuck worker took")
+	case <-time.After(200 * time.Millisecond):
+	}
+	in.take()
+	returns("after the second take", done)
+}

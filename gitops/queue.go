@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 )
@@ -29,6 +30,17 @@ func (w *Worker) Sync(s Sync) error {
 	}
 	return w.put(item{sync: &s})
 }
+
+// pacePatience is how long Pace waits for the worker to take its inbox before it takes the
+// worker for stuck on its remote and stops pacing, until the worker takes again.
+const pacePatience = 5 * time.Second
+
+// Pace blocks a caller that enqueues many changes at once (the list of a resource) while more than
+// a few thousand wait, until the worker takes them, so that what waits for a commit is bounded by
+// what the worker keeps up with, not by the number of objects listed. It never blocks for long: a
+// worker that takes nothing for pacePatience is busy with a slow or dead remote, and Pace stops
+// waiting for it until it takes again. Watch events are never paced.
+func (w *Worker) Pace(ctx context.Context) { w.in.pace(ctx, pacePatience) }
 
 func (w *Worker) put(it item) error {
 	ok, coalesced := w.in.put(it, w.identity.Bot)

@@ -53,8 +53,9 @@ type Worker struct {
 	base        plumbing.Hash // the remote tip our commits start from
 	needFetch   bool
 	batch       batch
-	lastArrival time.Time // of the latest change, for the adaptive quiet period
-	pending     []run     // committed intents not yet accepted by the remote
+	lastArrival time.Time    // of the latest change, for the adaptive quiet period
+	pending     []run        // committed intents not yet accepted by the remote
+	coalesceAt  pendingBound // pending past this is coalesced
 	built       build
 	waiters     []chan error
 	batchTimer  *time.Timer
@@ -272,14 +273,21 @@ func (w *Worker) onBatchDeadline() {
 func (w *Worker) flushBatch() {
 	w.batchTimer.Stop()
 	if !w.batch.empty() {
+		if len(w.pending) == 0 {
+			w.coalesceAt = pendingBound{maxPendingItems, maxPendingBytes}
+		}
 		w.pending = append(w.pending, w.batch.take(w.identity.Bot)...)
-		if n, b := pendingSize(w.pending); n > maxPendingItems || b > maxPendingBytes {
+		if n, b := pendingSize(w.pending); n > w.coalesceAt.items || b > w.coalesceAt.bytes {
 			lost := creditsAt(w.pending, w.identity.Bot)
 			w.pending = coalesce(w.pending, w.identity.Bot)
 			w.built.valid = false
 			if lost {
 				w.noteCoalesced("unpushed")
 			}
+			// What coalescing could not shrink (a seed writes each path once) is merged again only
+			// once it doubled, so that a seed that outruns the remote is not copied at every batch.
+			n, b = pendingSize(w.pending)
+			w.coalesceAt = pendingBound{max(maxPendingItems, 2*n), max(maxPendingBytes, 2*b)}
 		}
 	}
 	w.pushWanted = true

@@ -137,6 +137,7 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 			if err != nil {
 				return err
 			}
+			w.pace(ctx)
 			hashes[key(obj)] = h
 			for t, p := range paths {
 				if p != "" {
@@ -153,6 +154,19 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 			return rv, w.syncOrphans(live)
 		}
 		opts.continueToken = next
+	}
+}
+
+// paced is a sink that can hold up a list while its backlog is large (gitops.Worker.Pace).
+type paced interface{ Pace(ctx context.Context) }
+
+// pace waits for the sinks that keep a list from running far ahead of their commits: a list
+// writes faster than a Git worker commits, and what waits for a commit is held in memory.
+func (w *watcher) pace(ctx context.Context) {
+	for _, t := range w.targets {
+		if p, ok := t.sink.(paced); ok {
+			p.Pace(ctx)
+		}
 	}
 }
 
