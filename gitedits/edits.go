@@ -31,8 +31,9 @@ var (
 	ErrTooLarge = errors.New("file too large")
 )
 
-// DefaultMaxCommits bounds the walk of Edits when Query.MaxCommits is not set.
-const DefaultMaxCommits = 10000
+// DefaultMaxCommits bounds the walk of Edits when Query.MaxCommits is not set: the commits a
+// worker's clone keeps, so that a walk within the bound never meets the clone's boundary.
+const DefaultMaxCommits = gitops.KeptCommits
 
 // Query asks which files under Folder commits not written by the daemon changed since a
 // revision.
@@ -241,7 +242,13 @@ func readFile(r gitops.Reader, commit, path string) ([]byte, error) {
 		return nil, fmt.Errorf("read %s at %q: %w", path, commit, ErrUnknownRevision)
 	}
 	if !has(r, h) {
-		return nil, fmt.Errorf("read %s at %s: %w", path, commit, ErrUnknownRevision)
+		// Older than the history the clone keeps, or not a commit of the branch at all.
+		if err := r.Deepen(); err != nil {
+			return nil, fmt.Errorf("read %s at %s: %w", path, commit, err)
+		}
+		if !has(r, h) {
+			return nil, fmt.Errorf("read %s at %s: %w", path, commit, ErrUnknownRevision)
+		}
 	}
 	root, err := commitTree(r, h)
 	if err != nil {

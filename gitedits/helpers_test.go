@@ -85,10 +85,10 @@ func StartWorker(tb testing.TB, url string) *testWorker {
 	return startWorkerWith(tb, url, gitops.BatchLimits{})
 }
 
-// startWorkerWith is StartWorker with the given batch limits.
-func startWorkerWith(tb testing.TB, url string, limits gitops.BatchLimits) *testWorker {
+// startWorkerWith is StartWorker with the given batch limits, and whatever opts change.
+func startWorkerWith(tb testing.TB, url string, limits gitops.BatchLimits, opts ...func(*gitops.WorkerConfig)) *testWorker {
 	tb.Helper()
-	w := gitops.NewWorker(gitops.WorkerConfig{
+	cfg := gitops.WorkerConfig{
 		Remote:  gitops.Remote{URL: url, Branch: "main", Auth: &http.BasicAuth{Username: "user", Password: "pass"}},
 		WorkDir: tb.TempDir(),
 		Limits:  limits,
@@ -96,7 +96,11 @@ func startWorkerWith(tb testing.TB, url string, limits gitops.BatchLimits) *test
 			{"X-ConfigButler-ClusterUID", "uid-1"}, {"X-ConfigButler-InstanceID", "pod-0"},
 		}},
 		Log: slog.New(slog.DiscardHandler),
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	w := gitops.NewWorker(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- w.Run(ctx) }()

@@ -141,6 +141,9 @@ func (h *history) load(hash plumbing.Hash) (*commitNode, error) {
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: %w", hash, err)
 	}
+	if h.r.Shallow(hash) { // the clone keeps no older history: the walk ends here
+		n.parents = nil
+	}
 	n.hash = hash
 	h.seq++
 	n.seq = h.seq

@@ -161,6 +161,11 @@ type WorkerConfig struct {
 	// RequestPoll is how often a worker with a head branch looks at the remote when nothing else
 	// makes it; 0 is DefaultRequestPoll.
 	RequestPoll time.Duration
+	// KeepCommits is how many commits of history the clone keeps (0 is KeptCommits), and
+	// RenewFloor the size in bytes below which it is never renewed (0 is 256 MiB): see
+	// KeptCommits. Tests and benchmarks make them small.
+	KeepCommits int
+	RenewFloor  int64
 }
 
 // Fence says whether this replica may push now, and until when: a replica that lost its lease

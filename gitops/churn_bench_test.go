@@ -1,8 +1,8 @@
 package gitops
 
 import (
+	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -38,7 +38,7 @@ func churnBytes(b *testing.B, n int, repo string) {
 		MustEnqueue(b, w, Change{Path: cmPath(name(i)), Content: configMap(name(i), "0", 512)})
 	}
 	MustFlush(b, w)
-	cloneBefore, pushedBefore, gcBefore := dirSize(b, clone), srv.PushedBytes(), gcSize(b, remote)
+	cloneBefore, pushedBefore, gcBefore := mustDirSize(b, clone), srv.PushedBytes(), gcSize(b, remote)
 	var times []time.Duration
 	cpu0 := cpuTime()
 	for r := 1; r <= rounds; r++ {
@@ -52,7 +52,7 @@ func churnBytes(b *testing.B, n int, repo string) {
 	}
 	cpu := cpuTime() - cpu0
 	_ = w.stop()
-	grew, pushed, gc := dirSize(b, clone)-cloneBefore, srv.PushedBytes()-pushedBefore, gcSize(b, remote)-gcBefore
+	grew, pushed, gc := mustDirSize(b, clone)-cloneBefore, srv.PushedBytes()-pushedBefore, gcSize(b, remote)-gcBefore
 	slices.Sort(times)
 	fmt.Printf("gitops: churn in a folder of %d, 30 commits of 50 files: per commit the clone grew %.1f KiB, %.1f KiB were pushed, git needs %.1f KiB; a round took %.0f ms (median), worker CPU %.1f ms (%s)\n",
 		n, float64(grew)/rounds/1024, float64(pushed)/rounds/1024, float64(gc)/rounds/1024,
@@ -66,18 +66,10 @@ var beforeChurn = map[int]string{
 	100000: "before: clone 2515.3 KiB, pushed 2514.0 KiB, git 78.6 KiB; 559 ms, CPU 103.2 ms",
 }
 
-// dirSize is the bytes of the files below dir.
-func dirSize(tb testing.TB, dir string) int64 {
+// mustDirSize is dirSize or the end of the test.
+func mustDirSize(tb testing.TB, dir string) int64 {
 	tb.Helper()
-	var n int64
-	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		fi, err := d.Info()
-		n += fi.Size()
-		return err
-	})
+	n, err := dirSize(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -95,7 +87,7 @@ func gcSize(tb testing.TB, dir string) int64 {
 	}
 	mustGit(tb, "--git-dir="+cp, "repack", "-a", "-d", "-f", "-q")
 	mustGit(tb, "--git-dir="+cp, "prune", "--expire=now")
-	return dirSize(tb, filepath.Join(cp, "objects"))
+	return mustDirSize(tb, filepath.Join(cp, "objects"))
 }
 
 func mustGit(tb testing.TB, args ...string) {
@@ -105,43 +97,74 @@ func mustGit(tb testing.TB, args ...string) {
 	}
 }
 
-// BenchmarkCloneOverTime is the clone's size as commits pile up: a folder of 2,000 ConfigMaps,
-// then 1,000 commits of 50 written, with the clone's size printed every 250. A week at one
-// commit every 2.5 s is 241,920 commits; the last line extrapolates to it from the growth per
-// commit. Nothing prunes the clone yet (issue 33): it grows with every commit, by what each
-// commit costs.
+// BenchmarkCloneOverTime is a week of churn, compressed: the clone's size as commits pile up in a
+// folder of 2,000 ConfigMaps, 1,000 commits of 50 written. A week at one commit every 2.5 s is
+// 241,920 commits, and the clone keeps the newest 10,000 (KeptCommits) once it passed 256 MiB
+// (renewFloor); here both are scaled down a hundredfold (100 commits, 2.5 MiB), so that the
+// thousand commits renew the clone as a week would. It prints the size every 100 commits, the
+// largest in the second half against the first (levelled off: about the same), and what the
+// clone would grow to in a week without renewals.
 func BenchmarkCloneOverTime(b *testing.B) {
-	const files, commits, perCommit, every = 2000, 1000, 50, 250
+	const files, commits, perCommit, every = 2000, 1000, 50, 100
 	for round := range b.N {
 		srv := MustGitServer(b)
 		url := MustRepo(b, srv, fmt.Sprint("week-", round))
-		workDir := b.TempDir()
-		clone := filepath.Join(workDir, WorkerKey(url, "main"))
-		w := StartWorker(b, url, workDir, BatchLimits{}, func(c *WorkerConfig) { c.Log = nil })
+		w := StartWorker(b, url, "", BatchLimits{}, func(c *WorkerConfig) {
+			c.Log, c.KeepCommits, c.RenewFloor = nil, KeptCommits/100, renewFloor/100
+		})
 		name := func(i int) string { return fmt.Sprintf("cm-%06d", i) }
 		for i := range files {
 			MustEnqueue(b, w, Change{Path: cmPath(name(i)), Content: configMap(name(i), "0", 512)})
 		}
 		MustFlush(b, w)
-		seeded := dirSize(b, clone)
+		seeded := cloneSize(b, w)
 		sizes := []string{fmt.Sprintf("seed %.1f MiB", float64(seeded)/(1<<20))}
+		var firstHalf, secondHalf, grown int64
 		for c := 1; c <= commits; c++ {
 			for k := range perCommit {
 				i := (c*perCommit*7 + k*97) % files
 				MustEnqueue(b, w, Change{Path: cmPath(name(i)), Content: configMap(name(i), fmt.Sprint(c), 512)})
 			}
+			before := cloneSize(b, w)
 			MustFlush(b, w)
+			size := cloneSize(b, w)
+			if size > before { // a renewal swapped in between shrinks it
+				grown += size - before
+			}
+			if c <= commits/2 {
+				firstHalf = max(firstHalf, size)
+			} else {
+				secondHalf = max(secondHalf, size)
+			}
 			if c%every == 0 {
-				sizes = append(sizes, fmt.Sprintf("%d: %.1f MiB", c, float64(dirSize(b, clone))/(1<<20)))
+				sizes = append(sizes, fmt.Sprintf("%d: %.1f", c, float64(size)/(1<<20)))
 			}
 		}
 		_ = w.stop()
-		perCommitBytes := float64(dirSize(b, clone)-seeded) / commits
-		fmt.Printf("gitops: the clone over %d commits of %d files in a folder of %d: %s; %.1f KiB a commit, %.1f GiB over a week at one commit every 2.5 s (%s)\n",
-			commits, perCommit, files, strings.Join(sizes, ", "), perCommitBytes/1024, perCommitBytes*241920/(1<<30), beforeCloneOverTime)
+		fmt.Printf("gitops: the clone over a week compressed, %d commits of %d files in a folder of %d, keeping %d commits past %.1f MiB: %s MiB; "+
+			"largest %.1f MiB in the first half, %.1f MiB in the second; without renewals %.1f KiB a commit, %.1f GiB a week (%s)\n",
+			commits, perCommit, files, KeptCommits/100, float64(renewFloor/100)/(1<<20), strings.Join(sizes, ", "),
+			float64(firstHalf)/(1<<20), float64(secondHalf)/(1<<20), float64(grown)/commits/1024, float64(grown)/commits*241920/(1<<30), beforeCloneOverTime)
 	}
 }
 
-// beforeCloneOverTime is what BenchmarkCloneOverTime printed on ffd97b7 (the benchmark copied
-// in), on the same machine.
-const beforeCloneOverTime = "before: 250: 14.4 MiB, 500: 28.4 MiB, 750: 42.4 MiB, 1000: 56.4 MiB; 57.4 KiB a commit, 13.2 GiB a week"
+// cloneSize is the size of w's clone, measured on the worker's goroutine: a renewal swaps the
+// directory on it.
+func cloneSize(tb testing.TB, w *testWorker) int64 {
+	tb.Helper()
+	var n int64
+	err := w.Read(context.Background(), func(Reader) error {
+		var err error
+		n, err = dirSize(w.dir)
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// beforeCloneOverTime is what BenchmarkCloneOverTime printed before issue 33 (ffd97b7, the
+// benchmark copied in) and after its deltas (d266646), on the same machine.
+const beforeCloneOverTime = "before the deltas: 250: 14.4 MiB, 500: 28.4 MiB, 750: 42.4 MiB, 1000: 56.4 MiB; 57.4 KiB a commit, 13.2 GiB a week; " +
+	"with the deltas, before the renewals: 250: 2.6 MiB, 500: 4.9 MiB, 750: 7.2 MiB, 1000: 9.5 MiB, 9.4 KiB a commit, 2.2 GiB a week"

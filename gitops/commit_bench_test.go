@@ -12,7 +12,7 @@ import (
 func offlineWorker(tb testing.TB) *Worker {
 	tb.Helper()
 	w := NewWorker(WorkerConfig{Remote: Remote{URL: "http://example.invalid/r.git", Branch: "main"}, WorkDir: tb.TempDir()})
-	rp, err := openRepo(w.dir, w.remote, w.log)
+	rp, err := openRepo(w.dir, w.remote, w.renew.keep, w.log)
 	if err != nil {
 		tb.Fatal(err)
 	}

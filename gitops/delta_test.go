@@ -116,7 +116,7 @@ func TestChurnCostsWhatChanged(t *testing.T) {
 	}
 	MustFlush(t, w)
 	commits := len(mustLog(t, srv, "churn"))
-	cloneBefore, pushedBefore, gcBefore := dirSize(t, clone), srv.PushedBytes(), gcSize(t, remote)
+	cloneBefore, pushedBefore, gcBefore := mustDirSize(t, clone), srv.PushedBytes(), gcSize(t, remote)
 	for r := 1; r <= rounds; r++ {
 		for k := range perRound {
 			i := (r*perRound + k*37) % files
@@ -127,7 +127,7 @@ func TestChurnCostsWhatChanged(t *testing.T) {
 	if n := len(mustLog(t, srv, "churn")) - commits; n != rounds {
 		t.Fatalf("%d commits, want %d", n, rounds)
 	}
-	grew, pushed, gc := dirSize(t, clone)-cloneBefore, srv.PushedBytes()-pushedBefore, gcSize(t, remote)-gcBefore
+	grew, pushed, gc := mustDirSize(t, clone)-cloneBefore, srv.PushedBytes()-pushedBefore, gcSize(t, remote)-gcBefore
 	t.Logf("per commit: clone %d B, pushed %d B, git gc %d B", grew/rounds, pushed/rounds, gc/rounds)
 	if grew > 2*gc || pushed > 2*gc {
 		t.Fatalf("the clone grew %d bytes and %d were pushed for what git gc stores in %d", grew, pushed, gc)

@@ -47,7 +47,7 @@ func (s *store) readCommit(h plumbing.Hash) (commitInfo, error) {
 		case "tree":
 			_, _ = hex.Decode(c.tree[:], value)
 		case "parent":
-			if c.parent.IsZero() {
+			if c.parent.IsZero() && !s.shallow[h] {
 				_, _ = hex.Decode(c.parent[:], value)
 			}
 		case "author":

@@ -15,8 +15,27 @@ var ErrNoWorker = fmt.Errorf("no git worker for the branch: %w", ErrStopped)
 // valid only inside the function given to Read, which runs on the worker's goroutine: one
 // clone, one goroutine.
 type Reader struct {
-	s *store
-	w *Worker // nil: no worker, nothing pending
+	s   *store
+	w   *Worker         // nil: no worker, nothing pending
+	ctx context.Context // of the worker, for Deepen
+}
+
+// Shallow reports whether commit h is at the boundary of the history the clone keeps (see
+// KeptCommits): its parents are not in the clone, and a walk ends there as at a root commit.
+func (r Reader) Shallow(h plumbing.Hash) bool { return r.s.shallow[h] }
+
+// Deepen fetches the history of the branch that the clone does not keep (see KeptCommits), for
+// a commit older than its boundary; the next renewal of the clone drops it again. Without a
+// worker, or when the clone has all of it, it does nothing.
+func (r Reader) Deepen() error {
+	if r.w == nil || len(r.s.shallow) == 0 {
+		return nil
+	}
+	if err := r.w.repo.deepen(r.ctx); err != nil {
+		return err
+	}
+	r.s.readShallow()
+	return nil
 }
 
 // Commit returns the encoding of commit h (its headers, a blank line, its message).
@@ -95,7 +114,7 @@ func (r Reader) WalkFiles(entries []TreeEntry, prefix []byte, fn func(path []byt
 // may still run: it should watch ctx itself when it reads much).
 func (w *Worker) Read(ctx context.Context, fn func(Reader) error) error {
 	var ferr error
-	if err := w.call(ctx, func(context.Context) { ferr = fn(Reader{s: w.store, w: w}) }); err != nil {
+	if err := w.call(ctx, func(wctx context.Context) { ferr = fn(Reader{s: w.store, w: w, ctx: wctx}) }); err != nil {
 		return err
 	}
 	return ferr

@@ -36,13 +36,19 @@ type repo struct {
 	caps               *capability.List // receive-pack capabilities, once advertised
 	thinFailures       int              // thin packs in a row the remote failed to unpack
 	tail               *tail            // the pack the next push extends; nil: a new one
+	// keep is the commits of history a first fetch brings (see KeptCommits); fresh says the
+	// clone was just created and has not fetched yet.
+	keep  int
+	fresh bool
 }
 
 // openRepo opens the bare clone in dir when it is valid, and otherwise removes it and creates
 // an empty one (filled by the first fetch). It never touches the network.
-func openRepo(dir string, r Remote, log *slog.Logger) (*repo, error) {
+func openRepo(dir string, r Remote, keep int, log *slog.Logger) (*repo, error) {
+	removeStale(dir)
 	rp := &repo{
 		dir:      dir,
+		keep:     keep,
 		url:      r.URL,
 		auth:     r.Auth,
 		branch:   plumbing.NewBranchReferenceName(r.Branch),
@@ -115,7 +121,17 @@ func (r *repo) init() error {
 		return fmt.Errorf("init clone: %w", err)
 	}
 	r.remote = git.NewRemote(r.sto, r.remoteConfig())
+	r.fresh = true
 	return nil
+}
+
+// depth is how deep the next fetch reaches: the commits the clone keeps for its first, all that
+// is new (0) after.
+func (r *repo) depth() int {
+	if r.fresh {
+		return r.keep
+	}
+	return 0
 }
 
 // setAuth replaces the credentials of later fetches and pushes.
@@ -164,9 +180,11 @@ func (r *repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 		RefSpecs:   r.remoteConfig().Fetch,
 		Auth:       r.auth,
 		Tags:       git.NoTags,
+		Depth:      r.depth(),
 	})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+		r.fresh = false
 		return r.tip()
 	case errors.Is(err, transport.ErrEmptyRemoteRepository), errors.Is(err, git.NoMatchingRefSpecError{}):
 		if err := r.sto.RemoveReference(r.tracking); err != nil {
@@ -182,40 +200,4 @@ func (r *repo) close() {
 	if r.sto != nil {
 		_ = r.sto.Close()
 	}
-}
-
-// fetchHead brings the target branch and the head branch of a pull request up to date and
-// returns their tips (zero for one the remote does not have). It lists the remote's references
-// first and fetches only what the clone lacks: a head branch may not exist, which a fetch of it
-// would refuse, and when nothing moved the listing is the only request.
-func (r *repo) fetchHead(ctx context.Context) (target, head plumbing.Hash, err error) {
-	refs, err := r.remote.ListContext(ctx, &git.ListOptions{Auth: r.auth})
-	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
-		return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("list %s: %w", r.url, err)
-	}
-	advertised := map[plumbing.ReferenceName]plumbing.Hash{}
-	for _, ref := range refs {
-		advertised[ref.Name()] = ref.Hash()
-	}
-	var specs []config.RefSpec
-	for _, pair := range [2][2]plumbing.ReferenceName{{r.branch, r.tracking}, {r.head, r.headTracking}} {
-		h := advertised[pair[0]]
-		if _, err := r.sto.EncodedObjectSize(h); h.IsZero() || err == nil {
-			if err := r.setRef(pair[1], h); err != nil {
-				return plumbing.ZeroHash, plumbing.ZeroHash, err
-			}
-			continue
-		}
-		specs = append(specs, config.RefSpec("+"+pair[0].String()+":"+pair[1].String()))
-	}
-	if len(specs) > 0 {
-		err := r.remote.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", RefSpecs: specs, Auth: r.auth, Tags: git.NoTags})
-		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-			return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("fetch %s: %w", r.url, err)
-		}
-	}
-	if target, err = r.ref(r.tracking); err == nil {
-		head, err = r.ref(r.headTracking)
-	}
-	return target, head, err
 }

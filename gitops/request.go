@@ -47,7 +47,7 @@ func (w *Worker) pushHead(ctx context.Context) error {
 }
 
 func (w *Worker) pushHeadOnce(ctx context.Context) error {
-	target, head, err := w.repo.fetchHead(ctx)
+	target, head, err := w.repo.fetchRefs(ctx)
 	if err != nil {
 		w.needFetch = true
 		return err

@@ -30,10 +30,26 @@ type store struct {
 	overlay map[plumbing.Hash]rawObject
 	order   []plumbing.Hash // overlay objects in creation order
 	trees   *treeCache
+	// shallow holds the commits at the boundary of a shallow clone, whose parents it lacks: they
+	// read as having none, as in git.
+	shallow map[plumbing.Hash]bool
 }
 
 func newStore(sto *filesystem.Storage) *store {
-	return &store{sto: sto, overlay: map[plumbing.Hash]rawObject{}, trees: newTreeCache(treeCacheBytes)}
+	s := &store{sto: sto, overlay: map[plumbing.Hash]rawObject{}, trees: newTreeCache(treeCacheBytes)}
+	s.readShallow()
+	return s
+}
+
+// readShallow reads the boundary of a shallow clone again (after a deepen).
+func (s *store) readShallow() {
+	s.shallow = nil
+	if hs, err := s.sto.Shallow(); err == nil && len(hs) > 0 {
+		s.shallow = make(map[plumbing.Hash]bool, len(hs))
+		for _, h := range hs {
+			s.shallow[h] = true
+		}
+	}
 }
 
 // treeCacheBytes bounds the parsed trees kept between batches: enough for a folder of 100,000

@@ -69,6 +69,7 @@ type Worker struct {
 	deliverWanted bool          // the request may not describe the head branch yet
 	emptySince    time.Time     // when the target was first seen to hold all of an open request (mergeGrace)
 	headDeletedAt time.Time     // when the worker last deleted its head branch (recreatedWatch)
+	renew         renewal
 
 	mu     sync.Mutex
 	status WorkerStatus
@@ -109,6 +110,7 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		delivery:    cfg.Delivery,
 		ours:        cfg.Ours,
 		requestPoll: cfg.RequestPoll,
+		renew:       newRenewal(cfg.KeepCommits, cfg.RenewFloor),
 		status:      WorkerStatus{URL: redactURL(cfg.Remote.URL), Branch: cfg.Remote.Branch, Head: cfg.Remote.Head},
 	}
 }
@@ -117,13 +119,14 @@ func NewWorker(cfg WorkerConfig) *Worker {
 // and pushes what it holds, bounded by a short deadline, and returns.
 func (w *Worker) Run(ctx context.Context) error {
 	defer close(w.done)
-	rp, err := openRepo(w.dir, w.remote, w.log)
+	rp, err := openRepo(w.dir, w.remote, w.renew.keep, w.log)
 	if err != nil {
 		w.in.close()
 		w.setFailing(err)
 		return err
 	}
 	defer rp.close()
+	defer w.stopRenewal()
 	w.repo, w.store = rp, newStore(rp.sto)
 	if w.base, err = rp.tip(); err != nil {
 		w.in.close()
@@ -157,10 +160,13 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.onBatchDeadline()
 		case <-w.retryTimer.C:
 			w.onRetry(ctx)
+		case err := <-w.renew.done:
+			w.onRenewed(ctx, err)
 		}
 		if w.pushWanted && !w.retrying {
 			w.pushWanted = false
 			w.push(ctx)
+			w.maybeRenew(ctx)
 		}
 		w.report()
 	}
@@ -217,7 +223,7 @@ func (w *Worker) fetchTips(ctx context.Context) (plumbing.Hash, error) {
 	if w.remote.Head == "" {
 		return w.repo.fetch(ctx)
 	}
-	target, head, err := w.repo.fetchHead(ctx)
+	target, head, err := w.repo.fetchRefs(ctx)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
