@@ -82,7 +82,7 @@ func newAttribution(s shared, cfg WebhookConfig, peers func() []string) (*attrib
 	a.handler = webhook.NewAdmissionHandler(a.store, a.watched, m, log, opts...)
 	a.registrar = webhook.NewRegistrar(webhook.RegistrarConfig{
 		Registration: webhook.NewRegistration(webhook.RegistrationConfig{
-			Dynamic: s.dyn, Name: controllerName, URL: cfg.URL,
+			Dynamic: s.dyn, Name: cfg.ServiceName, URL: cfg.URL,
 			ServiceNamespace: s.namespace, ServiceName: cfg.ServiceName, ServicePort: int32(webhookPort(cfg)),
 			Path: webhook.AdmissionPath, CABundle: a.caBundle, TimeoutSeconds: 2,
 		}),
@@ -208,7 +208,7 @@ func (a *attribution) caBundle() []byte {
 // registered is told the outcome of every registration apply.
 func (a *attribution) registered(err error) {
 	if err != nil {
-		a.optional.degraded(metrics.PartAttribution, registrationProblem(err))
+		a.optional.degraded(metrics.PartAttribution, registrationProblem(a.cfg.ServiceName, err))
 		return
 	}
 	a.optional.fine(metrics.PartAttribution)

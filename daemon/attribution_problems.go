@@ -57,10 +57,10 @@ func listenProblem(cfg WebhookConfig, err error) problem {
 	}
 }
 
-func registrationProblem(err error) problem {
+func registrationProblem(name string, err error) problem {
 	p := problem{what: fmt.Sprintf("cannot register the webhook: %v", err)}
 	if apierrors.IsForbidden(err) {
-		p.fix = "grant the daemon apply (create and patch) on validatingwebhookconfigurations named " + controllerName + " (the shipped ClusterRole does)"
+		p.fix = "grant the daemon apply (create and patch) on validatingwebhookconfigurations named " + name + " (the shipped ClusterRole does)"
 	} else {
 		p.fix = "check that the Kubernetes API answers; the daemon retries"
 	}

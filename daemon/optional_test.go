@@ -74,7 +74,7 @@ func TestAttributionProblemsNameTheFix(t *testing.T) {
 			"check that the Kubernetes API answers"},
 		{"no permission on Secrets", secretProblem(ns, apierrors.NewForbidden(secrets, "tls", errors.New("rbac"))),
 			"grant the daemon get, create and update on secrets in the namespace ops"},
-		{"no permission on the registration", registrationProblem(apierrors.NewForbidden(hooks, "gitops-reverser", errors.New("rbac"))),
+		{"no permission on the registration", registrationProblem("gitops-reverser", apierrors.NewForbidden(hooks, "gitops-reverser", errors.New("rbac"))),
 			"grant the daemon apply (create and patch) on validatingwebhookconfigurations named gitops-reverser"},
 		{"outside the cluster without a URL", unreachableProblem(cfg),
 			"set --webhook-url=https://<address the apiserver can reach>:9443"},

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -177,5 +178,30 @@ func TestChartRefusesUnsafeOrInvalidUISettings(t *testing.T) {
 				t.Errorf("err = %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestChartGrantsTheWebhookConfigurationNamedAfterItsService: the daemon names its
+// ValidatingWebhookConfiguration after its webhook Service (--webhook-service-name, the chart's
+// full name), so two installs in one cluster each keep their own; the ClusterRole grants applying
+// that one, and no other.
+func TestChartGrantsTheWebhookConfigurationNamedAfterItsService(t *testing.T) {
+	out := helmTemplate(t, systemNamespace, "--set", "fullnameOverride=team-b-reverser")
+	objs := decodeObjects(t, []byte(out))
+	var dep appsv1.Deployment
+	object(t, objs, "Deployment", "team-b-reverser", &dep)
+	if !slices.Contains(dep.Spec.Template.Spec.Containers[0].Args, "--webhook-service-name=team-b-reverser") {
+		t.Fatalf("the daemon is not told its Service: %v", dep.Spec.Template.Spec.Containers[0].Args)
+	}
+	var role rbacv1.ClusterRole
+	object(t, objs, "ClusterRole", "team-b-reverser", &role)
+	var names []string
+	for _, r := range role.Rules {
+		if slices.Contains(r.Resources, "validatingwebhookconfigurations") {
+			names = append(names, r.ResourceNames...)
+		}
+	}
+	if !slices.Equal(names, []string{"team-b-reverser"}) {
+		t.Errorf("the ClusterRole grants validatingwebhookconfigurations %v, want only team-b-reverser", names)
 	}
 }
