@@ -201,3 +201,43 @@ func (r *repo) close() {
 		_ = r.sto.Close()
 	}
 }
+
+// fetchRefs brings the target branch and the head branch of a pull request (if any) up to date
+// and returns their tips (zero for one the remote does not have). It lists the remote's
+// references first and fetches only what the clone lacks: a head branch may not exist, which a
+// fetch of it would refuse, and when nothing moved the listing is the only request.
+func (r *repo) fetchRefs(ctx context.Context) (target, head plumbing.Hash, err error) {
+	refs, err := r.remote.ListContext(ctx, &git.ListOptions{Auth: r.auth})
+	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("list %s: %w", r.url, err)
+	}
+	advertised := map[plumbing.ReferenceName]plumbing.Hash{}
+	for _, ref := range refs {
+		advertised[ref.Name()] = ref.Hash()
+	}
+	var specs []config.RefSpec
+	for _, pair := range [2][2]plumbing.ReferenceName{{r.branch, r.tracking}, {r.head, r.headTracking}} {
+		if pair[0] == "" {
+			continue
+		}
+		h := advertised[pair[0]]
+		if _, err := r.sto.EncodedObjectSize(h); h.IsZero() || err == nil {
+			if err := r.setRef(pair[1], h); err != nil {
+				return plumbing.ZeroHash, plumbing.ZeroHash, err
+			}
+			continue
+		}
+		specs = append(specs, config.RefSpec("+"+pair[0].String()+":"+pair[1].String()))
+	}
+	if len(specs) > 0 {
+		err := r.remote.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", RefSpecs: specs, Auth: r.auth, Tags: git.NoTags, Depth: r.depth()})
+		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+			return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("fetch %s: %w", r.url, err)
+		}
+	}
+	r.fresh = false
+	if target, err = r.ref(r.tracking); err == nil && r.head != "" {
+		head, err = r.ref(r.headTracking)
+	}
+	return target, head, err
+}

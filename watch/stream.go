@@ -137,8 +137,10 @@ func (r collection) items(dec *jsontext.Decoder, each func(*unstructured.Unstruc
 			return err
 		}
 	}
-	_, err := dec.ReadToken()
-	return err
+	if _, err := dec.ReadToken(); err != nil {
+		return fmt.Errorf("read list: %w", err)
+	}
+	return nil
 }
 
 // eventStream is an open watch: a sequence of {"type": ..., "object": {...}} documents.
@@ -168,7 +170,7 @@ func (s *eventStream) next() (watch.EventType, *unstructured.Unstructured, error
 	}
 	var typ watch.EventType
 	var obj map[string]any
-	doc, err := readObject(s.dec, func(dec *jsontext.Decoder, name string) (any, error) {
+	_, err := readObject(s.dec, func(dec *jsontext.Decoder, name string) (any, error) {
 		switch name {
 		case "type":
 			v, err := readValue(dec, nil)
@@ -185,7 +187,7 @@ func (s *eventStream) next() (watch.EventType, *unstructured.Unstructured, error
 		}
 		return dropped, dec.SkipValue()
 	})
-	if err != nil || doc == nil {
+	if err != nil {
 		return "", nil, fmt.Errorf("read watch event: %w", err)
 	}
 	if obj == nil {
