@@ -49,28 +49,28 @@ func BenchmarkScale(b *testing.B) {
 	}
 }
 
-// The figures of BenchmarkScale before issue 24's work on the Git side: the median of five
-// runs of this benchmark on main at ab976e2, on the same 2-core machine, alternating with runs
-// of the new code (the machine is shared: single runs drift by a third). make bench prints them
-// beside today's.
+// The figures of BenchmarkScale before issue 33's work on reading the cluster (decoding each
+// object once, a list paced by its worker): one run of this benchmark on d266646, alone on the
+// same 2-core machine (single runs drift by a fifth or more). make bench prints them beside
+// today's.
 var (
 	beforeScale = map[int]string{
-		10000:  "before: 3.1 s, 55 MiB, 169 µs per object",
-		50000:  "before: 9.6 s, 162 MiB, 191 µs per object",
-		100000: "before: 25.5 s, 225 MiB, 232 µs per object",
+		10000:  "before: 4.1 s, 51 MiB, 222 µs per object",
+		50000:  "before: 15.5 s, 149 MiB, 236 µs per object",
+		100000: "before: 34.1 s, 162 MiB, 246 µs per object",
 	}
 	beforeRates = map[int]string{
-		1000: "before: 0.5 s behind, 499 µs per update",
-		2000: "before: 0.7 s behind, 346 µs per update",
-		4000: "before: 3,915/s reached, 4.4 s behind, 245 µs per update",
+		1000: "before: 0.3 s behind, 453 µs per update",
+		2000: "before: 0.9 s behind, 311 µs per update",
+		4000: "before: 3,368/s reached, 6.9 s behind, 308 µs per update",
 	}
 )
 
 const (
-	beforeDestinations = "before: 31.0 s, 407 MiB, 217 µs per object"
-	beforeBestRate     = "before: 2000/s in each of 5 runs"
-	beforeAPIRate      = "before: 549/s, 2.0 s behind, 1149 µs per update"
-	beforeLargeRate    = "before: 2.2 s behind, 324 µs per update"
+	beforeDestinations = "before: 47.9 s, 227 MiB, 283 µs per object"
+	beforeBestRate     = "before: 2000/s"
+	beforeAPIRate      = "before: 479/s, 0.3 s behind, 825 µs per update"
+	beforeLargeRate    = "before: 3.7 s behind, 371 µs per update"
 )
 
 // scaleDestinations seeds per ConfigMaps into each of n destinations, every one with its own
