@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -228,4 +229,36 @@ func BenchmarkDecodeList(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestAWatchStreamEndsCleanlyOrWithAnError: the apiserver ending a watch between two events is
+// io.EOF (the watcher resumes from the last resourceVersion), a stream cut in the middle of an
+// event is an error and never an event, and an ERROR event is the apiserver's Status.
+func TestAWatchStreamEndsCleanlyOrWithAnError(t *testing.T) {
+	stream := func(text string) *eventStream {
+		return &eventStream{body: io.NopCloser(strings.NewReader(text)), dec: newDecoder(strings.NewReader(text))}
+	}
+	s := stream(`{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"7"}}}` + "\n" +
+		`{"type":"BOOKMARK","object":{"kind":"ConfigMap","metadata":{"resourceVersion":"9"}}}` + "\n")
+	for _, want := range []string{"ADDED 7", "BOOKMARK 9"} {
+		typ, obj, err := s.next()
+		if err != nil || fmt.Sprint(typ, " ", obj.GetResourceVersion()) != want {
+			t.Fatalf("event: %v %v %v, want %s", typ, obj, err, want)
+		}
+	}
+	if _, _, err := s.next(); !errors.Is(err, io.EOF) {
+		t.Errorf("after the last event: %v, want io.EOF", err)
+	}
+	if typ, obj, err := stream(`{"type":"MODIFIED","object":{"kind":"ConfigMap","metadata":{"na`).next(); err == nil || errors.Is(err, io.EOF) {
+		t.Errorf("a stream cut inside an event: %v %v %v, want an error that is not io.EOF", typ, obj, err)
+	}
+	_, _, err := stream(`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"too old"}}`).next()
+	if !isExpired(err) {
+		t.Errorf("an ERROR event of 410: %v, want the apiserver's Status", err)
+	}
+}
+
+func isExpired(err error) bool {
+	var status interface{ Status() metav1.Status }
+	return errors.As(err, &status) && status.Status().Code == 410 && status.Status().Reason == metav1.StatusReasonExpired
 }
