@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -144,5 +145,46 @@ func TestABoundaryCommitReadsAsARoot(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAPullRequestsCloneIsRenewedToo: a worker that delivers by pull request renews its clone with
+// both branches, the target and its own head, and goes on building the head branch on the target
+// afterwards, never touching the target.
+func TestAPullRequestsCloneIsRenewedToo(t *testing.T) {
+	srv, url := startedRepo(t)
+	for i := range 5 {
+		if _, err := srv.PushCommit("pr", "main", testenvSig("alice"), "edit", map[string]string{"README.md": strconv.Itoa(i) + "\n"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	main := mustRef(t, srv, "pr", "main")
+	host := &hostDouble{}
+	w := startHeadWorker(t, url, host, func(c *WorkerConfig) { c.KeepCommits, c.RenewFloor = 2, 1 })
+	for i := range 4 {
+		MustEnqueue(t, w, Change{Path: cmPath(fmt.Sprintf("cm-%d", i)), Content: configMap("cm", strconv.Itoa(i), 400)})
+		MustFlush(t, w)
+	}
+	renewed(t, w)
+	gitClone(t, w.dir, "rev-parse", "--verify", "refs/remotes/origin/"+testHead)
+	MustEnqueue(t, w, Change{Path: cmPath("after"), Content: configMap("after", "1", 400)})
+	MustFlush(t, w)
+
+	if got := mustRef(t, srv, "pr", "main"); got != main {
+		t.Fatalf("main moved to %s", got)
+	}
+	files, err := srv.Files("pr", testHead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(files); n != 6 || !slices.Contains(files, cmPath("after")) {
+		t.Errorf("the head branch holds %v, want README.md, cm-0 to cm-3 and after", files)
+	}
+	log, err := srv.Log("pr", testHead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) < 6 || log[5].SHA != main {
+		t.Errorf("the head branch is not built on main %s: %+v", main, log)
 	}
 }

@@ -58,11 +58,11 @@ func (h *hostDouble) seen() (calls []string, last Head) {
 const testHead = "gitops-reverser/prod"
 
 // startHeadWorker runs a worker that delivers into main by a request from testHead.
-func startHeadWorker(t *testing.T, url string, host *hostDouble) *testWorker {
-	return StartWorker(t, url, "", BatchLimits{}, func(c *WorkerConfig) {
+func startHeadWorker(t *testing.T, url string, host *hostDouble, opts ...func(*WorkerConfig)) *testWorker {
+	return StartWorker(t, url, "", BatchLimits{}, append([]func(*WorkerConfig){func(c *WorkerConfig) {
 		c.Remote.Head, c.Delivery, c.RequestPoll = testHead, host, 50*time.Millisecond
 		c.Ours = func(msg string) bool { return strings.Contains(msg, testTrailers[0][0]+": "+testTrailers[0][1]) }
-	})
+	}}, opts...)...)
 }
 
 // mustRef is the SHA a branch of a bare repository points at, "" when it has none.
