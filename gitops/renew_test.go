@@ -180,10 +180,7 @@ func TestAPullRequestsCloneIsRenewedToo(t *testing.T) {
 	if n := len(files); n != 6 || !slices.Contains(files, cmPath("after")) {
 		t.Errorf("the head branch holds %v, want README.md, cm-0 to cm-3 and after", files)
 	}
-	log, err := srv.Log("pr", testHead)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := mustHeadLog(t, srv)
 	onMain := slices.IndexFunc(log, func(c testenv.Commit) bool { return c.SHA == main })
 	if onMain < 1 || slices.ContainsFunc(log[:onMain], func(c testenv.Commit) bool { return c.AuthorName != testBot.Name }) {
 		t.Errorf("the head branch is not the worker's commits on main %s: %+v", main, log)

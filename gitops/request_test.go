@@ -65,6 +65,16 @@ func startHeadWorker(t *testing.T, url string, host *hostDouble, opts ...func(*W
 	}}, opts...)...)
 }
 
+// mustHeadLog lists the commits of the head branch of the remote "pr", newest first.
+func mustHeadLog(t *testing.T, srv *testenv.GitServer) []testenv.Commit {
+	t.Helper()
+	log, err := srv.Log("pr", testHead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return log
+}
+
 // mustRef is the SHA a branch of a bare repository points at, "" when it has none.
 func mustRef(t *testing.T, srv *testenv.GitServer, repo, branch string) string {
 	t.Helper()
@@ -144,10 +154,7 @@ func TestChangesGoToTheHeadBranchNeverTheTarget(t *testing.T) {
 	if got := mustRef(t, srv, "pr", "main"); got != main {
 		t.Fatalf("main moved to %s: the worker must never push to its target", got)
 	}
-	log, err := srv.Log("pr", testHead)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := mustHeadLog(t, srv)
 	if len(log) != 3 || log[1].AuthorName != "Bob" || log[0].Parents[0] != log[1].SHA || log[2].SHA != main {
 		t.Fatalf("head branch = %+v, want Bob's commit, then the bot's, on main", log)
 	}
@@ -177,10 +184,7 @@ func TestTheHeadBranchFollowsItsTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustFetch(t, w)
-	log, err := srv.Log("pr", testHead)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := mustHeadLog(t, srv)
 	if log[0].SHA == mine || log[1].SHA != pushed {
 		t.Fatalf("head branch = %+v, want our change rebuilt on %s", log, pushed)
 	}
