@@ -6,7 +6,7 @@
 // Without them (and without client-go's event recorder) the binary went from 56 to 31 MB and the
 // mirror's peak memory from 58 to 43 MiB, for a daemon that reads a handful of kinds. So the daemon links none of them
 // (TestDaemonLinksNoAllGroupsScheme): the kinds it uses are converted from and to unstructured
-// objects here, and RESTClient serves the raw requests of discovery and health checks.
+// objects here, and RESTClient serves the raw requests of health checks.
 package kube
 
 import (
@@ -151,7 +151,7 @@ func Convert[T any](obj any) (*T, error) {
 	return out, nil
 }
 
-// RESTClient is a client for raw requests (discovery, health checks) that knows no kinds.
+// RESTClient is a client for raw requests (health checks) that knows no kinds.
 func RESTClient(cfg *rest.Config) (*rest.RESTClient, error) {
 	c := rest.CopyConfig(cfg)
 	c.NegotiatedSerializer = serializer.NewCodecFactory(runtime.NewScheme()).WithoutConversion()

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// Discovery is read over the raw client (kube.RESTClient), not client-go's discovery client,
+// Discovery is read over the raw client (streamClient), not client-go's discovery client,
 // which links client-go's all-groups scheme and OpenAPI models (see package kube).
 const (
 	// aggregatedAccept asks for aggregated discovery (one answer per /api and /apis), else the

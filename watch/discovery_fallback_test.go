@@ -12,8 +12,6 @@ import (
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-
-	"github.com/configbutler/gitops-reverser/kube"
 )
 
 // TestDiscoverySkipsUnavailableGroupVersions: an apiserver with one unavailable group version
@@ -31,7 +29,7 @@ func TestDiscoverySkipsUnavailableGroupVersions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := httptest.NewServer(fakeDiscovery(aggregated))
 			defer srv.Close()
-			api, err := kube.RESTClient(&rest.Config{Host: srv.URL})
+			api, err := streamClient(&rest.Config{Host: srv.URL})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,15 +4,13 @@ import (
 	"log/slog"
 	"slices"
 	"testing"
-
-	"github.com/configbutler/gitops-reverser/kube"
 )
 
 // TestDiscoveryAggregatedAndLegacyAgree: against the real apiserver, aggregated discovery and the
 // legacy documents give the same resources, with the built-in and our own kinds as they are served.
 func TestDiscoveryAggregatedAndLegacyAgree(t *testing.T) {
 	newEnv(t) // installs the CRDs
-	api, err := kube.RESTClient(cp.AdminConfig())
+	api, err := streamClient(cp.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

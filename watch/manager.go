@@ -23,7 +23,6 @@ import (
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/gitsecrets"
-	"github.com/configbutler/gitops-reverser/kube"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/shard"
 )
@@ -109,8 +108,7 @@ type Sealer interface {
 type Manager struct {
 	opts       Options
 	dyn        dynamic.Interface
-	api        rest.Interface // of discovery
-	streams    rest.Interface // of the watchers' lists and watches (streamClient)
+	api        rest.Interface // raw requests: discovery, and the watchers' lists and watches (streamClient)
 	reporter   *reporter
 	trigger    chan struct{}
 	informers  map[schema.GroupVersionResource]cache.SharedIndexInformer
@@ -154,16 +152,12 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	api, err := kube.RESTClient(cfg)
-	if err != nil {
-		return nil, err
-	}
-	streams, err := streamClient(cfg)
+	api, err := streamClient(cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &Manager{
-		opts: opts, dyn: dyn, api: api, streams: streams,
+		opts: opts, dyn: dyn, api: api,
 		reporter:  &reporter{dyn: dyn, recorder: controller.NewEvents(dyn, opts.Log)},
 		trigger:   make(chan struct{}, 1),
 		watchers:  map[string]*running{},

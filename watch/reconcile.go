@@ -327,7 +327,7 @@ func (m *Manager) startWatcher(ctx context.Context, s *watcherSpec) *running {
 	if s.sel.Namespace != "" {
 		w.client = client.Namespace(s.sel.Namespace)
 	}
-	w.stream = newCollection(m.streams, s.sel.GVR, s.sel.Kind, s.sel.Namespace)
+	w.stream = newCollection(m.api, s.sel.GVR, s.sel.Kind, s.sel.Namespace)
 	w.selecting(m.namespaceLabels)
 	dests := make([]string, len(s.targets))
 	for i, t := range s.targets {

@@ -16,8 +16,9 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// streamClient is a raw client for the lists and watches of the mirror: it asks for JSON only and
-// turns an error answer into the apiserver's Status, as the dynamic client does.
+// streamClient is a raw client for the lists and watches of the mirror, and for discovery: it asks
+// for JSON unless a request says otherwise, and turns an error answer into the apiserver's Status,
+// as the dynamic client does.
 func streamClient(cfg *rest.Config) (rest.Interface, error) {
 	c := dynamic.ConfigFor(cfg)
 	c.AcceptContentTypes = "application/json"
