@@ -202,12 +202,9 @@ func dirSize(dir string) (int64, error) {
 	return n, nil
 }
 
-// deepen fetches the history of the branch the shallow clone lacks, and records that it has all
-// of it now.
+// deepen fetches the history of the branch a shallow clone lacks (Reader.Deepen asks only of
+// one), and records that it has all of it now.
 func (r *repo) deepen(ctx context.Context) error {
-	if !r.shallow() {
-		return nil
-	}
 	err := r.remote.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", RefSpecs: r.remoteConfig().Fetch, Auth: r.auth, Tags: git.NoTags, Depth: wholeHistory})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return fmt.Errorf("deepen %s: %w", r.branch, err)
@@ -239,12 +236,6 @@ func (r *repo) deepen(ctx context.Context) error {
 
 // wholeHistory is a depth no branch reaches.
 const wholeHistory = 1 << 30
-
-// shallow reports whether the clone lacks the older history of its branch.
-func (r *repo) shallow() bool {
-	s, err := r.sto.Shallow()
-	return err == nil && len(s) > 0
-}
 
 // commitParents reads the parents of a commit from its encoding.
 func commitParents(raw []byte) []plumbing.Hash {
