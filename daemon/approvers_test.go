@@ -18,7 +18,7 @@ import (
 
 // patchAs merge-patches a proposal's spec as user, returning the apiserver's answer.
 func (w *wbWorld) patchAs(user string, p *crds.Proposal, spec string) error {
-	client := dynamic.NewForConfigOrDie(cp.ImpersonatingConfig(user, testenv.Users[user]...))
+	client := dynamic.NewForConfigOrDie(planes.Of(w.t).ImpersonatingConfig(user, testenv.Users[user]...))
 	_, err := client.Resource(crds.Proposals).Namespace(w.ns).Patch(context.Background(), p.Name, types.MergePatchType,
 		[]byte(`{"spec":`+spec+`}`), metav1.PatchOptions{})
 	return err
@@ -49,6 +49,7 @@ func applied(name string) func(*crds.Proposal) bool {
 // RBAC on ConfigMaps) is refused, nobody can name someone else, and an approval made while the
 // daemon is stopped is applied once it starts again.
 func TestApprovalsStampedByTheAPIServer(t *testing.T) {
+	planes.Lend(t)
 	w := newWBWorld(t, "wb-stamped", crds.WriteBack{Enabled: true}, nil, "--enable-webhook=false")
 	w.reviewers("alice", "dave")
 	grant(t, w.kube, w.ns, "alice")
@@ -88,6 +89,7 @@ func TestApprovalsStampedByTheAPIServer(t *testing.T) {
 // validating policy exists: an approval must name its approver in spec.decidedBy, and the
 // apiserver refuses one without it or naming someone else.
 func TestApprovalsNamedUnderTheValidatingPolicy(t *testing.T) {
+	planes.Lend(t)
 	w := newWBWorld(t, "wb-named", crds.WriteBack{Enabled: true}, nil, "--enable-webhook=false", "--approver-policy=validating")
 	w.reviewers("alice", "dave")
 	grant(t, w.kube, w.ns, "alice")
@@ -114,6 +116,7 @@ func TestApprovalsNamedUnderTheValidatingPolicy(t *testing.T) {
 // (--halt-write-back); a second replica, b, takes over when a stops and applies the approval,
 // reading its approver from the Proposal. The webhook is off, so only the Proposal tells.
 func TestApprovalHonouredAfterAFailover(t *testing.T) {
+	planes.Lend(t)
 	const lease = "wb-failover-leader"
 	flags := []string{"--enable-webhook=false", "--leader-election-lease-duration", "4s", "--leader-election-renew-deadline", "3s",
 		"--leader-election-retry-period", "1s"}

@@ -44,7 +44,7 @@ func grantEdit(t testing.TB, kube kubernetes.Interface, ns, resource string, use
 		t.Fatal(err)
 	}
 	for _, u := range users {
-		client := kubernetes.NewForConfigOrDie(cp.ImpersonatingConfig(u))
+		client := kubernetes.NewForConfigOrDie(planes.Of(t).ImpersonatingConfig(u))
 		testenv.Eventually(t, time.Minute, u+" allowed to use "+resource, func() (bool, string) {
 			err := client.CoreV1().RESTClient().Get().Namespace(ns).Resource(resource).Param("limit", "1").Do(ctx).Error()
 			return err == nil, fmt.Sprint(err)
@@ -105,6 +105,7 @@ func authorIn(t testing.TB, srv *testenv.GitServer, repo, path string) string {
 }
 
 func TestCommitsAreAuthoredByWhoeverChangedTheObject(t *testing.T) {
+	cp := planes.Lend(t)
 	ns := "attribution"
 	srv, kube := mirrorSetup(t, ns)
 	sa := "system:serviceaccount:" + ns + ":deployer"
@@ -153,6 +154,7 @@ func TestCommitsAreAuthoredByWhoeverChangedTheObject(t *testing.T) {
 }
 
 func TestDryRunDoesNotStealTheAuthorship(t *testing.T) {
+	cp := planes.Lend(t)
 	ns := "dry-run"
 	srv, kube := mirrorSetup(t, ns)
 	grant(t, kube, ns, "alice", "mallory")
@@ -184,6 +186,7 @@ func TestDryRunDoesNotStealTheAuthorship(t *testing.T) {
 }
 
 func TestUnreachableWebhookFallsBackToTheBot(t *testing.T) {
+	cp := planes.Lend(t)
 	ns := "no-webhook"
 	srv, kube := mirrorSetup(t, ns)
 	grant(t, kube, ns, "alice")
@@ -241,6 +244,7 @@ func attributionWorld(t testing.TB, ns string, users []string) (*testenv.GitServ
 // TestInterleavedUsersAreAttributed has 4 users update 50 ConfigMaps 500 times each, interleaved.
 // Every file a commit changes must carry the content written by the commit's author.
 func TestInterleavedUsersAreAttributed(t *testing.T) {
+	cp := planes.Lend(t)
 	ns := "interleaved"
 	srv, kube := attributionWorld(t, ns, users)
 	ctx := context.Background()

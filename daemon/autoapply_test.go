@@ -20,6 +20,7 @@ import (
 // longer each time, and made once the webhook is back, with no person involved; one that keeps
 // failing waits for a person after five attempts, and says so in its status.
 func TestAFailedAutoApplyIsTriedAgain(t *testing.T) {
+	planes.Lend(t)
 	w := newWBWorld(t, "wb-retry", crds.WriteBack{Enabled: true, AutoApply: true}, nil)
 	w.configMap("flaky", map[string]string{"color": "blue"})
 	w.configMap("stuck", map[string]string{"color": "blue"})

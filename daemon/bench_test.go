@@ -43,12 +43,12 @@ type mirrorBench struct {
 func newMirrorBench(tb testing.TB, ns string) *mirrorBench {
 	srv, _ := mirrorSetup(tb, ns)
 	return &mirrorBench{tb: tb, ns: ns, srv: srv, want: map[string]string{},
-		dyn: dynamic.NewForConfigOrDie(cp.AdminConfig()).Resource(configMaps).Namespace(ns)}
+		dyn: dynamic.NewForConfigOrDie(planes.Of(tb).AdminConfig()).Resource(configMaps).Namespace(ns)}
 }
 
 // forget deletes the destination of the namespace, so later daemons no longer mirror it.
 func (m *mirrorBench) forget() {
-	err := dynamic.NewForConfigOrDie(cp.AdminConfig()).Resource(crds.GitDestinations).Namespace(m.ns).Delete(context.Background(), "dest", metav1.DeleteOptions{})
+	err := dynamic.NewForConfigOrDie(planes.Of(m.tb).AdminConfig()).Resource(crds.GitDestinations).Namespace(m.ns).Delete(context.Background(), "dest", metav1.DeleteOptions{})
 	if err != nil {
 		m.tb.Fatal(err)
 	}
@@ -243,6 +243,7 @@ const (
 
 // BenchmarkMirror2000 seeds 2,000 ConfigMaps, updates them all, creates 500 and deletes 500.
 func BenchmarkMirror2000(b *testing.B) {
+	planes.Lend(b)
 	for range b.N {
 		m := newMirrorBench(b, fmt.Sprintf("bench-2000-%d", time.Now().UnixNano()))
 		m.create(0, 2000)
@@ -265,6 +266,7 @@ func BenchmarkMirror2000(b *testing.B) {
 
 // BenchmarkSeed10000 seeds 10,000 ConfigMaps into an empty remote.
 func BenchmarkSeed10000(b *testing.B) {
+	planes.Lend(b)
 	for range b.N {
 		m := newMirrorBench(b, fmt.Sprintf("bench-10000-%d", time.Now().UnixNano()))
 		m.create(0, 10000)
@@ -279,6 +281,7 @@ func BenchmarkSeed10000(b *testing.B) {
 // BenchmarkAttributionAt200PerSecond has 4 users update 50 ConfigMaps at a steady 200 updates/s
 // in all for 10 s, and prints the share of file changes committed under the right author.
 func BenchmarkAttributionAt200PerSecond(b *testing.B) {
+	cp := planes.Lend(b)
 	for range b.N {
 		ns := fmt.Sprintf("bench-attr-%d", time.Now().UnixNano())
 		srv, kube := attributionWorld(b, ns, users)

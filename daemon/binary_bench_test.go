@@ -16,6 +16,7 @@ import (
 // encryption code takes (the sops package and filippo.io/age, by their symbols), so the size
 // without encrypted Secrets is the difference.
 func BenchmarkBinarySize(b *testing.B) {
+	planes.Lend(b)
 	for range b.N {
 		bin := filepath.Join(b.TempDir(), "gitops-reverser")
 		if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "..").CombinedOutput(); err != nil {

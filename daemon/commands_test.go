@@ -39,6 +39,7 @@ func TestAMistypedCommandDoesNotStartTheDaemon(t *testing.T) {
 // TestCommandsRunInsteadOfTheDaemon: `gitops-reverser status` runs the command, as the user of
 // the kubeconfig it is given, and its failure keeps the command's exit code (1, not 2).
 func TestCommandsRunInsteadOfTheDaemon(t *testing.T) {
+	planes.Lend(t)
 	w := newCommandsWorld(t)
 	var started bool
 	daemon := func(context.Context, Config) error { started = true; return nil }
@@ -58,6 +59,7 @@ func TestCommandsRunInsteadOfTheDaemon(t *testing.T) {
 // what the real `kubectl gitops-reverser` runs, and it runs the commands, never the daemon; its
 // refusals exit with code 1 and the apiserver's reason on stderr.
 func TestKubectlPluginRunsTheCommands(t *testing.T) {
+	planes.Lend(t)
 	w := newCommandsWorld(t)
 	bins, err := testenv.EnsureBinaries(context.Background())
 	if err != nil {
@@ -106,6 +108,7 @@ type commandsWorld struct {
 
 func newCommandsWorld(t *testing.T) commandsWorld {
 	t.Helper()
+	cp := planes.Of(t)
 	ctx := context.Background()
 	if err := crds.Install(ctx, cp.AdminConfig(), slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ import (
 // GitDestination (baseFolder "live") and a WatchRule for ConfigMaps pointing at it.
 func mirrorSetup(t testing.TB, ns string) (*testenv.GitServer, *kubernetes.Clientset) {
 	t.Helper()
+	cp := planes.Of(t)
 	ctx := context.Background()
 	srv := testenv.MustGitServer(t, "daemon", "pw", "state")
 	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
@@ -74,7 +75,7 @@ func mirrorSetup(t testing.TB, ns string) (*testenv.GitServer, *kubernetes.Clien
 // its certificate Secret there.
 func ensureDaemonNamespace(t testing.TB) {
 	t.Helper()
-	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
+	kube := kubernetes.NewForConfigOrDie(planes.Of(t).AdminConfig())
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gitops-reverser-system"}}
 	if _, err := kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
@@ -87,7 +88,7 @@ func startDaemon(t testing.TB, workDir string, extra ...string) *testenv.Daemon 
 	t.Helper()
 	ensureDaemonNamespace(t)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+	if err := planes.Of(t).WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
 	metricsAddr, webhookAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
@@ -121,6 +122,7 @@ func remoteHas(srv *testenv.GitServer, file string) func() (bool, string) {
 // change in but before it pushed it (the batch waits an hour), restarts it, and expects the remote
 // to catch up from the cluster, the source of truth.
 func TestKilledBeforePushConvergesAfterRestart(t *testing.T) {
+	planes.Lend(t)
 	ns := "crash-test"
 	srv, kube := mirrorSetup(t, ns)
 	workDir := t.TempDir()

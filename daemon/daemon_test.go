@@ -15,16 +15,51 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 var (
-	cp        *testenv.ControlPlane
+	// planes lends each test that needs a cluster one of its own, so three run side by side: the
+	// daemons they start watch every namespace and register cluster-wide webhooks, and would act
+	// on each other's objects in a shared one. Most of a test's time is waiting on the daemon's
+	// intervals, which overlaps.
+	planes    = testenv.NewPlanes(3, forgetConfiguration)
 	daemonBin string
 )
+
+// forgetConfiguration deletes, in every namespace, what tells a daemon what to do: proposals,
+// receivers, rules, destinations and repositories. The next test on the plane starts without an
+// earlier one's, whose remotes are gone (deleting a namespace does not do it: no controller
+// empties it). The rest stays, as it did when the tests shared one plane in file order.
+func forgetConfiguration(cp *testenv.ControlPlane) error {
+	ctx := context.Background()
+	dyn, err := dynamic.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		return err
+	}
+	for _, gvr := range []schema.GroupVersionResource{crds.Proposals, crds.Receivers, crds.ClusterWatchRules, crds.WatchRules, crds.GitDestinations, crds.GitRepoConfigs} {
+		list, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+		if apierrors.IsNotFound(err) { // the test installed no CRDs
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("list %s: %w", gvr.Resource, err)
+		}
+		for _, u := range list.Items {
+			err := dyn.Resource(gvr).Namespace(u.GetNamespace()).Delete(ctx, u.GetName(), metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete %s %s/%s: %w", gvr.Resource, u.GetNamespace(), u.GetName(), err)
+			}
+		}
+	}
+	return nil
+}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "daemon-bin-")
@@ -41,12 +76,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build daemon: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := testenv.RunMainNoLeaks(m, &cp, testenv.LeakIgnores()...)
+	code := testenv.RunPlanesNoLeaks(m, planes, testenv.LeakIgnores()...)
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
 
 func TestDaemonServesHealthReadyAndMetricsThenStopsOnSIGTERM(t *testing.T) {
+	cp := planes.Lend(t)
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
@@ -140,6 +176,7 @@ func TestDaemonBinaryRejectsBadConfigWithExitCode2(t *testing.T) {
 // TestDaemonWaitsForCRDsItDoesNotInstall: with --install-crds=false (Helm owns the CRDs) the
 // daemon does not apply them; it becomes ready once they exist.
 func TestDaemonWaitsForCRDsItDoesNotInstall(t *testing.T) {
+	cp := planes.Lend(t)
 	if err := crds.Install(context.Background(), cp.AdminConfig(), discardLogger()); err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ var deepGVR = schema.GroupVersionResource{Group: "e2e.configbutler.ai", Version:
 
 func installDeepCRD(t *testing.T) {
 	t.Helper()
-	ext := apiextensionsclient.NewForConfigOrDie(cp.AdminConfig())
+	ext := apiextensionsclient.NewForConfigOrDie(planes.Of(t).AdminConfig())
 	preserve := true
 	crd := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: deepGVR.Resource + "." + deepGVR.Group},
@@ -68,6 +68,7 @@ func nested(depth int) map[string]any {
 // block-style YAML once turned into an 81 MB file) is written as a small file, its admission
 // review does not blow up the webhook, and the daemon's peak memory stays under 100 MiB.
 func TestDeeplyNestedObjectIsWrittenSmall(t *testing.T) {
+	cp := planes.Lend(t)
 	ns := "deep"
 	srv, _ := mirrorSetup(t, ns)
 	installDeepCRD(t)

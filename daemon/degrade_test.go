@@ -31,7 +31,7 @@ type localDaemon struct {
 func startLocalDaemon(t *testing.T, home, namespace string, withWebhookURL bool) *localDaemon {
 	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+	if err := planes.Of(t).WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
 	metricsAddr, healthAddr, webhookAddr := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)
@@ -62,6 +62,7 @@ var failedAttempts = regexp.MustCompile(`attribution degraded \((\d+) failed att
 // logged once however often the daemon retries. Once the namespace exists, attribution recovers
 // by itself and a user's change is credited to that user.
 func TestMissingNamespaceDegradesAttributionAndTheMirrorRuns(t *testing.T) {
+	cp := planes.Lend(t)
 	// A fresh namespace: other tests of this package share the control plane and create
 	// gitops-reverser-system, so the default namespace may exist already.
 	const daemonNS, ns = "degraded-daemon", "degraded-mirror"
@@ -138,6 +139,7 @@ func TestMissingNamespaceDegradesAttributionAndTheMirrorRuns(t *testing.T) {
 // cannot be reached by the apiserver, and no retry changes that. It says so once, with the flag to
 // set, registers no webhook pointing at a Service that does not lead to it, and mirrors anyway.
 func TestOutsideTheClusterWithoutWebhookURLIsDegradedForGood(t *testing.T) {
+	planes.Lend(t)
 	const daemonNS, ns = "no-webhook-url-daemon", "no-webhook-url-mirror"
 	_, kube := mirrorSetup(t, ns)
 	ctx := context.Background()

@@ -38,7 +38,7 @@ func (w *wbWorld) forge(user, name string, target crds.ProposalTarget, path stri
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	client := dynamic.NewForConfigOrDie(cp.ImpersonatingConfig(user, testenv.Users[user]...))
+	client := dynamic.NewForConfigOrDie(planes.Of(w.t).ImpersonatingConfig(user, testenv.Users[user]...))
 	_, err = client.Resource(crds.Proposals).Namespace(w.ns).Create(context.Background(), u, metav1.CreateOptions{})
 	return err
 }
@@ -62,6 +62,7 @@ func (w *wbWorld) foreign(name string) {
 // Stale and the daemon "restored" the live object (a Secret in plain text) into the repository.
 // A copy of a real Proposal, seal and all, with another path fares the same.
 func TestHandMadeProposalsAreDisowned(t *testing.T) {
+	planes.Lend(t)
 	w := newWBWorld(t, "wb-forged", crds.WriteBack{Enabled: true}, nil, "--enable-webhook=false", "--approver-policy=none")
 	w.proposalRole("proposal-maker", []string{"get", "list", "watch", "create", "update", "patch"}, "alice")
 	grant(t, w.kube, w.ns, "alice")
@@ -151,6 +152,7 @@ func (w *wbWorld) waitEvent(kind, name, reason string) {
 // refuses a Proposal or a SyncRun that anyone else creates (on main alice's was created), and
 // write-back's Ready condition says so from the first run.
 func TestOnlyTheDaemonCreatesProposals(t *testing.T) {
+	cp := planes.Lend(t)
 	w := newWBWorld(t, "wb-creator", crds.WriteBack{Enabled: true}, nil, "--enable-webhook=false")
 	// The first run already says how approvers are known (main said ApproverUnknown at start).
 	if c := meta.FindStatusCondition(w.destStatus().Conditions, crds.ConditionReady); c == nil || c.Reason != "ApproverFromMutatingPolicy" {
@@ -184,7 +186,7 @@ func TestOnlyTheDaemonCreatesProposals(t *testing.T) {
 // deletePolicies deletes the daemon's admission policies as an admin would.
 func deletePolicies(t testing.TB) {
 	t.Helper()
-	admin := dynamic.NewForConfigOrDie(cp.AdminConfig())
+	admin := dynamic.NewForConfigOrDie(planes.Of(t).AdminConfig())
 	for _, gvr := range []int{3, 2, 1, 0} {
 		err := admin.Resource(crds.PolicyResources[gvr]).Delete(context.Background(), crds.ApproverPolicyName, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -198,6 +200,7 @@ func deletePolicies(t testing.TB) {
 // policies, dave's bare Approve over the daemon's own cleared stamp, and a stamp written by a policy
 // an admin replaced with one that stamps anyone.
 func TestStaleStampsAreNeverEnough(t *testing.T) {
+	cp := planes.Lend(t)
 	flags := []string{"--git-batch-quiet-ms", "200", "--enable-webhook=false"}
 	w := newWBWorld(t, "wb-stamps", crds.WriteBack{Enabled: true}, nil, flags[2:]...)
 	w.reviewers("alice", "dave")

@@ -27,7 +27,7 @@ var benchCreated = time.Now().UTC().Format(time.RFC3339)
 // etcdClient connects to the control plane's etcd; it is closed when the benchmark ends.
 func etcdClient(tb testing.TB) *clientv3.Client {
 	tb.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cp.EtcdURL}, DialTimeout: 5 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{planes.Of(tb).EtcdURL}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -47,6 +47,7 @@ func (m *mirrorBench) patch(name string, round int) {
 // quiet spell takes to reach the remote, how long 500 creates take to be matched after the last
 // write, and how many commits steady streams of updates make.
 func BenchmarkChangeLatency(b *testing.B) {
+	planes.Lend(b)
 	for range b.N {
 		m := newMirrorBench(b, fmt.Sprintf("bench-latency-%d", time.Now().UnixNano()))
 		m.create(0, 1)

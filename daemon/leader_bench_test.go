@@ -17,6 +17,7 @@ import (
 // takes to lead after the leader is killed (SIGKILL) and after it is stopped (SIGTERM), how long
 // until a change made in the gap is in Git, and the standby's memory.
 func BenchmarkFailover(b *testing.B) {
+	planes.Lend(b)
 	for i := range b.N {
 		ns := fmt.Sprintf("bench-failover-%d", i)
 		srv, kube := mirrorSetup(b, ns)

@@ -172,6 +172,7 @@ func tookTurns(t testing.TB, srv *testenv.GitServer) []string {
 // state. Attribution follows the leader. A graceful stop (SIGTERM) of the new leader hands over to
 // a third process much faster. Both takeover times are printed.
 func TestStandbyTakesOverAfterSIGKILLAndSIGTERMWithNothingLost(t *testing.T) {
+	cp := planes.Lend(t)
 	ns := "failover"
 	srv, kube := mirrorSetup(t, ns)
 	grant(t, kube, ns, "alice")
@@ -266,6 +267,7 @@ func TestStandbyTakesOverAfterSIGKILLAndSIGTERMWithNothingLost(t *testing.T) {
 // leader resumes (SIGCONT) its push is fenced: it pushes nothing, the newer state stays, and it
 // stands by again.
 func TestDeposedLeaderPushesNothing(t *testing.T) {
+	planes.Lend(t)
 	ns := "fence"
 	srv, kube := mirrorSetup(t, ns)
 	replicaPods(t, kube, "fence-a", "fence-b")
@@ -326,6 +328,7 @@ func TestDeposedLeaderPushesNothing(t *testing.T) {
 // fenced and counted, the ConfigMap keeps its data, and the proposal keeps its decision for the
 // leader. The old leader stands by again.
 func TestDeposedLeaderAppliesNothing(t *testing.T) {
+	planes.Lend(t)
 	w := prepareWBWorld(t, "fence-wb", crds.WriteBack{Enabled: true})
 	replicaPods(t, w.kube, "fence-wb-a", "fence-wb-b")
 	w.reviewers("carol")

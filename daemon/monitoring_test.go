@@ -32,6 +32,7 @@ var metricName = regexp.MustCompile(`\b(?:gitops_reverser|go|process)_[a-zA-Z0-9
 // child yet (e.g. receiver_requests_total before any delivery) is absent from any exposition, so
 // a name the scrape lacks must be a vector family of the daemon's registry (metrics.New).
 func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
+	planes.Lend(t)
 	used := map[string][]string{} // metric name → the files that use it
 	for _, path := range monitoringFiles {
 		raw, err := os.ReadFile(path)

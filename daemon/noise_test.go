@@ -21,6 +21,7 @@ import (
 // manager makes none either, and the same change made by alice directly is committed and
 // credited to her.
 func TestExcludedUsersAndFieldManagersMakeNoCommit(t *testing.T) {
+	cp := planes.Lend(t)
 	const ns = "noise"
 	ctx := context.Background()
 	srv, kube := mirrorSetup(t, ns)

@@ -16,6 +16,7 @@ import (
 // `kubectl get -o yaml` and the CLI's status show the last pushed commit, its author and what
 // waits, without access to the daemon.
 func TestDestinationStatusShowsTheLastPush(t *testing.T) {
+	planes.Lend(t)
 	w := newWBWorld(t, "git-progress", crds.WriteBack{}, nil)
 	w.configMap("pushed", map[string]string{"k": "v"})
 	testenv.Eventually(t, time.Minute, "status.git names the remote's tip", func() (bool, string) {

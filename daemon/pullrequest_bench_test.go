@@ -15,6 +15,7 @@ import (
 // stream of updates, the API calls per batch (the goal: at most one write per batch, and none
 // while nothing changes).
 func BenchmarkPullRequest(b *testing.B) {
+	planes.Lend(b)
 	for range b.N {
 		w := newGiteaWorld(b, fmt.Sprintf("bench-pr-%d", time.Now().UnixNano()%1e6))
 		d := startDaemon(b, b.TempDir(), "--pull-request-poll", "1s")

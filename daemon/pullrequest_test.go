@@ -40,6 +40,7 @@ const prRepo = "state"
 
 func newGiteaWorld(t testing.TB, ns string) *giteaWorld {
 	t.Helper()
+	cp := planes.Of(t)
 	ctx := context.Background()
 	g := testenv.StartGitea(t)
 	url := g.CreateRepo(t, testenv.GiteaAdmin, prRepo)
@@ -135,7 +136,7 @@ func (w *giteaWorld) changeAs(user, name, value string) {
 	w.t.Helper()
 	kube := w.kube
 	if user != "" {
-		kube = userClient(cp.ImpersonatingConfig(user))
+		kube = userClient(planes.Of(w.t).ImpersonatingConfig(user))
 	}
 	cms := kube.CoreV1().ConfigMaps(w.ns)
 	ctx := context.Background()
@@ -224,6 +225,7 @@ func (w *giteaWorld) landOnMain(files map[string]string) {
 // people who made them; a push to main rebuilds the head on it; a merge deletes the head and the
 // next change opens a new request; a daemon killed and replaced by another opens no second one.
 func TestProtectedBranchGetsOnePullRequest(t *testing.T) {
+	planes.Lend(t)
 	w := newGiteaWorld(t, "pull-requests")
 	grant(t, w.kube, w.ns, "alice", "bob")
 	workDir := t.TempDir()
@@ -315,6 +317,7 @@ func TestProtectedBranchGetsOnePullRequest(t *testing.T) {
 // (while Git over HTTP still takes the password): the commits wait on the head branch, the
 // destination says why and what to do, and a corrected token opens the request.
 func TestPullRequestHostTroubleIsACondition(t *testing.T) {
+	planes.Lend(t)
 	w := newGiteaWorld(t, "pull-request-trouble")
 	secret, err := w.kube.CoreV1().Secrets(w.ns).Get(context.Background(), "git", metav1.GetOptions{})
 	if err != nil {
@@ -355,6 +358,7 @@ func TestPullRequestHostTroubleIsACondition(t *testing.T) {
 // the mirror's pending change, and the request, rebuilt on the edit, still delivers the cluster's
 // version.
 func TestPeoplesEditsBesideAPullRequestBecomeProposals(t *testing.T) {
+	planes.Lend(t)
 	w := newGiteaWorld(t, "pull-request-edits")
 	patch := []byte(`{"spec":{"writeBack":{"enabled":true}}}`)
 	if _, err := w.dyn.Resource(crds.GitDestinations).Namespace(w.ns).Patch(context.Background(), "dest", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {

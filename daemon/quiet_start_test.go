@@ -22,6 +22,7 @@ import (
 // holds before it merges waiting changes, with write-back enabled on the destination: the seed
 // reaches the remote, and the daemon logs no warning and raises no Warning Event on the way.
 func TestLargeSeedStartsQuietly(t *testing.T) {
+	cp := planes.Lend(t)
 	const ns, objects = "quiet-start", 2500
 	m := newMirrorBench(t, ns)
 	ctx := context.Background()

@@ -134,7 +134,7 @@ func (m *mirrorBench) etcdUpdates(etcd *clientv3.Client, rate, n, round int) []f
 // apiUpdates are the updates of a run of rateRun at rate through the apiserver, unthrottled by
 // the client: the k-th patches object k mod n with payload round+k/n.
 func (m *mirrorBench) apiUpdates(rate, n, round int) []func() error {
-	cfg := cp.AdminConfig()
+	cfg := planes.Of(m.tb).AdminConfig()
 	cfg.QPS = -1 // no client-side rate limit: the apiserver is what is measured
 	dyn := dynamic.NewForConfigOrDie(cfg).Resource(configMaps).Namespace(m.ns)
 	updates := make([]func() error, rate*int(rateRun/time.Second))

@@ -23,6 +23,7 @@ import (
 // second and prints how many write-back runs (each one fetch) they caused: a flood must not
 // become a flood of fetches.
 func BenchmarkReceiverFlood(b *testing.B) {
+	planes.Lend(b)
 	for range b.N {
 		addr := testenv.FreeAddr(b)
 		ns := fmt.Sprintf("bench-rcv-%d", time.Now().UnixNano()%1e6)

@@ -25,6 +25,7 @@ import (
 // trigger "receiver", no waiting for the 5-minute interval); a tampered one is refused and
 // triggers nothing; a GitRepoConfig that asks for a receiver gets one whose token works.
 func TestReceiversMakeDestinationsReconcileNow(t *testing.T) {
+	planes.Lend(t)
 	addr := testenv.FreeAddr(t)
 	w := newWBWorld(t, "rcv-e2e", crds.WriteBack{Enabled: true}, nil, "--receiver-bind-address", addr, "--namespace", "rcv-e2e") // generated receivers live in the daemon's namespace
 	ctx := context.Background()

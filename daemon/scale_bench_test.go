@@ -21,6 +21,7 @@ import (
 // ConfigMaps are written straight into etcd (see etcd_bench_test.go). Each case has namespaces of
 // its own and retires its WatchRules when done, so a later daemon lists only its own objects.
 func BenchmarkScale(b *testing.B) {
+	planes.Lend(b)
 	etcd := etcdClient(b)
 	for range b.N {
 		for _, n := range []int{10000, 50000, 100000} {
@@ -101,7 +102,7 @@ func scaleDestinations(b *testing.B, etcd *clientv3.Client, n, per int) {
 
 // retire deletes the namespace's WatchRules, so that later daemons neither list nor watch it.
 func (m *mirrorBench) retire() {
-	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig()).Resource(crds.WatchRules).Namespace(m.ns)
+	dyn := dynamic.NewForConfigOrDie(planes.Of(m.tb).AdminConfig()).Resource(crds.WatchRules).Namespace(m.ns)
 	if err := dyn.DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		m.tb.Fatal(err)
 	}

@@ -96,6 +96,7 @@ func commitsTouching(t testing.TB, srv *testenv.GitServer, path string) []string
 // author; a new recipient list re-encrypts it; and no blob in the remote's whole history holds a
 // Secret value, raw or base64.
 func TestSecretsAreMirroredEncryptedWithSOPS(t *testing.T) {
+	cp := planes.Lend(t)
 	ns := "sealed"
 	srv, kube := mirrorSetup(t, ns)
 	ctx := context.Background()

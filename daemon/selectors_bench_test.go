@@ -19,6 +19,7 @@ import (
 // ConfigMaps whose selectors differ (the daemon lists and watches all 2,000 and matches each).
 // Then 500 are relabelled out, until their files are gone.
 func BenchmarkSelectors(b *testing.B) {
+	cp := planes.Lend(b)
 	cases := []struct{ name, rules string }{
 		{"one selector, applied by the apiserver", `[{"resources":["configmaps"],"objectSelector":{"matchLabels":{"mirror":"yes"}}}]`},
 		{"two selectors, matched by the daemon", `[{"resources":["configmaps"],"objectSelector":{"matchLabels":{"mirror":"yes"}}},` +

@@ -20,7 +20,7 @@ import (
 // relabel merge-patches the labels of a ConfigMap as user.
 func relabel(t *testing.T, user, ns, name, labels string) {
 	t.Helper()
-	kube := userClient(cp.UserConfig(user))
+	kube := userClient(planes.Of(t).UserConfig(user))
 	if _, err := kube.CoreV1().ConfigMaps(ns).Patch(context.Background(), name, types.MergePatchType,
 		[]byte(`{"metadata":{"labels":`+labels+`}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -51,6 +51,7 @@ func newestAuthor(t *testing.T, srv *testenv.GitServer, path string) string {
 // writes a namespace's ConfigMaps once the namespace is labelled, deletes them when the label goes,
 // and follows its objects' labels in and out the same way.
 func TestSelectorsFollowLabels(t *testing.T) {
+	cp := planes.Lend(t)
 	const ns, other = "sel-a", "sel-b"
 	srv, kube := mirrorSetup(t, ns)
 	ctx := context.Background()

@@ -22,6 +22,7 @@ import (
 // holding the last ones. On 2 cores the replicas, the apiserver, etcd and the Git server share the
 // same CPUs, so the figure says what sharing costs here more than what it gains on a real cluster.
 func BenchmarkShardThroughput(b *testing.B) {
+	cp := planes.Lend(b)
 	const dests, perDest, rounds = 20, 500, 3
 	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
 	etcd := etcdClient(b)

@@ -34,6 +34,7 @@ const shardLeases = "shards-test"
 // namespace and a WatchRule of its ConfigMaps, and two ConfigMaps in each namespace.
 func shardedSetup(t *testing.T, n int) (*testenv.GitServer, *kubernetes.Clientset, []string) {
 	t.Helper()
+	cp := planes.Of(t)
 	ctx := context.Background()
 	names := make([]string, n)
 	for i := range names {
@@ -145,7 +146,7 @@ func allEqualLive(kube kubernetes.Interface, srv *testenv.GitServer, names []str
 // ownersOf reads status.git.owner of every destination.
 func ownersOf(t *testing.T, names []string) map[string]string {
 	t.Helper()
-	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig())
+	dyn := dynamic.NewForConfigOrDie(planes.Of(t).AdminConfig())
 	out := map[string]string{}
 	for _, ns := range names {
 		if d := destination(t, dyn, ns, "dest"); d.Status.Git != nil {
@@ -163,6 +164,7 @@ func ownersOf(t *testing.T, names []string) map[string]string {
 // the last one takes all twelve at once. No repository was written by two replicas side by side:
 // its commits come in no more runs by process than its shard's Lease changed hands, plus one.
 func TestShardsSharedOutTakenOverAndHandedOver(t *testing.T) {
+	cp := planes.Lend(t)
 	const n = 12
 	srv, kube, names := shardedSetup(t, n)
 	for _, ns := range names {
@@ -324,7 +326,7 @@ func instancesOf(t testing.TB, srv *testenv.GitServer, repo string) []string {
 // leaseTransitions is how often the Lease of the shard of a repository's main branch changed hands.
 func leaseTransitions(t *testing.T, url string) int {
 	t.Helper()
-	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
+	kube := kubernetes.NewForConfigOrDie(planes.Of(t).AdminConfig())
 	leases, err := kube.CoordinationV1().Leases(daemonNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: shard.LabelSet + "=" + shardLeases})
 	if err != nil {
 		t.Fatal(err)

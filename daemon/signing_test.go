@@ -32,6 +32,7 @@ import (
 // the status shows the public key, and every commit verifies with git verify-commit against it.
 // gitops_reverser_signing_keys_invalid is 1 while the key is broken, 0 once it is fixed.
 func TestCommitSigning(t *testing.T) {
+	cp := planes.Lend(t)
 	const ns = "signing"
 	ctx := context.Background()
 	srv, kube := mirrorSetup(t, ns)

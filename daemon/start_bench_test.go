@@ -20,6 +20,7 @@ import (
 // all 2,000 are on the remote, and the CPU the process used by then. With
 // GITOPS_REVERSER_BENCH_LOG=1 it also prints the daemon's log, to see what the start waits for.
 func BenchmarkStartToFirstFile(b *testing.B) {
+	planes.Lend(b)
 	for range b.N {
 		m := newMirrorBench(b, fmt.Sprintf("bench-start-%d", time.Now().UnixNano()))
 		m.create(0, 2000)
@@ -48,7 +49,7 @@ func BenchmarkStartToFirstFile(b *testing.B) {
 // creates the storage of a custom resource at its first request and asks that request and the
 // next to come back a second later while its cache fills, which no restart in production sees.
 func warmKinds(b *testing.B) {
-	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig())
+	dyn := dynamic.NewForConfigOrDie(planes.Of(b).AdminConfig())
 	for _, gvr := range []schema.GroupVersionResource{crds.GitRepoConfigs, crds.GitDestinations, crds.WatchRules,
 		crds.ClusterWatchRules, crds.Proposals, crds.SyncRuns, crds.Receivers} {
 		if _, err := dyn.Resource(gvr).List(context.Background(), metav1.ListOptions{ResourceVersion: "0"}); err != nil {

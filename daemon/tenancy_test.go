@@ -31,6 +31,7 @@ type tenant struct {
 
 func newTenant(t *testing.T, ns string, extra ...rbacv1.PolicyRule) *tenant {
 	t.Helper()
+	cp := planes.Of(t)
 	ctx := context.Background()
 	admin := kubernetes.NewForConfigOrDie(cp.AdminConfig())
 	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -71,7 +72,7 @@ func (tn *tenant) configMap(name string) {
 // waitReady waits until the object's Ready condition has reason, and returns its message.
 func waitReadyReason(t testing.TB, d *testenv.Daemon, gvr schema.GroupVersionResource, ns, name, reason string) string {
 	t.Helper()
-	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig())
+	dyn := dynamic.NewForConfigOrDie(planes.Of(t).AdminConfig())
 	var msg string
 	testenv.Eventually(t, 2*time.Minute, fmt.Sprintf("%s %s/%s Ready: %s", gvr.Resource, ns, name, reason), func() (bool, string) {
 		u, err := dyn.Resource(gvr).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
@@ -94,7 +95,7 @@ func waitReadyReason(t testing.TB, d *testenv.Daemon, gvr schema.GroupVersionRes
 // adminPatch merge-patches an object as the cluster's admin (team-a's owner here).
 func adminPatch(t *testing.T, gvr schema.GroupVersionResource, ns, name, body string) {
 	t.Helper()
-	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig())
+	dyn := dynamic.NewForConfigOrDie(planes.Of(t).AdminConfig())
 	if _, err := dyn.Resource(gvr).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +108,7 @@ func adminPatch(t *testing.T, gvr schema.GroupVersionResource, ns, name, body st
 // revoking stops the writes; --cross-namespace-refs=deny refuses even with consent. tn-a's own
 // mirror goes on throughout.
 func TestReferencesAcrossNamespacesNeedConsent(t *testing.T) {
+	planes.Lend(t)
 	srv, admin := mirrorSetup(t, "tn-a")
 	bob := newTenant(t, "tn-b")
 	d := startDaemon(t, t.TempDir(), "--git-batch-quiet-ms", "200")
@@ -180,7 +182,7 @@ func TestReferencesAcrossNamespacesNeedConsent(t *testing.T) {
 // waitEventOn waits for a Warning Event with reason on the object kind/name in ns.
 func waitEventOn(t testing.TB, d *testenv.Daemon, ns, kind, name, reason string) {
 	t.Helper()
-	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
+	kube := kubernetes.NewForConfigOrDie(planes.Of(t).AdminConfig())
 	testenv.Eventually(t, time.Minute, "Event "+reason+" on "+kind+" "+name, func() (bool, string) {
 		events, err := kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
@@ -204,6 +206,7 @@ func waitEventOn(t testing.TB, d *testenv.Daemon, ns, kind, name, reason string)
 // taking that one's Role away refuses the rule again (within the recheck), and what was written
 // stays. A daemon with --default-service-account uses that one for a rule naming none.
 func TestRulesReadOnlyWhatTheirServiceAccountMay(t *testing.T) {
+	cp := planes.Lend(t)
 	const ns = "tn-s"
 	ctx := context.Background()
 	srv := testenv.MustGitServer(t, "bob", "bobpw", "state")
@@ -292,6 +295,7 @@ func TestRulesReadOnlyWhatTheirServiceAccountMay(t *testing.T) {
 // destination no write-back status, though he asks for a run now: write-back reads nothing of a
 // repository that does not admit the destination, even before the mirror has written its status.
 func TestWriteBackReadsNoBorrowedRepository(t *testing.T) {
+	cp := planes.Lend(t)
 	const borrower = "wb-borrow"
 	var bob *tenant
 	w := newWBWorld(t, "wb-lend", crds.WriteBack{Enabled: true}, func(w *wbWorld) {

@@ -23,6 +23,7 @@ import (
 // Approve click applies it, and the page then shows it applied with alice as its reviewer.
 // Screenshots of each step are kept as artefacts (go test -artifacts).
 func TestOperatorPageInABrowser(t *testing.T) {
+	cp := planes.Lend(t)
 	addr := testenv.FreeAddr(t)
 	w := newWBWorld(t, "wb-page", crds.WriteBack{Enabled: true}, nil, "--ui-bind-address", addr)
 	w.reviewers("alice")
@@ -113,6 +114,7 @@ func (w *wbWorld) proposalViewers(users ...string) {
 // TestOperatorPageThatCannotListenDegradesAndTheMirrorRuns: the page's port is taken, so the page
 // is degraded and retries, while the mirror writes as ever; once the port is free it serves.
 func TestOperatorPageThatCannotListenDegradesAndTheMirrorRuns(t *testing.T) {
+	planes.Lend(t)
 	const ns = "ui-port-taken"
 	srv, kube := mirrorSetup(t, ns)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config", Namespace: ns}, Data: map[string]string{"k": "v"}}

@@ -18,6 +18,7 @@ import (
 // install in the cluster (another Helm release) registers its own instead of taking over the
 // first one's, which would send the first install's admission requests to the second.
 func TestTheWebhookIsRegisteredUnderItsServiceName(t *testing.T) {
+	cp := planes.Lend(t)
 	const name = "second-reverser"
 	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
 	hooks := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()

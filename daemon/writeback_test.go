@@ -61,7 +61,7 @@ func newWBWorld(t testing.TB, ns string, writeBack crds.WriteBack, prep func(*wb
 func prepareWBWorld(t testing.TB, ns string, writeBack crds.WriteBack) *wbWorld {
 	t.Helper()
 	srv, kube := mirrorSetup(t, ns)
-	w := &wbWorld{t: t, root: t, ns: ns, srv: srv, kube: kube, dyn: dynamic.NewForConfigOrDie(cp.AdminConfig()), sync: new(int)}
+	w := &wbWorld{t: t, root: t, ns: ns, srv: srv, kube: kube, dyn: dynamic.NewForConfigOrDie(planes.Of(t).AdminConfig()), sync: new(int)}
 	t.Cleanup(func() { // after the daemon stopped: no later test's page or start sees these proposals
 		_ = w.dyn.Resource(crds.Proposals).Namespace(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{})
 	})
@@ -215,7 +215,7 @@ func (w *wbWorld) waitProposal(path, what string, cond func(*crds.Proposal) bool
 // decide sets spec.decision as user (through impersonation, so the webhook sees that user).
 func (w *wbWorld) decide(user string, p *crds.Proposal, decision crds.Decision) {
 	w.t.Helper()
-	client := dynamic.NewForConfigOrDie(cp.ImpersonatingConfig(user, testenv.Users[user]...))
+	client := dynamic.NewForConfigOrDie(planes.Of(w.t).ImpersonatingConfig(user, testenv.Users[user]...))
 	body := fmt.Sprintf(`{"spec":{"decision":%q}}`, decision)
 	if _, err := client.Resource(crds.Proposals).Namespace(w.ns).Patch(context.Background(), p.Name, types.MergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
 		w.t.Fatalf("%s sets decision %s: %v", user, decision, err)
@@ -342,6 +342,7 @@ func (w *wbWorld) on(t *testing.T) *wbWorld {
 // TestWriteBackAutoApply runs one daemon whose destination auto-applies, with a cap of 25
 // proposals per run, through the behaviours of auto-apply.
 func TestWriteBackAutoApply(t *testing.T) {
+	planes.Lend(t)
 	w := newWBWorld(t, "wb-auto", crds.WriteBack{Enabled: true, AutoApply: true}, nil, "--max-proposals-per-tick", "25")
 	t.Run("an edited Deployment is applied and credited to its author", func(t *testing.T) { autoAppliedUpdate(w.on(t)) })
 	t.Run("a deleted file opens a destroy that never auto-applies", func(t *testing.T) { destroyWaits(w.on(t)) })
@@ -614,6 +615,7 @@ func capPerRun(w *wbWorld) {
 // staleness, rejection and suspension. alice may decide proposals but not change ConfigMaps;
 // carol may do both.
 func TestWriteBackReview(t *testing.T) {
+	planes.Lend(t)
 	w := newWBWorld(t, "wb-review", crds.WriteBack{Enabled: true}, nil)
 	w.reviewers("alice", "carol")
 	grant(t, w.kube, w.ns, "carol")
@@ -763,6 +765,7 @@ func suspended(w *wbWorld) {
 // TestHaltWriteBackStopsEveryApply: with --halt-write-back, an auto-apply destination opens
 // proposals but applies none, and an approval (known from the webhook) waits too.
 func TestHaltWriteBackStopsEveryApply(t *testing.T) {
+	planes.Lend(t)
 	// Without the approver policies, who approved comes from the webhook's record: the fallback.
 	w := newWBWorld(t, "wb-halt", crds.WriteBack{Enabled: true, AutoApply: true}, nil, "--halt-write-back", "--approver-policy=none")
 	w.waitReady("ApproverFromWebhook")
@@ -805,6 +808,7 @@ func conditionOf(p *crds.Proposal, typ string) *metav1.Condition {
 // nobody is known to have set the decision, so nothing is applied, the decision is cleared and
 // the status says why.
 func TestApprovalWithoutAKnownApproverIsAskedAgain(t *testing.T) {
+	planes.Lend(t)
 	w := newWBWorld(t, "wb-unknown", crds.WriteBack{Enabled: true}, nil, "--enable-webhook=false", "--approver-policy=none")
 	w.waitReady("ApproverUnknown") // the policies an earlier test installed are gone
 	w.reviewers("carol")
@@ -824,6 +828,7 @@ func TestApprovalWithoutAKnownApproverIsAskedAgain(t *testing.T) {
 // files the mirror wrote last do not. With one proposal per run, the runs after a force-push go
 // on comparing the whole folder until every change is proposed.
 func TestWriteBackSwallowsNoEdit(t *testing.T) {
+	planes.Lend(t)
 	w := newWBWorld(t, "wb-baseline", crds.WriteBack{}, nil, "--max-proposals-per-tick", "1") // write-back is off until the edit is pushed
 	for _, name := range []string{"tuned", "doomed", "forced", "forced-too", "erased"} {
 		w.configMap(name, map[string]string{"color": "blue"})
