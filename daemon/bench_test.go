@@ -172,6 +172,81 @@ func (m *mirrorBench) converged(start time.Time) time.Duration {
 	return time.Since(start)
 }
 
+// tipPoll is how often landed reads the remote branch's tip (a file, read without starting git).
+const tipPoll = 10 * time.Millisecond
+
+// landed watches the remote branch until it points at a commit whose live/ folder holds exactly
+// the expected files, and returns when it first did. Each new tip is remembered with the time it
+// was first seen and compared beside the watching, by the hash of its folder against the hash
+// of the expected one: one git command per commit, not a read of 100,000 files, so neither the
+// time nor the daemon is held up by the check. It gives up after deadline.
+func (m *mirrorBench) landed(deadline time.Duration) (time.Time, error) {
+	want, err := m.liveTree()
+	if err != nil {
+		return time.Time{}, err
+	}
+	type tip struct {
+		sha  string
+		seen time.Time
+	}
+	tips := make(chan tip, 1024)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	defer func() { close(stop); <-stopped }()
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(tipPoll)
+		defer tick.Stop()
+		var last string
+		for {
+			if sha, err := m.srv.BranchTip("state", "main"); err == nil && sha != "" && sha != last {
+				last = sha
+				select {
+				case tips <- tip{sha, time.Now()}:
+				case <-stop:
+					return
+				}
+			}
+			select {
+			case <-tick.C:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	timeout := time.After(deadline)
+	for {
+		select {
+		case t := <-tips:
+			if got, err := m.srv.TreeAt("state", t.sha, "live"); err == nil && got == want {
+				return t.seen, nil
+			}
+		case <-timeout:
+			return time.Time{}, fmt.Errorf("the remote of %s did not match the cluster within %v", m.ns, deadline)
+		}
+	}
+}
+
+// liveTree is the hash of the live/ folder that holds exactly the expected files.
+func (m *mirrorBench) liveTree() (string, error) {
+	m.mu.Lock()
+	files := make(map[string]string, len(m.want))
+	for path, hash := range m.want {
+		files[strings.TrimPrefix(path, "live/")] = hash
+	}
+	m.mu.Unlock()
+	return testenv.TreeHash(files)
+}
+
+// mustLand is landed, failing the benchmark when the remote does not match in time.
+func (m *mirrorBench) mustLand(deadline time.Duration) time.Time {
+	m.tb.Helper()
+	at, err := m.landed(deadline)
+	if err != nil {
+		m.tb.Fatal(err)
+	}
+	return at
+}
+
 func (m *mirrorBench) matches(got map[string]string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()

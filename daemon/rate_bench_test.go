@@ -20,11 +20,10 @@ import (
 
 // Bounds of the sustained-rate runs.
 const (
-	rateRun     = 10 * time.Second       // how long each rate is kept up
-	rateMaxLag  = 2 * time.Second        // the lag a rate is followed within
-	ratePoll    = 100 * time.Millisecond // the remote is read this often while catching up (per 20,000 files)
-	etcdWriters = 32                     // goroutines writing updates into etcd
-	apiWriters  = 16                     // client goroutines of the run through the apiserver
+	rateRun     = 10 * time.Second // how long each rate is kept up
+	rateMaxLag  = 2 * time.Second  // the lag a rate is followed within
+	etcdWriters = 32               // goroutines writing updates into etcd
+	apiWriters  = 16               // client goroutines of the run through the apiserver
 )
 
 // sustainedRates updates m's objects (cm-00000… as seeded) at fixed rates for rateRun each, with
@@ -91,25 +90,10 @@ func (m *mirrorBench) driveRate(d *testenv.Daemon, rate, writers int, updates []
 	if err := <-errs; err != nil {
 		m.tb.Fatal(err)
 	}
-	matched := m.matchedWithin(2 * time.Minute)
+	matched := m.mustLand(2 * time.Minute)
 	_, cpu1 := usage(m.tb, d.Pid())
 	return rateResult{sent: int(sent.Load()), reached: float64(sent.Load()) / last.Sub(start).Seconds(), lag: matched.Sub(last),
 		cpuPerItem: (cpu1 - cpu0) * 1e6 / float64(sent.Load())}
-}
-
-// matchedWithin reads the remote until it holds what the cluster holds, and returns when it
-// did. It reads every ratePoll, less often for a large remote, whose every read is work.
-func (m *mirrorBench) matchedWithin(deadline time.Duration) time.Time {
-	pace := ratePoll * time.Duration(max(1, len(m.want)/20000))
-	end := time.Now().Add(deadline)
-	for time.Now().Before(end) {
-		if got, err := m.srv.FileHashes("state", "main"); err == nil && m.matches(got) {
-			return time.Now()
-		}
-		time.Sleep(pace) // pacing the reads of the remote, not synchronising
-	}
-	m.tb.Fatalf("the remote did not match the cluster within %v", deadline)
-	return time.Time{}
 }
 
 // etcdUpdates are the updates of a run of rateRun at rate straight into etcd: the k-th gives

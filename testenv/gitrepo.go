@@ -70,9 +70,31 @@ func (s *GitServer) FileHashes(repo, branch string) (map[string]string, error) {
 	if err != nil || sha == "" {
 		return map[string]string{}, err
 	}
+	return s.fileHashes(dir, sha)
+}
+
+// BranchTip is the commit branch points at ("" while it does not exist), read from the ref's
+// file without starting git, so a benchmark can watch for pushes every few milliseconds. A ref
+// git has packed is read by git.
+func (s *GitServer) BranchTip(repo, branch string) (string, error) {
+	dir, err := s.repoDir(repo)
+	if err != nil {
+		return "", err
+	}
+	if err := s.checkBranch(branch); err != nil {
+		return "", err
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "refs", "heads", branch)); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	_, sha, err := s.tip(repo, branch)
+	return sha, err
+}
+
+func (s *GitServer) fileHashes(dir, sha string) (map[string]string, error) {
 	out, err := s.gitDir(dir, "ls-tree", "-r", "-z", sha)
 	if err != nil {
-		return nil, fmt.Errorf("list files of %s@%s: %w", repo, branch, err)
+		return nil, fmt.Errorf("list files of %s at %s: %w", filepath.Base(dir), sha, err)
 	}
 	hashes := map[string]string{}
 	for _, entry := range strings.Split(string(out), "\x00") {
@@ -83,6 +105,80 @@ func (s *GitServer) FileHashes(repo, branch string) (map[string]string, error) {
 		}
 	}
 	return hashes, nil
+}
+
+// TreeHash is the git object hash of the folder that holds files (path within the folder →
+// blob hash, as BlobHash gives), all of mode 100644: what `git rev-parse <commit>:<folder>`
+// answers when the folder holds exactly those files (see TreeAt).
+func TreeHash(files map[string]string) (string, error) {
+	type dir struct {
+		files map[string]string
+		dirs  map[string]*dir
+	}
+	newDir := func() *dir { return &dir{files: map[string]string{}, dirs: map[string]*dir{}} }
+	root := newDir()
+	for path, hash := range files {
+		d, parts := root, strings.Split(path, "/")
+		for _, name := range parts[:len(parts)-1] {
+			if d.dirs[name] == nil {
+				d.dirs[name] = newDir()
+			}
+			d = d.dirs[name]
+		}
+		d.files[parts[len(parts)-1]] = hash
+	}
+	var hashDir func(d *dir) ([]byte, error)
+	hashDir = func(d *dir) ([]byte, error) {
+		type entry struct {
+			mode, name, key string // git sorts a folder as its name followed by "/"
+			id              []byte
+		}
+		var entries []entry
+		for name, hash := range d.files {
+			id, err := hex.DecodeString(hash)
+			if err != nil {
+				return nil, fmt.Errorf("blob hash of %s: %w", name, err)
+			}
+			entries = append(entries, entry{"100644", name, name, id})
+		}
+		for name, sub := range d.dirs {
+			id, err := hashDir(sub)
+			if err != nil {
+				return nil, err
+			}
+			entries = append(entries, entry{"40000", name, name + "/", id})
+		}
+		slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+		var body bytes.Buffer
+		for _, e := range entries {
+			fmt.Fprintf(&body, "%s %s\x00", e.mode, e.name)
+			body.Write(e.id)
+		}
+		h := sha1.New()
+		fmt.Fprintf(h, "tree %d\x00", body.Len())
+		h.Write(body.Bytes())
+		return h.Sum(nil), nil
+	}
+	id, err := hashDir(root)
+	return hex.EncodeToString(id), err
+}
+
+// TreeAt is the object hash of path (a folder) at commit rev, as TreeHash computes it, or "" when
+// rev has no such path: one git command, however many files the folder holds.
+func (s *GitServer) TreeAt(repo, rev, path string) (string, error) {
+	dir, err := s.repoDir(repo)
+	if err != nil {
+		return "", err
+	}
+	out, err := s.gitDir(dir, "rev-parse", "--verify", "--quiet", rev+":"+path)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 1 {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("resolve %s:%s in %s: %w", rev, path, repo, err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // BlobHash is the git object hash of a file with this content.

@@ -326,3 +326,41 @@ func TestBufferBodyGivesChunkedBodiesALength(t *testing.T) {
 		})
 	}
 }
+
+// TestTreeHashIsGits: TreeHash of a folder's files is the tree git made of them, including git's
+// order of a folder ("a", sorted as "a/") against files whose names sort around it, and
+// BranchTip and TreeAt read what was pushed.
+func TestTreeHashIsGits(t *testing.T) {
+	s := mustStartGitServer(t)
+	files := map[string]string{"f/a.b": "1", "f/a/x": "2", "f/a0": "3", "f/a/y/z": "4", "f/b-c": "5", "other": "6"}
+	sha, err := s.PushCommit("demo", "main", Signature{Name: "Bob", Email: "bob@example.com"}, "add", files, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tip, err := s.BranchTip("demo", "main"); err != nil || tip != sha {
+		t.Errorf("BranchTip = %q, %v; want %s", tip, err, sha)
+	}
+	want := map[string]string{}
+	for path, content := range files {
+		if rest, ok := strings.CutPrefix(path, "f/"); ok {
+			want[rest] = BlobHash([]byte(content))
+		}
+	}
+	hash, err := TreeHash(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.TreeAt("demo", sha, "f"); err != nil || got != hash {
+		t.Errorf("git's tree of f = %q, %v; TreeHash = %s", got, err, hash)
+	}
+	delete(want, "a0")
+	if other, _ := TreeHash(want); other == hash {
+		t.Error("TreeHash without a0 is the same")
+	}
+	if got, err := s.TreeAt("demo", sha, "missing"); err != nil || got != "" {
+		t.Errorf("TreeAt of a missing folder = %q, %v; want none", got, err)
+	}
+	if tip, err := s.BranchTip("demo", "unborn"); err != nil || tip != "" {
+		t.Errorf("BranchTip of an unborn branch = %q, %v; want none", tip, err)
+	}
+}
