@@ -22,7 +22,8 @@ import (
 // destination and for 100,000 spread over 20 destinations (20 repositories); then the rates of
 // updates the mirror follows with the remote at most 2 s behind (see sustainedRates). The
 // ConfigMaps are written straight into etcd (see etcd_bench_test.go). Each case has namespaces of
-// its own and retires its WatchRules when done, so a later daemon lists only its own objects.
+// its own and retires its WatchRules and destinations when done, so a later daemon lists only its
+// own objects and opens only its own repositories.
 func BenchmarkScale(b *testing.B) {
 	planes.Lend(b)
 	etcd := etcdClient(b)
@@ -55,27 +56,28 @@ func BenchmarkScale(b *testing.B) {
 
 // The figures of BenchmarkScale before issue 33's work on reading the cluster (decoding each
 // object once, a list paced by its worker): one run of this benchmark, as it measures today
-// (each push seen as it lands), on d266646, alone on the same 2-core machine and on the same day
-// as the figures after it (single runs drift by a fifth or more, and the machine's speed from day
-// to day by a third). make bench prints them beside today's.
+// (each push seen as it lands, each case's destinations retired after it), on d266646, alone on
+// the same 2-core machine and on the same day as the figures after it (single runs drift by a
+// fifth or more, and the machine's speed from day to day by a third). make bench prints them
+// beside today's.
 var (
 	beforeScale = map[int]string{
-		10000:  "before: 4.5 s, 52 MiB, 263 µs per object",
-		50000:  "before: 20.0 s, 129 MiB, 277 µs per object",
-		100000: "before: 49.4 s, 191 MiB, 301 µs per object",
+		10000:  "before: 4.3 s, 52 MiB, 250 µs per object",
+		50000:  "before: 16.2 s, 88 MiB, 206 µs per object",
+		100000: "before: 34.1 s, 133 MiB, 208 µs per object",
 	}
 	beforeRates = map[int]string{
-		1000: "before: 0.8 s behind, 505 µs per update",
-		2000: "before: 1,955/s reached, 3.9 s behind, 457 µs per update",
-		4000: "before: 2,322/s reached, 4.6 s behind, 399 µs per update",
+		1000: "before: 0.3 s behind, 500 µs per update",
+		2000: "before: 3.2 s behind, 388 µs per update",
+		4000: "before: 2,720/s reached, 4.1 s behind, 341 µs per update",
 	}
 )
 
 const (
-	beforeDestinations = "before: 70.9 s, 237 MiB, 295 µs per object"
+	beforeDestinations = "before: 55.1 s, 185 MiB, 252 µs per object"
 	beforeBestRate     = "before: 1000/s"
-	beforeAPIRate      = "before: 250/s, 0.2 s behind, 1244 µs per update"
-	beforeLargeRate    = "before: 1,978/s reached, 4.6 s behind, 409 µs per update"
+	beforeAPIRate      = "before: 355/s, 0.2 s behind, 953 µs per update"
+	beforeLargeRate    = "before: 3.0 s behind, 352 µs per update"
 )
 
 // scaleDestinations seeds per ConfigMaps into each of n destinations, every one with its own
@@ -110,11 +112,13 @@ func scaleDestinations(b *testing.B, etcd *clientv3.Client, n, per int) {
 	}
 }
 
-// retire deletes the namespace's WatchRules, so that later daemons neither list nor watch it.
+// retire deletes the namespace's WatchRules and its destination, so that later daemons neither
+// list nor watch it, nor open its repository: a later case measures a daemon with only its own.
 func (m *mirrorBench) retire() {
 	dyn := dynamic.NewForConfigOrDie(planes.Of(m.tb).AdminConfig()).Resource(crds.WatchRules).Namespace(m.ns)
 	if err := dyn.DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		m.tb.Fatal(err)
 	}
+	m.forget()
 }
 
