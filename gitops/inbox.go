@@ -94,10 +94,11 @@ func (in *inbox) take() ([]item, []control) {
 	return items, controls
 }
 
-// paceItems is how many intents may wait before pace holds up their producer: about 13 MiB of
-// files of 1 KiB, and few enough takes in a list of 100,000 that committing each (a new tree of
-// the whole folder) costs little.
-const paceItems = 10000
+// paceItems is how many intents may wait before pace holds up their producer. What waits, and
+// what the worker took and commits meanwhile, is most of a seed's memory: in a seed of 100,000
+// ConfigMaps of 1 KiB (BenchmarkScale, four runs each) 5,000 peaked at 127 MiB against 156 MiB
+// for 10,000, in 18.7 s against 16.0 s (more takes, each a commit of the whole folder's tree).
+const paceItems = 5000
 
 // pace blocks while more than paceItems intents wait, until the worker takes them. A take
 // that does not come within patience means the worker is busy with a slow or dead remote: pace
