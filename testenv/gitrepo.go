@@ -70,31 +70,9 @@ func (s *GitServer) FileHashes(repo, branch string) (map[string]string, error) {
 	if err != nil || sha == "" {
 		return map[string]string{}, err
 	}
-	return s.fileHashes(dir, sha)
-}
-
-// BranchTip is the commit branch points at ("" while it does not exist), read from the ref's
-// file without starting git, so a benchmark can watch for pushes every few milliseconds. A ref
-// git has packed is read by git.
-func (s *GitServer) BranchTip(repo, branch string) (string, error) {
-	dir, err := s.repoDir(repo)
-	if err != nil {
-		return "", err
-	}
-	if err := s.checkBranch(branch); err != nil {
-		return "", err
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, "refs", "heads", branch)); err == nil {
-		return strings.TrimSpace(string(b)), nil
-	}
-	_, sha, err := s.tip(repo, branch)
-	return sha, err
-}
-
-func (s *GitServer) fileHashes(dir, sha string) (map[string]string, error) {
 	out, err := s.gitDir(dir, "ls-tree", "-r", "-z", sha)
 	if err != nil {
-		return nil, fmt.Errorf("list files of %s at %s: %w", filepath.Base(dir), sha, err)
+		return nil, fmt.Errorf("list files of %s@%s: %w", repo, branch, err)
 	}
 	hashes := map[string]string{}
 	for _, entry := range strings.Split(string(out), "\x00") {
@@ -105,6 +83,40 @@ func (s *GitServer) fileHashes(dir, sha string) (map[string]string, error) {
 		}
 	}
 	return hashes, nil
+}
+
+// BranchTip is the commit branch points at ("" while it does not exist), read from the ref's
+// file, or from packed-refs once git packed it, without starting git: a benchmark watches for
+// pushes with it every few milliseconds.
+func (s *GitServer) BranchTip(repo, branch string) (string, error) {
+	dir, err := s.repoDir(repo)
+	if err != nil {
+		return "", err
+	}
+	if err := s.checkBranch(branch); err != nil {
+		return "", err
+	}
+	ref := "refs/heads/" + branch
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(ref)))
+	if err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read %s of %s: %w", ref, repo, err)
+	}
+	packed, err := os.ReadFile(filepath.Join(dir, "packed-refs"))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read packed-refs of %s: %w", repo, err)
+	}
+	for line := range strings.Lines(string(packed)) { // "<sha> <ref>", "# ..." and "^<peeled sha>"
+		if sha, name, ok := strings.Cut(strings.TrimSpace(line), " "); ok && name == ref {
+			return sha, nil
+		}
+	}
+	return "", nil
 }
 
 // TreeHash is the git object hash of the folder that holds files (path within the folder →

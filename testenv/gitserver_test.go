@@ -329,7 +329,7 @@ func TestBufferBodyGivesChunkedBodiesALength(t *testing.T) {
 
 // TestTreeHashIsGits: TreeHash of a folder's files is the tree git made of them, including git's
 // order of a folder ("a", sorted as "a/") against files whose names sort around it, and
-// BranchTip and TreeAt read what was pushed.
+// BranchTip (from the ref's file, then from packed-refs) and TreeAt read what was pushed.
 func TestTreeHashIsGits(t *testing.T) {
 	s := mustStartGitServer(t)
 	files := map[string]string{"f/a.b": "1", "f/a/x": "2", "f/a0": "3", "f/a/y/z": "4", "f/b-c": "5", "other": "6"}
@@ -362,5 +362,15 @@ func TestTreeHashIsGits(t *testing.T) {
 	}
 	if tip, err := s.BranchTip("demo", "unborn"); err != nil || tip != "" {
 		t.Errorf("BranchTip of an unborn branch = %q, %v; want none", tip, err)
+	}
+	dir, err := s.repoDir("demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := s.gitDir(dir, "pack-refs", "--all"); err != nil {
+		t.Fatalf("pack-refs: %v: %s", err, out)
+	}
+	if tip, err := s.BranchTip("demo", "main"); err != nil || tip != sha {
+		t.Errorf("BranchTip of a packed ref = %q, %v; want %s", tip, err, sha)
 	}
 }
