@@ -121,4 +121,3 @@ func (m *mirrorBench) retire() {
 	}
 	m.forget()
 }
-

@@ -167,7 +167,7 @@ func TreeHash(files map[string]string) (string, error) {
 			body.Write(e.id)
 		}
 		h := sha1.New()
-		fmt.Fprintf(h, "tree %d\x00", body.Len())
+		_, _ = fmt.Fprintf(h, "tree %d\x00", body.Len())
 		h.Write(body.Bytes())
 		return h.Sum(nil), nil
 	}
