@@ -182,15 +182,11 @@ func (s *GitServer) TreeAt(repo, rev, path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out, err := s.gitDir(dir, "rev-parse", "--verify", "--quiet", rev+":"+path)
-	var exit *exec.ExitError
-	if errors.As(err, &exit) && exit.ExitCode() == 1 {
-		return "", nil
-	}
+	sha, err := s.resolve(dir, rev+":"+path)
 	if err != nil {
 		return "", fmt.Errorf("resolve %s:%s in %s: %w", rev, path, repo, err)
 	}
-	return strings.TrimSpace(string(out)), nil
+	return sha, nil
 }
 
 // BlobHash is the git object hash of a file with this content.
@@ -452,15 +448,24 @@ func (s *GitServer) tip(repo, branch string) (dir, sha string, err error) {
 		}
 		ref = "refs/heads/" + branch
 	}
-	out, err := s.gitDir(dir, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
-	var exit *exec.ExitError
-	if errors.As(err, &exit) && exit.ExitCode() == 1 {
-		return dir, "", nil // --quiet --verify exits 1 when the ref does not exist
-	}
+	sha, err = s.resolve(dir, ref+"^{commit}")
 	if err != nil {
 		return "", "", fmt.Errorf("resolve %s@%s: %w", repo, branch, err)
 	}
-	return dir, strings.TrimSpace(string(out)), nil
+	return dir, sha, nil
+}
+
+// resolve is the object name git gives rev in the repository at dir, "" when there is none.
+func (s *GitServer) resolve(dir, rev string) (string, error) {
+	out, err := s.gitDir(dir, "rev-parse", "--verify", "--quiet", rev)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 1 {
+		return "", nil // --quiet --verify exits 1 when rev names nothing
+	}
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // checkBranch refuses names git would not accept as a branch, so a name can
