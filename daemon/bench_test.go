@@ -181,10 +181,6 @@ const tipPoll = 10 * time.Millisecond
 // of the expected one: one git command per commit, not a read of 100,000 files, so neither the
 // time nor the daemon is held up by the check. It gives up after deadline.
 func (m *mirrorBench) landed(deadline time.Duration) (time.Time, error) {
-	want, err := m.liveTree()
-	if err != nil {
-		return time.Time{}, err
-	}
 	type tip struct {
 		sha  string
 		seen time.Time
@@ -213,6 +209,10 @@ func (m *mirrorBench) landed(deadline time.Duration) (time.Time, error) {
 			}
 		}
 	}()
+	want, err := m.liveTree() // once the watching runs: a push while it is computed is seen in time
+	if err != nil {
+		return time.Time{}, err
+	}
 	timeout := time.After(deadline)
 	for {
 		select {
