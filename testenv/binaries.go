@@ -138,7 +138,7 @@ func goBuild(ctx context.Context, tools string, targets map[string]string) error
 		return fmt.Errorf("create build dir: %w", err)
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
-	args := append([]string{"build", "-trimpath", "-ldflags=-s -w", "-o", tmp + string(filepath.Separator)}, pkgs...)
+	args := slices.Concat([]string{"build", "-trimpath", "-ldflags=-s -w"}, toolGCFlags, []string{"-o", tmp + string(filepath.Separator)}, pkgs)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = tools
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

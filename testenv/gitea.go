@@ -69,8 +69,9 @@ func buildGitea(tmp string) error {
 	}
 	// Gitea's Makefile stamps the version (without its v), which the API reports and the SDK checks.
 	ldflags := "-s -w -X main.Version=" + strings.TrimPrefix(GiteaVersion, "v")
-	cmd := exec.Command("go", "build", "-trimpath", "-tags", "sqlite sqlite_unlock_notify",
-		"-ldflags", ldflags, "-o", filepath.Join(tmp, "gitea"), ".")
+	args := slices.Concat([]string{"build", "-trimpath", "-tags", "sqlite sqlite_unlock_notify", "-ldflags", ldflags},
+		Unoptimised, []string{"-o", filepath.Join(tmp, "gitea"), "."})
+	cmd := exec.Command("go", args...)
 	cmd.Dir = src
 	// make test exports CGO_ENABLED=0, and Gitea's sqlite driver needs cgo.
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "GOFLAGS=-mod=mod", "GOWORK=off")

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -16,7 +17,7 @@ const SopsVersion = "v3.13.3"
 // SopsBinary returns the pinned sops CLI (see GoTool); the first build takes a few minutes.
 func SopsBinary(tb testing.TB) string {
 	tb.Helper()
-	return GoTool(tb, "sops", "github.com/getsops/sops/v3/cmd/sops", SopsVersion)
+	return GoTool(tb, "sops", "github.com/getsops/sops/v3/cmd/sops", SopsVersion, Unoptimised...)
 }
 
 // tools are the tools built (or found) once per test process, by key.
@@ -54,19 +55,34 @@ func toolOnce(tb testing.TB, key string, ensure func() (string, error)) string {
 
 // GoTool returns the command name of package pkg at version, building it from the Go module proxy
 // on first use into the Makefile's tools cache ($TOOLS_CACHE, default
-// ~/.cache/gitops-reverser/tools)/name-version/, where the Makefile's targets put it too. flags
-// are extra go install flags (e.g. -tags), the same as the Makefile's.
+// ~/.cache/gitops-reverser/tools)/name-version/, where the Makefile's targets put it too, built
+// with toolGCFlags and without symbol tables. flags are extra go install flags (e.g. -tags, or
+// Unoptimised), the same as the Makefile's.
 func GoTool(tb testing.TB, name, pkg, version string, flags ...string) string {
 	tb.Helper()
 	return toolOnce(tb, pkg+"@"+version, func() (string, error) { return EnsureGoTool(name, pkg, version, flags...) })
 }
+
+// toolGCFlags are the compiler flags of every tool the tests build: no debugging information
+// (-dwarf=false), which the links strip anyway (-s -w) and which cost a tenth of the compiler's
+// time. The standard library keeps the default flags, so it is compiled once for the tools and the
+// tests alike. The Makefile's TOOL_GCFLAGS must say the same (TestToolVersionsMatchMakefile).
+var toolGCFlags = []string{"-gcflags=all=-dwarf=false", "-gcflags=std="}
+
+// Unoptimised are the go build flags of a tool that the tests run only a few times (sops, Gitea,
+// crane): its own packages are also built without optimisations or inlining (-N -l), which takes
+// a cold build a quarter less CPU and costs the tests a second at most. helm and promtool, which
+// the install tests run many times, and etcd and kube-apiserver, which every test leans on, are
+// optimised. The Makefile's UNOPTIMISED_GCFLAGS must say the same.
+var Unoptimised = []string{"-gcflags=all=-N -l -dwarf=false", "-gcflags=std="}
 
 // EnsureGoTool is GoTool outside a test (e.g. in TestMain, to build a tool while something else
 // builds): it returns the path of name-version/name in the tools cache, building it there if it
 // is missing (see buildCached), so no process ever runs a half-written binary.
 func EnsureGoTool(name, pkg, version string, flags ...string) (string, error) {
 	dir, err := buildCached(name+"-"+version, []string{name}, func(tmp string) error {
-		cmd := exec.Command("go", append(append([]string{"install"}, flags...), pkg+"@"+version)...)
+		args := slices.Concat([]string{"install", "-ldflags=-s -w"}, toolGCFlags, flags, []string{pkg + "@" + version})
+		cmd := exec.Command("go", args...)
 		cmd.Env = append(os.Environ(), "GOBIN="+tmp)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("build %s %s: %w\n%s", name, version, err, out)

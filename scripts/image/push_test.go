@@ -44,7 +44,7 @@ func ggcrVersion(t testing.TB) string {
 // are there, and the registry's referrers API lists the SBOM under the index.
 func TestCranePushesImageAndSBOM(t *testing.T) {
 	res := sharedBuild(t)
-	crane := testenv.GoTool(t, "crane", cranePackage, ggcrVersion(t))
+	crane := testenv.GoTool(t, "crane", cranePackage, ggcrVersion(t), testenv.Unoptimised...)
 	reg := httptest.NewServer(registry.New(registry.WithReferrersSupport(true), registry.Logger(log.New(io.Discard, "", 0))))
 	defer reg.Close()
 	defer http.DefaultClient.CloseIdleConnections()
