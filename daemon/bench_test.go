@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -221,7 +222,7 @@ func (m *mirrorBench) landed(deadline time.Duration) (time.Time, error) {
 				return t.seen, nil
 			}
 		case <-timeout:
-			return time.Time{}, fmt.Errorf("the remote of %s did not match the cluster within %v", m.ns, deadline)
+			return time.Time{}, fmt.Errorf("the remote of %s did not match the cluster within %v: %s", m.ns, deadline, m.differences())
 		}
 	}
 }
@@ -245,6 +246,29 @@ func (m *mirrorBench) mustLand(deadline time.Duration) time.Time {
 		m.tb.Fatal(err)
 	}
 	return at
+}
+
+// differences names up to five files where the remote branch differs from the expected ones.
+func (m *mirrorBench) differences() string {
+	got, err := m.srv.FileHashes("state", "main")
+	if err != nil {
+		return err.Error()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var diffs []string
+	for path, hash := range got {
+		if strings.HasPrefix(path, "live/") && m.want[path] != hash {
+			diffs = append(diffs, fmt.Sprintf("%s is %.7s, want %.7s", path, hash, m.want[path]))
+		}
+	}
+	for path, hash := range m.want {
+		if _, ok := got[path]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s is missing, want %.7s", path, hash))
+		}
+	}
+	slices.Sort(diffs)
+	return fmt.Sprintf("%d files differ: %s", len(diffs), strings.Join(diffs[:min(5, len(diffs))], "; "))
 }
 
 func (m *mirrorBench) matches(got map[string]string) bool {
