@@ -32,7 +32,7 @@ const (
 // rateMaxLag. These updates go straight into etcd from etcdWriters goroutines (the daemon sees
 // them as watch events, like any), one put each: puts batched in etcd transactions would share a
 // resourceVersion, which no write through the apiserver does, and a watch resumed among them
-// skips the rest (tried: at 4,000/s six files stayed stale). Through the apiserver the load
+// would skip the rest (tried: at 4,000/s six files stayed stale). Through the apiserver the load
 // generator is the limit on two cores, as the last run shows, which sends as fast as apiWriters
 // clients can through the apiserver, whose writes also call the daemon's admission webhook.
 func sustainedRates(b *testing.B, m *mirrorBench, etcd *clientv3.Client, d *testenv.Daemon) {

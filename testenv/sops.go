@@ -71,7 +71,7 @@ var toolGCFlags = []string{"-gcflags=all=-dwarf=false", "-gcflags=std="}
 
 // Unoptimised are the go build flags of a tool that the tests run only a few times (sops, Gitea,
 // crane): its own packages are also built without optimisations or inlining (-N -l), which takes
-// a cold build a quarter less CPU and costs the tests a second at most. helm and promtool, which
+// a cold build a quarter less CPU and costs their tests a second or two. helm and promtool, which
 // the install tests run many times, and etcd and kube-apiserver, which every test leans on, are
 // optimised. The Makefile's UNOPTIMISED_GCFLAGS must say the same.
 var Unoptimised = []string{"-gcflags=all=-N -l -dwarf=false", "-gcflags=std="}
