@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -254,37 +253,37 @@ func (m *mirrorBench) differences() string {
 	if err != nil {
 		return err.Error()
 	}
+	n, some := m.diff(got)
+	return fmt.Sprintf("%d files differ: %s", n, strings.Join(some, "; "))
+}
+
+// matches says whether the files under live/ in got (the remote's) are exactly the expected ones.
+func (m *mirrorBench) matches(got map[string]string) bool {
+	n, _ := m.diff(got)
+	return n == 0
+}
+
+// diff counts the files under live/ where got (the remote's) differs from the expected ones, and
+// describes up to five of them.
+func (m *mirrorBench) diff(got map[string]string) (n int, some []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var diffs []string
+	differ := func(format string, args ...any) {
+		if n++; len(some) < 5 {
+			some = append(some, fmt.Sprintf(format, args...))
+		}
+	}
 	for path, hash := range got {
 		if strings.HasPrefix(path, "live/") && m.want[path] != hash {
-			diffs = append(diffs, fmt.Sprintf("%s is %.7s, want %.7s", path, hash, m.want[path]))
+			differ("%s is %.7s, want %.7s", path, hash, m.want[path])
 		}
 	}
 	for path, hash := range m.want {
 		if _, ok := got[path]; !ok {
-			diffs = append(diffs, fmt.Sprintf("%s is missing, want %.7s", path, hash))
+			differ("%s is missing, want %.7s", path, hash)
 		}
 	}
-	slices.Sort(diffs)
-	return fmt.Sprintf("%d files differ: %s", len(diffs), strings.Join(diffs[:min(5, len(diffs))], "; "))
-}
-
-func (m *mirrorBench) matches(got map[string]string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	n := 0
-	for path, hash := range got {
-		if !strings.HasPrefix(path, "live/") {
-			continue
-		}
-		if m.want[path] != hash {
-			return false
-		}
-		n++
-	}
-	return n == len(m.want)
+	return n, some
 }
 
 // usage reads the daemon's peak RSS (MiB) and CPU seconds (user+system) from /proc.
