@@ -52,6 +52,12 @@ func TestEndedProposalsArePrunedAfterTheirRetention(t *testing.T) {
 		{name: "another-destinations", dest: "other", kept: true, status: crds.ProposalStatus{Phase: crds.PhaseApplied,
 			DecidedAt: &long, AppliedAt: &long, Conditions: cond(long, metav1.ConditionTrue, reasonApplied)}},
 	}
+	// The queue tells the daemon's proposals by their seal once it has read the key. Before, it
+	// would send each to decide, which marks a waiting one whose live object moved (none of these
+	// ConfigMaps exists) Stale, and Stale ones that waited long are pruned.
+	if _, err := c.sealKey(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	var want []string
 	for _, tc := range cases {
 		e.proposalWithStatus(tc.name, cmp.Or(tc.dest, "dest"), tc.status)
