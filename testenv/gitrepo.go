@@ -469,14 +469,19 @@ func (s *GitServer) resolve(dir, rev string) (string, error) {
 }
 
 // checkBranch refuses names git would not accept as a branch, so a name can
-// never be read as a revision expression such as "main~1".
+// never be read as a revision expression such as "main~1". git is asked once per name:
+// BranchTip checks its branch every few milliseconds.
 func (s *GitServer) checkBranch(branch string) error {
+	if _, ok := s.branches.Load(branch); ok {
+		return nil
+	}
 	if strings.HasPrefix(branch, "-") {
 		return fmt.Errorf("invalid branch name %q", branch)
 	}
 	if _, err := s.git(context.Background(), "", nil, "check-ref-format", "refs/heads/"+branch); err != nil {
 		return fmt.Errorf("invalid branch name %q", branch)
 	}
+	s.branches.Store(branch, true)
 	return nil
 }
 

@@ -62,6 +62,7 @@ type GitServer struct {
 	requests  atomic.Int64
 	pushed    atomic.Int64 // bytes of receive-pack requests: commands and packs
 	thinless  atomic.Bool  // refuse thin packs, as a git built to does
+	branches  sync.Map     // branch names git accepted (checkBranch), so each is checked once
 	closeOnce sync.Once
 	closeErr  error
 }
