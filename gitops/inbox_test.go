@@ -160,3 +160,33 @@ func TestPaceHoldsAListUntilTheWorkerTakes(t *testing.T) {
 	in.take()
 	returns("after the second take", done)
 }
+
+// TestAPushTakesEverythingThatWaits: a push costs the remote about as much for a few files as for
+// thousands, so whatever waits when one starts goes in it. The remote hangs in a push while 15
+// changes arrive; batches hold 10 files. The 15 then land in one commit, not as 10 and, after the
+// quiet period of the rest, 5 more in a push of their own. Seen failing: 4 commits, not 3.
+func TestAPushTakesEverythingThatWaits(t *testing.T) {
+	srv := MustGitServer(t)
+	w := StartWorker(t, MustRepo(t, srv, "all"), "", BatchLimits{MaxFiles: 10, Quiet: 10 * time.Millisecond})
+	MustEnqueue(t, w, Change{Path: cmPath("first"), Content: configMap("first", "0", 100)})
+	MustFlush(t, w)
+
+	srv.SetHanging(true)
+	before := srv.Requests()
+	MustEnqueue(t, w, Change{Path: cmPath("stuck"), Content: configMap("stuck", "0", 100)})
+	testenv.Eventually(t, 30*time.Second, "the worker to be stuck in a push", func() (bool, string) {
+		return srv.Requests() > before, fmt.Sprintf("%d requests", srv.Requests()-before)
+	})
+	for i := range 15 {
+		name := fmt.Sprintf("cm-%02d", i)
+		MustEnqueue(t, w, Change{Path: cmPath(name), Content: configMap(name, "0", 100)})
+	}
+	srv.SetHanging(false) // no flush: it would take the batch itself
+	testenv.Eventually(t, 30*time.Second, "every change on the remote", func() (bool, string) {
+		files := mustFiles(t, srv, "all")
+		return len(files) == 17, fmt.Sprintf("%d files", len(files))
+	})
+	if log := mustLog(t, srv, "all"); len(log) != 3 {
+		t.Errorf("%d commits, want 3: the first change, the one pushed as the remote hung, and the 15 that waited meanwhile", len(log))
+	}
+}

@@ -164,6 +164,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.onRenewed(ctx, err)
 		}
 		if w.pushWanted && !w.retrying {
+			w.takeAll(ctx)
 			w.pushWanted = false
 			w.push(ctx)
 			w.maybeRenew(ctx)
@@ -193,6 +194,22 @@ func (w *Worker) absorb(ctx context.Context, items []item, controls []control) {
 				w.retrying, w.pushWanted = false, true
 			}
 		}
+	}
+}
+
+// takeAll joins to the push about to start what waits: in the inbox (what arrived during the
+// last push) and in the batch. A push costs the remote about as much for a few files as for
+// thousands (it checks the whole folder's tree), so what is already here does not follow alone:
+// after a long push both the batch's deadline and the inbox are ready, and select picks either.
+func (w *Worker) takeAll(ctx context.Context) {
+	select {
+	case <-w.in.wake:
+		items, controls := w.in.take()
+		w.absorb(ctx, items, controls)
+	default:
+	}
+	if !w.batch.empty() {
+		w.flushBatch()
 	}
 }
 
