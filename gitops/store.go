@@ -33,6 +33,9 @@ type store struct {
 	// shallow holds the commits at the boundary of a shallow clone, whose parents it lacks: they
 	// read as having none, as in git.
 	shallow map[plumbing.Hash]bool
+	// newest is the newest commit that left the overlay and its tree, which the next commit
+	// builds on: reading it from the clone would have go-git map every offset of its pack.
+	newest struct{ commit, tree plumbing.Hash }
 }
 
 func newStore(sto *filesystem.Storage) *store {
@@ -99,6 +102,7 @@ func (s *store) dropOverlay() {
 		if s.overlay[s.order[i]].typ == plumbing.CommitObject {
 			if tree, err := s.commitTree(s.order[i]); err == nil {
 				s.cacheOverlayTrees(tree)
+				s.newest.commit, s.newest.tree = s.order[i], tree
 			}
 			break
 		}
@@ -173,6 +177,9 @@ func (s *store) read(typ plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
 func (s *store) commitTree(h plumbing.Hash) (plumbing.Hash, error) {
 	if h.IsZero() {
 		return plumbing.ZeroHash, nil
+	}
+	if h == s.newest.commit {
+		return s.newest.tree, nil
 	}
 	var data []byte
 	if o, ok := s.overlay[h]; ok {
