@@ -95,10 +95,11 @@ func (in *inbox) take() ([]item, []control) {
 }
 
 // paceItems is how many intents may wait before pace holds up their producer. What waits, and
-// what the worker took and commits meanwhile, is most of a seed's memory: in a seed of 100,000
-// ConfigMaps of 1 KiB (BenchmarkScale, four runs each) 5,000 peaked at 127 MiB against 156 MiB
-// for 10,000, in 18.7 s against 16.0 s (more takes, each a commit of the whole folder's tree).
-const paceItems = 5000
+// what the worker took and commits meanwhile, is most of a seed's memory, and each take is a
+// commit of the whole folder's tree. In a seed of 100,000 ConfigMaps of 1 KiB (three runs each,
+// alternating), 10,000 took 15.5-19.4 s and peaked at 139-142 MiB; 5,000 took 19.2-20.6 s at
+// 119-125 MiB.
+const paceItems = 10000
 
 // pace blocks while more than paceItems intents wait, until the worker takes them. A take
 // that does not come within patience means the worker is busy with a slow or dead remote: pace
