@@ -55,29 +55,29 @@ func BenchmarkScale(b *testing.B) {
 }
 
 // The figures of BenchmarkScale before issue 33's work on reading the cluster (decoding each
-// object once, a list paced by its worker): one run of this benchmark, as it measures today
-// (each push seen as it lands, each case's destinations retired after it), on d266646, alone on
-// the same 2-core machine just before the run of the figures after it (single runs drift by a
-// fifth or more, and the machine's speed from hour to hour by a third). make bench prints them
-// beside today's.
+// object once, a list paced by its worker): one run of this benchmark, as it measures today (each
+// push seen as it lands, each case's destinations retired after it, the tip read without starting
+// git), with the daemon of d266646, alone on the same 2-core machine just before the run of the
+// figures after it (single runs drift by a fifth or more, and the machine's speed from hour to
+// hour by a third). make bench prints them beside today's.
 var (
 	beforeScale = map[int]string{
-		10000:  "before: 2.9 s, 51 MiB, 154 µs per object",
-		50000:  "before: 11.1 s, 93 MiB, 146 µs per object",
-		100000: "before: 24.4 s, 138 MiB, 155 µs per object",
+		10000:  "before: 4.0 s, 53 MiB, 214 µs per object",
+		50000:  "before: 14.9 s, 83 MiB, 194 µs per object",
+		100000: "before: 33.3 s, 134 MiB, 203 µs per object",
 	}
 	beforeRates = map[int]string{
-		1000: "before: 0.1 s behind, 380 µs per update",
-		2000: "before: 0.4 s behind, 284 µs per update",
-		4000: "before: 3,999/s reached, 4.3 s behind, 253 µs per update",
+		1000: "before: 0.2 s behind, 399 µs per update",
+		2000: "before: 1.8 s behind, 318 µs per update",
+		4000: "before: 2,523/s reached, 4.6 s behind, 350 µs per update",
 	}
 )
 
 const (
-	beforeDestinations = "before: 38.8 s, 199 MiB, 190 µs per object"
+	beforeDestinations = "before: 39.9 s, 171 MiB, 213 µs per object"
 	beforeBestRate     = "before: 2000/s"
-	beforeAPIRate      = "before: 428/s, 0.2 s behind, 770 µs per update"
-	beforeLargeRate    = "before: 1,859/s reached, 4.4 s behind, 337 µs per update"
+	beforeAPIRate      = "before: 222/s, 0.2 s behind, 1219 µs per update"
+	beforeLargeRate    = "before: 1,626/s reached, 4.7 s behind, 370 µs per update"
 )
 
 // scaleDestinations seeds per ConfigMaps into each of n destinations, every one with its own
