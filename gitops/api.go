@@ -171,7 +171,9 @@ type WorkerConfig struct {
 // Fence says whether this replica may push now, and until when: a replica that lost its lease
 // must never push again, because another replica leads and writes the same changes. A push that
 // cannot prove it may is dropped with its commits (ErrFenced), and one still under way at until
-// is cut off.
+// is cut off. An error with a Temporary method that returns true says the lease may still be this
+// replica's (its renewal is late): the push is then held back and tried again, never dropped, as
+// the replica would otherwise lose changes it still owns.
 type Fence func() (until time.Time, err error)
 
 // Fences gives the Fence of each branch of a repository: the one leader's for all of them, or

@@ -3,10 +3,13 @@ package gitops
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 // leaseFence is a fence a test opens and closes, as losing and regaining a lease would.
@@ -80,4 +83,53 @@ func TestFencedLastPushAtStopSendsNothing(t *testing.T) {
 	if got := w.metric(t, "pushes_fenced_total"); got != 1 {
 		t.Errorf("pushes_fenced_total = %v, want 1", got)
 	}
+}
+
+// lateRenewal is a fence's answer while the lease's renewal is late: the lease may still be held.
+type lateRenewal struct{}
+
+func (lateRenewal) Error() string {
+	return "the lease was last renewed 4.2s ago, beyond the renew deadline of 4s"
+}
+func (lateRenewal) Temporary() bool { return true }
+
+// TestAPushWaitsOutALateLeaseRenewal: on a busy machine a lease's renewal can come late, and the
+// fence then cannot say whether this replica still holds it. A push is held back and sent once the
+// renewal lands, without a new change: dropped, its changes would be lost, since this replica keeps
+// the shard and nobody writes them again. Seen failing: b never reached the remote, and
+// pushes_fenced_total counted a drop (BenchmarkShardThroughput found such a lost update).
+func TestAPushWaitsOutALateLeaseRenewal(t *testing.T) {
+	srv := MustGitServer(t)
+	var late atomic.Bool
+	var asked atomic.Int64
+	fence := func() (time.Time, error) {
+		asked.Add(1)
+		if late.Load() {
+			return time.Time{}, lateRenewal{}
+		}
+		return time.Now().Add(time.Minute), nil
+	}
+	w := StartWorker(t, MustRepo(t, srv, "late"), "", BatchLimits{}, func(c *WorkerConfig) { c.Fence = fence })
+	MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 100)})
+	MustFlush(t, w)
+
+	late.Store(true)
+	before := asked.Load()
+	MustEnqueue(t, w, Change{Path: cmPath("b"), Content: configMap("b", "1", 100)})
+	testenv.Eventually(t, 30*time.Second, "the push to ask the fence again", func() (bool, string) {
+		return asked.Load() >= before+3, fmt.Sprintf("asked %d times", asked.Load()-before)
+	})
+	if got := mustFiles(t, srv, "late"); !slices.Equal(got, []string{cmPath("a")}) {
+		t.Fatalf("pushed while the fence refused: files %v", got)
+	}
+
+	late.Store(false) // the renewal landed
+	testenv.Eventually(t, 30*time.Second, "b on the remote without a new change", func() (bool, string) {
+		got := mustFiles(t, srv, "late")
+		return slices.Equal(got, []string{cmPath("a"), cmPath("b")}), fmt.Sprint(got)
+	})
+	if got := w.metric(t, "pushes_fenced_total"); got != 0 {
+		t.Errorf("pushes_fenced_total = %v, want 0: nothing was dropped", got)
+	}
+	mustFsck(t, srv, "late")
 }

@@ -69,6 +69,12 @@ func (w *Worker) push(ctx context.Context) {
 		w.notify(nil)
 		return
 	}
+	if errors.Is(err, ErrFenced) && leaseUnsure(err) {
+		w.retrying = true
+		w.retryTimer.Reset(fenceRecheck)
+		w.log.Info("push held back until the lease is renewed", "err", err)
+		return
+	}
 	if errors.Is(err, ErrFenced) {
 		w.dropFenced(err)
 		return
@@ -166,6 +172,16 @@ func (w *Worker) fenced(ctx context.Context) (context.Context, context.CancelFun
 	}
 	ctx, cancel := context.WithDeadline(ctx, until)
 	return ctx, cancel, nil
+}
+
+// fenceRecheck is how soon a push held back by a late lease renewal asks the fence again.
+const fenceRecheck = 250 * time.Millisecond
+
+// leaseUnsure says whether the fence refused because the lease's renewal is late, not because
+// the lease is gone (see Fence).
+func leaseUnsure(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
 }
 
 // dropFenced forgets the commits the fence refused: the replica that holds the lease now writes

@@ -32,8 +32,7 @@ func (f *Fence) Check() (time.Time, error) {
 		return time.Time{}, errors.New("this replica does not hold the lease")
 	}
 	if since := f.now().Sub(f.renewed); since >= f.renewDeadline {
-		return time.Time{}, fmt.Errorf("the lease was last renewed %s ago, beyond the renew deadline of %s",
-			since.Round(time.Millisecond), f.renewDeadline)
+		return time.Time{}, renewalLate{since: since, deadline: f.renewDeadline}
 	}
 	return f.renewed.Add(f.leaseDuration), nil
 }
@@ -58,3 +57,16 @@ func (f *Fence) renewedAt(sent time.Time, held bool) {
 
 // revoke forbids everything until the next successful renewal: the Elector stopped holding.
 func (f *Fence) revoke() { f.renewedAt(time.Time{}, false) }
+
+// renewalLate is the Fence's answer while this replica holds the Lease but has not renewed it
+// within the renew deadline (a busy machine): whoever asked may ask again, because the Elector
+// either renews the Lease, and the Fence allows again, or gives it up, and the Fence says so.
+type renewalLate struct{ since, deadline time.Duration }
+
+func (e renewalLate) Error() string {
+	return fmt.Sprintf("the lease was last renewed %s ago, beyond the renew deadline of %s",
+		e.since.Round(time.Millisecond), e.deadline)
+}
+
+// Temporary says that the Lease may still be this replica's: see gitops.Fence.
+func (renewalLate) Temporary() bool { return true }

@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -23,20 +24,30 @@ func TestFenceAllowsPushesOnlyWithinTheRenewDeadline(t *testing.T) {
 		t.Fatalf("9s after renewal: until %v, err %v; want allowed until the lease ends", until, err)
 	}
 	now = renewed.Add(10 * time.Second)
-	if _, err := f.Check(); err == nil || !strings.Contains(err.Error(), "renew deadline") {
+	_, err = f.Check()
+	if err == nil || !strings.Contains(err.Error(), "renew deadline") {
 		t.Fatalf("at the renew deadline: err = %v, want refused", err)
+	}
+	if !temporary(err) {
+		t.Errorf("a late renewal is refused for good (%v): the lease may still be this replica's, so a push must wait, not be dropped", err)
 	}
 	f.renewedAt(now, true)
 	if !f.Holds() {
 		t.Fatal("a new renewal did not allow pushes again")
 	}
 	f.renewedAt(now, false) // the write gave the lease up
-	if f.Holds() {
-		t.Fatal("allowed after releasing the lease")
+	if _, err := f.Check(); err == nil || temporary(err) {
+		t.Fatalf("after releasing the lease: err = %v, want refused for good", err)
 	}
 	f.renewedAt(now, true)
 	f.revoke()
 	if f.Holds() {
 		t.Fatal("allowed after the elector stopped leading")
 	}
+}
+
+// temporary says whether err says the lease may still be held (gitops.Fence's convention).
+func temporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
 }
