@@ -13,17 +13,7 @@ import (
 // every call returns, what waits is bounded by coalescing per path (counted), and once the
 // remote answers again the branch holds the latest content of every path.
 func TestEnqueueNeverBlocksWhileTheRemoteHangs(t *testing.T) {
-	srv := MustGitServer(t)
-	w := StartWorker(t, MustRepo(t, srv, "hang"), "", BatchLimits{Quiet: 10 * time.Millisecond})
-	MustEnqueue(t, w, Change{Path: cmPath("first"), Content: configMap("first", "0", 100)})
-	MustFlush(t, w)
-
-	srv.SetHanging(true)
-	before := srv.Requests()
-	MustEnqueue(t, w, Change{Path: cmPath("stuck"), Content: configMap("stuck", "0", 100)})
-	testenv.Eventually(t, 30*time.Second, "the worker to be stuck in a push", func() (bool, string) {
-		return srv.Requests() > before, fmt.Sprintf("%d requests", srv.Requests()-before)
-	})
+	srv, w := stuckInAPush(t, "hang", BatchLimits{Quiet: 10 * time.Millisecond})
 
 	const paths, changes = 50, 6 * maxInboxItems
 	want := map[string]string{
@@ -166,17 +156,7 @@ func TestPaceHoldsAListUntilTheWorkerTakes(t *testing.T) {
 // changes arrive; batches hold 10 files. The 15 then land in one commit, not as 10 and, after the
 // quiet period of the rest, 5 more in a push of their own. Seen failing: 4 commits, not 3.
 func TestAPushTakesEverythingThatWaits(t *testing.T) {
-	srv := MustGitServer(t)
-	w := StartWorker(t, MustRepo(t, srv, "all"), "", BatchLimits{MaxFiles: 10, Quiet: 10 * time.Millisecond})
-	MustEnqueue(t, w, Change{Path: cmPath("first"), Content: configMap("first", "0", 100)})
-	MustFlush(t, w)
-
-	srv.SetHanging(true)
-	before := srv.Requests()
-	MustEnqueue(t, w, Change{Path: cmPath("stuck"), Content: configMap("stuck", "0", 100)})
-	testenv.Eventually(t, 30*time.Second, "the worker to be stuck in a push", func() (bool, string) {
-		return srv.Requests() > before, fmt.Sprintf("%d requests", srv.Requests()-before)
-	})
+	srv, w := stuckInAPush(t, "all", BatchLimits{MaxFiles: 10, Quiet: 10 * time.Millisecond})
 	for i := range 15 {
 		name := fmt.Sprintf("cm-%02d", i)
 		MustEnqueue(t, w, Change{Path: cmPath(name), Content: configMap(name, "0", 100)})
@@ -189,4 +169,21 @@ func TestAPushTakesEverythingThatWaits(t *testing.T) {
 	if log := mustLog(t, srv, "all"); len(log) != 3 {
 		t.Errorf("%d commits, want 3: the first change, the one pushed as the remote hung, and the 15 that waited meanwhile", len(log))
 	}
+}
+
+// stuckInAPush starts a worker on repository repo that pushed "first", then holds it in the push
+// of "stuck" to a remote that accepts the connection and does not answer (until SetHanging(false)).
+func stuckInAPush(t *testing.T, repo string, limits BatchLimits) (*testenv.GitServer, *testWorker) {
+	t.Helper()
+	srv := MustGitServer(t)
+	w := StartWorker(t, MustRepo(t, srv, repo), "", limits)
+	MustEnqueue(t, w, Change{Path: cmPath("first"), Content: configMap("first", "0", 100)})
+	MustFlush(t, w)
+	srv.SetHanging(true)
+	before := srv.Requests()
+	MustEnqueue(t, w, Change{Path: cmPath("stuck"), Content: configMap("stuck", "0", 100)})
+	testenv.Eventually(t, 30*time.Second, "the worker to be stuck in a push", func() (bool, string) {
+		return srv.Requests() > before, fmt.Sprintf("%d requests", srv.Requests()-before)
+	})
+	return srv, w
 }
