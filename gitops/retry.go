@@ -65,16 +65,20 @@ func (w *Worker) push(ctx context.Context) {
 	w.m.active(-1)
 	release()
 	if err == nil {
-		w.failures, w.headDue = 0, false
+		w.failures, w.headDue, w.heldBack = 0, false, false
 		w.notify(nil)
 		return
 	}
 	if errors.Is(err, ErrFenced) && leaseUnsure(err) {
 		w.retrying = true
 		w.retryTimer.Reset(fenceRecheck)
-		w.log.Info("push held back until the lease is renewed", "err", err)
+		if !w.heldBack {
+			w.log.Info("push held back until the lease is renewed", "err", err)
+		}
+		w.heldBack = true
 		return
 	}
+	w.heldBack = false
 	if errors.Is(err, ErrFenced) {
 		w.dropFenced(err)
 		return

@@ -63,6 +63,7 @@ type Worker struct {
 	retrying    bool // a retry is scheduled: new batches wait for it
 	pushWanted  bool // a batch was flushed since the last push
 	failures    int
+	heldBack    bool // a push waits for the lease's late renewal (said once per wait)
 	// With a head branch (remote.Head) only.
 	headTip       plumbing.Hash // the remote head branch, zero when it does not exist
 	headDue       bool          // look at the branches even with nothing pending
