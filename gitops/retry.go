@@ -54,6 +54,9 @@ func (w *Worker) push(ctx context.Context) {
 		w.notify(nil)
 		return
 	}
+	if w.heldBack && w.holdBack(w.fenceErr()) {
+		return // still late: the commits are built once the fence allows, not at every look
+	}
 	release, err := w.slots.acquire(ctx, w.remote.URL)
 	if err != nil {
 		return // ctx ended; shutdown makes the last attempt
@@ -69,13 +72,7 @@ func (w *Worker) push(ctx context.Context) {
 		w.notify(nil)
 		return
 	}
-	if errors.Is(err, ErrFenced) && leaseUnsure(err) {
-		w.retrying = true
-		w.retryTimer.Reset(fenceRecheck)
-		if !w.heldBack {
-			w.log.Info("push held back until the lease is renewed", "err", err)
-		}
-		w.heldBack = true
+	if errors.Is(err, ErrFenced) && w.holdBack(err) {
 		return
 	}
 	w.heldBack = false
@@ -176,6 +173,30 @@ func (w *Worker) fenced(ctx context.Context) (context.Context, context.CancelFun
 	}
 	ctx, cancel := context.WithDeadline(ctx, until)
 	return ctx, cancel, nil
+}
+
+// holdBack holds the pending push back for fenceRecheck when err, the fence's refusal, says the
+// lease may still be this replica's (see Fence), and says whether it did.
+func (w *Worker) holdBack(err error) bool {
+	if !leaseUnsure(err) {
+		return false
+	}
+	w.retrying = true
+	w.retryTimer.Reset(fenceRecheck)
+	if !w.heldBack {
+		w.log.Info("push held back until the lease is renewed", "err", err)
+	}
+	w.heldBack = true
+	return true
+}
+
+// fenceErr is the fence's refusal now, nil when it allows or there is none.
+func (w *Worker) fenceErr() error {
+	if w.fence == nil {
+		return nil
+	}
+	_, err := w.fence()
+	return err
 }
 
 // fenceRecheck is how soon a push held back by a late lease renewal asks the fence again.
