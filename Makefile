@@ -57,7 +57,7 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
 VERSION_LDFLAGS = -X github.com/configbutler/gitops-reverser/daemon.Version=$(VERSION)
 
-.PHONY: all build image test test-tools debian-packages vet lint helm-lint sops promtool gitea browser playwright chromium signing-tools testenv testenv-bins demo bench clean
+.PHONY: all build image test test-tools later-tools testenv-cmd debian-packages vet lint helm-lint sops promtool gitea browser playwright chromium signing-tools testenv testenv-bins demo bench clean
 
 all: build
 
@@ -70,23 +70,42 @@ build: ## the daemon binary in bin/, built as the image builds it (static, strip
 image: ## the daemon's OCI image (linux/amd64 + linux/arm64) and its SPDX SBOM in bin/image/ (docs/image.md)
 	go run ./scripts/image -out bin/image -version '$(VERSION)' -revision '$(REVISION)' -created '$(SOURCE_DATE_EPOCH)'
 
-testenv-bins: ## build (once) the pinned etcd, kube-apiserver and kubectl used by tests
-	go run ./testenv/cmd/testenv -build
+# TESTENV is testenv's command (testenv/cmd/testenv), built once per make run before the targets
+# that run it, so targets made side by side (-j) do not each compile it.
+TESTENV := bin/testenv
+testenv-cmd:
+	go build -o $(TESTENV) ./testenv/cmd/testenv
 
-# The tests build as the image does (CGO_ENABLED=0 and -trimpath, make image's go build), so
-# go vet, every test binary, and the daemon binaries the install tests (with make build's
-# command), the image tests and the daemon tests build share one set of compiled packages; with
-# Go's defaults a first run compiled every dependency twice. The tools build and go vet run side
-# by side (-j): on two cores one build's link or download leaves the other core idle.
+testenv-bins: testenv-cmd ## build (once) the pinned etcd, kube-apiserver and kubectl used by tests
+	$(TESTENV) -build
+
+# The tests build as the image does (CGO_ENABLED=0 and -trimpath, make image's go build) and with
+# the tools' compiler flags (TOOL_GCFLAGS), so go vet, every test binary, the daemon binaries the
+# install, image and daemon tests build, and the control plane's programs share one set of
+# compiled packages: testenv/tools pins the versions of go.mod for every module both use
+# (TestToolsShareTheModuleVersions). On a fresh machine the control plane is built first, alone,
+# since every test package starts one; the other tools build beside go vet and the tests, and a
+# test that needs one waits for it (see GO_TOOL). Their output is in $(LATER_TOOLS_LOG), printed
+# when a build fails.
+LATER_TOOLS_LOG := $(TOOLS_CACHE)/later-tools.log
 test: export CGO_ENABLED := 0
-test: export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+test: export GOFLAGS := $(strip $(GOFLAGS) -trimpath $(TOOL_GCFLAGS))
 test: ## vet and run every test against a real apiserver and real git remotes
-	@$(MAKE) --no-print-directory -j test-tools vet
-	go test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	@$(MAKE) --no-print-directory testenv-cmd
+	@mkdir -p $(TOOLS_CACHE)
+	@$(MAKE) --no-print-directory -j later-tools > $(LATER_TOOLS_LOG) 2>&1 & later=$$!; \
+	  status=0; \
+	  $(MAKE) --no-print-directory -j testenv-bins debian-packages playwright && \
+	  go vet ./... && \
+	  go test -count=1 -timeout $(TEST_TIMEOUT) ./... || status=$$?; \
+	  if ! wait $$later; then cat $(LATER_TOOLS_LOG) >&2; echo "make test: building the tools failed (above)" >&2; status=1; fi; \
+	  exit $$status
 
-# test-tools is every tool the tests run. Debian's packages are installed one after the other:
-# two apt-get at once would fight over dpkg's lock.
-test-tools: testenv-bins sops $(HELM) $(PROMTOOL) gitea playwright debian-packages
+# test-tools is every tool the tests run; later-tools those that not every test package needs.
+# Debian's packages are installed one after the other: two apt-get at once would fight over
+# dpkg's lock.
+test-tools: testenv-bins later-tools playwright debian-packages
+later-tools: sops $(HELM) $(PROMTOOL) gitea
 
 debian-packages:
 	@$(MAKE) --no-print-directory chromium
@@ -108,25 +127,30 @@ helm-lint: $(HELM) ## helm lint the chart with its default values and with every
 	$(HELM) lint --strict $(CHART)
 	$(HELM) lint --strict $(CHART) --values $(CHART)/ci/all-options-values.yaml
 
-$(HELM):
-	GOBIN=$(dir $@) go install -ldflags='-s -w' $(TOOL_GCFLAGS) helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+# GO_TOOL builds the Go command $(1) (package@version) as $@, with the go build flags $(2) after
+# TOOL_GCFLAGS, as the tests build it (testenv.EnsureGoTool): under a lock that a test needing the
+# same tool waits on, and in a scratch folder first, so nothing ever runs a half-written binary.
+GO_TOOL = TOOLS_CACHE=$(TOOLS_CACHE) $(TESTENV) -tool $(notdir $@) $(1) $(2)
+
+$(HELM): | testenv-cmd
+	$(call GO_TOOL,helm.sh/helm/v3/cmd/helm@$(HELM_VERSION))
 
 sops: $(SOPS) ## build (once) the pinned sops CLI the tests use to check the SOPS documents
 
-$(SOPS):
-	GOBIN=$(dir $@) go install -ldflags='-s -w' $(UNOPTIMISED_GCFLAGS) github.com/getsops/sops/v3/cmd/sops@$(SOPS_VERSION)
+$(SOPS): | testenv-cmd
+	$(call GO_TOOL,github.com/getsops/sops/v3/cmd/sops@$(SOPS_VERSION),$(UNOPTIMISED_GCFLAGS))
 
 promtool: $(PROMTOOL) ## build (once) the pinned promtool the tests check the chart's alerts with
 
-$(PROMTOOL):
-	GOBIN=$(dir $@) go install -ldflags='-s -w' $(TOOL_GCFLAGS) -tags $(PROMTOOL_TAGS) github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
+$(PROMTOOL): | testenv-cmd
+	$(call GO_TOOL,github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION),-tags $(PROMTOOL_TAGS))
 
 gitea: $(GITEA) ## build (once) the pinned Gitea the pull-request tests run
 
 # go install cannot build Gitea (its go.mod has replace directives): testenv.EnsureGitea builds a
 # copy of its module with cgo (sqlite) into a scratch directory and moves it into place.
-$(GITEA):
-	TOOLS_CACHE=$(TOOLS_CACHE) go run ./testenv/cmd/testenv -gitea
+$(GITEA): | testenv-cmd
+	TOOLS_CACHE=$(TOOLS_CACHE) $(TESTENV) -gitea
 
 browser: playwright chromium ## install (once) the headless Chromium and playwright-core the browser tests drive
 

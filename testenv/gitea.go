@@ -73,8 +73,10 @@ func buildGitea(tmp string) error {
 		Unoptimised, []string{"-o", filepath.Join(tmp, "gitea"), "."})
 	cmd := exec.Command("go", args...)
 	cmd.Dir = src
-	// make test exports CGO_ENABLED=0, and Gitea's sqlite driver needs cgo.
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "GOFLAGS=-mod=mod", "GOWORK=off")
+	// make test exports CGO_ENABLED=0, and Gitea's sqlite driver needs cgo. Its C file, all of
+	// sqlite in one, is compiled with less optimisation and no debugging information: 19 s instead
+	// of 56 s on one core here, for a database that serves a few test requests.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS=-O1 -g0", "GOFLAGS=-mod=mod", "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("build gitea %s: %w\n%s", GiteaVersion, err, out)
 	}

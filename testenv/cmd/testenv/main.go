@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/configbutler/gitops-reverser/testenv"
@@ -26,7 +27,11 @@ func run() error {
 	defer stop()
 	buildOnly := flag.Bool("build", false, "only build (or find cached) the control-plane binaries and print their paths")
 	giteaOnly := flag.Bool("gitea", false, "only build (or find cached) the pinned Gitea and print its directory")
+	tool := flag.String("tool", "", "only build (or find cached) the Go command `name` from the package@version that follows, with the go build flags after it, and print its path")
 	flag.Parse()
+	if *tool != "" {
+		return buildTool(*tool, flag.Args())
+	}
 	if *giteaOnly {
 		dir, err := testenv.EnsureGitea()
 		if err != nil {
@@ -74,5 +79,24 @@ logs in %s
 press Ctrl-C to stop
 `, kubeconfig, bins.Kubectl, git.RepoURL("demo"), cp.Dir)
 	<-ctx.Done()
+	return nil
+}
+
+// buildTool builds name as the tests do (testenv.EnsureGoTool) from args: package@version, then
+// go build flags. The Makefile's tool targets build through it, so a make test that builds tools
+// while tests run and a test that needs one of them share one lock and never build it twice.
+func buildTool(name string, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("-tool %s: name the package@version to build", name)
+	}
+	pkg, version, ok := strings.Cut(args[0], "@")
+	if !ok || pkg == "" || version == "" {
+		return fmt.Errorf("-tool %s: %q is not package@version", name, args[0])
+	}
+	path, err := testenv.EnsureGoTool(name, pkg, version, args[1:]...)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s: %s\n", name, path)
 	return nil
 }

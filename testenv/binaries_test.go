@@ -1,0 +1,63 @@
+package testenv
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestToolsShareTheModuleVersions: every module that go.mod and the tools module (testenv/tools,
+// which builds etcd, kube-apiserver and kubectl) both require is required at one version. A package
+// is compiled once for the control plane's programs and the tests only when its module, and every
+// module under it, is the same version in both; otherwise a fresh machine compiles Kubernetes'
+// client packages twice (make test, Makefile). After a go get in one module, run the same go get
+// in the other.
+func TestToolsShareTheModuleVersions(t *testing.T) {
+	tools, err := toolsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := requirements(t, filepath.Join(tools, "..", ".."))
+	shared := 0
+	for path, version := range requirements(t, tools) {
+		if our, ok := ours[path]; ok {
+			shared++
+			if our != version {
+				t.Errorf("%s: go.mod requires %s, testenv/tools/go.mod %s: require one version in both", path, our, version)
+			}
+		}
+	}
+	if shared < 50 {
+		t.Errorf("go.mod and testenv/tools/go.mod share %d modules; want the Kubernetes client's (more than 50)", shared)
+	}
+}
+
+// requirements are the modules the go.mod in dir requires (replacements applied), by path.
+func requirements(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	cmd := exec.Command("go", "mod", "edit", "-json")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go mod edit -json in %s: %v", dir, err)
+	}
+	type module struct{ Path, Version string }
+	var mod struct {
+		Require []module
+		Replace []struct{ Old, New module }
+	}
+	if err := json.Unmarshal(out, &mod); err != nil {
+		t.Fatalf("read %s/go.mod: %v", dir, err)
+	}
+	versions := make(map[string]string, len(mod.Require))
+	for _, r := range mod.Require {
+		versions[r.Path] = r.Version
+	}
+	for _, r := range mod.Replace {
+		if _, ok := versions[r.Old.Path]; ok && r.New.Version != "" {
+			versions[r.Old.Path] = r.New.Version
+		}
+	}
+	return versions
+}
