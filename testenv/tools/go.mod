@@ -1,6 +1,8 @@
 // Module tools pins the control-plane binaries that testenv builds from the Go module proxy:
 // kube-apiserver and kubectl from k8s.io/kubernetes, and etcd. It is a separate module so the
-// product's go.mod never carries Kubernetes' server dependencies.
+// product's go.mod never carries Kubernetes' server dependencies. Every module that both require
+// is required at the product's version (TestToolsShareTheModuleVersions), so the packages they
+// share, Kubernetes' client among them, are compiled once for the tools and the tests.
 module github.com/configbutler/gitops-reverser/testenv/tools
 
 go 1.26.0
