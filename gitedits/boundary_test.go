@@ -25,18 +25,28 @@ func TestWalksEndAtTheClonesBoundary(t *testing.T) {
 	url := MustRepo(t, srv, "boundary")
 	first := mustPush(t, srv, "boundary", "main", testenvSig("carol"), "seed", map[string]string{cmPath("app"): "v0\n"}, nil)
 	w := startWorkerWith(t, url, gitops.BatchLimits{}, func(c *gitops.WorkerConfig) { c.KeepCommits, c.RenewFloor = 2, 1 })
-	for i := range 5 {
-		MustEnqueue(t, w, gitops.Change{Path: cmPath(fmt.Sprintf("cm-%d", i)), Content: configMap("cm", fmt.Sprint(i), 300)})
+	commits := 0
+	commit := func() {
+		MustEnqueue(t, w, gitops.Change{Path: cmPath(fmt.Sprintf("cm-%d", commits)), Content: configMap("cm", fmt.Sprint(commits), 300)})
 		MustFlush(t, w)
+		commits++
 	}
-	testenv.Eventually(t, 30*time.Second, "the clone to keep only its newest commits", func() (bool, string) {
+	for range 5 {
+		commit()
+	}
+	// A renewal made while the branch had two commits keeps the first one, as the boundary. The
+	// clone is renewed once it doubled since it was last made: another commit grows it.
+	testenv.Eventually(t, 30*time.Second, "the clone to keep only its newest commits, the first not among them", func() (bool, string) {
 		shallow := false
 		err := w.Read(context.Background(), func(r gitops.Reader) error {
 			for _, c := range mustLog(t, srv, "boundary") {
-				shallow = shallow || r.Shallow(plumbing.NewHash(c.SHA))
+				shallow = shallow || (c.SHA != first && r.Shallow(plumbing.NewHash(c.SHA)))
 			}
 			return nil
 		})
+		if err == nil && !shallow {
+			commit()
+		}
 		return shallow, fmt.Sprint(err)
 	})
 	person := mustPush(t, srv, "boundary", "main", testenvSig("erin"), "edit by hand", map[string]string{cmPath("app"): "v1\n"}, nil)
