@@ -83,10 +83,10 @@ testenv-bins: testenv-cmd ## build (once) the pinned etcd, kube-apiserver and ku
 # the tools' compiler flags (TOOL_GCFLAGS), so go vet, every test binary, the daemon binaries the
 # install, image and daemon tests build, and the control plane's programs share one set of
 # compiled packages: testenv/tools pins the versions of go.mod for every module both use
-# (TestToolsShareTheModuleVersions). On a fresh machine the control plane is built first, alone,
-# since every test package starts one; the other tools build beside go vet and the tests, and a
-# test that needs one waits for it (see GO_TOOL). Their output is in $(LATER_TOOLS_LOG), printed
-# when a build fails.
+# (TestToolsShareTheModuleVersions). On a fresh machine go vet and the tests wait for the control
+# plane, since every test package starts one; the other tools (later-tools) build beside it and
+# then beside the tests, and a test that needs one waits for it (see GO_TOOL). Their output is in
+# $(LATER_TOOLS_LOG), printed when a build fails.
 LATER_TOOLS_LOG := $(TOOLS_CACHE)/later-tools.log
 test: export CGO_ENABLED := 0
 test: export GOFLAGS := $(strip $(GOFLAGS) -trimpath $(TOOL_GCFLAGS))
