@@ -19,6 +19,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -122,10 +123,14 @@ func apply(ctx context.Context, client *kube.Client[apiextensionsv1.CustomResour
 	if err != nil {
 		return fmt.Errorf("encode CRD %s: %w", crd.Name, err)
 	}
-	// Read the current version only to log what the apply did.
+	// Read the current version to skip an apply that would change nothing, and to log what the
+	// apply did.
 	before := ""
 	cur, err := client.Get(ctx, crd.Name, metav1.GetOptions{})
 	switch {
+	case err == nil && holds(cur, crd):
+		log.Debug("crd unchanged", "crd", crd.Name)
+		return nil
 	case err == nil:
 		before = cur.ResourceVersion
 	case !apierrors.IsNotFound(err):
@@ -146,6 +151,28 @@ func apply(ctx context.Context, client *kube.Client[apiextensionsv1.CustomResour
 		log.Debug("crd unchanged", "crd", crd.Name)
 	}
 	return nil
+}
+
+// holds reports whether live already says everything want declares: the spec, once the
+// apiserver's defaults are filled in, and want's labels and annotations. Then there is nothing to
+// apply. An apply that changes nothing writes nothing either, but the apiserver still validates
+// the whole CRD for it (compiling every CEL rule of its schema), on every start of every replica;
+// a CRD someone changed is applied again, as before.
+func holds(live, want *apiextensionsv1.CustomResourceDefinition) bool {
+	want = want.DeepCopy()
+	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(want)
+	return equality.Semantic.DeepEqual(want.Spec, live.Spec) &&
+		containsAll(live.Labels, want.Labels) && containsAll(live.Annotations, want.Annotations)
+}
+
+// containsAll reports whether every entry of sub is in m.
+func containsAll(m, sub map[string]string) bool {
+	for k, v := range sub {
+		if got, ok := m[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 // applyBody is the apply configuration of crd: only what the YAML says. Status and the
