@@ -42,7 +42,7 @@ func chartPath(elem ...string) string {
 // helm-lint finds it too.
 func helmBinary(t testing.TB) string {
 	t.Helper()
-	return testenv.GoTool(t, "helm", helmPackage, helmVersion)
+	return testenv.GoTool(t, "helm", helmPackage, helmVersion, testenv.Unoptimised...)
 }
 
 // runHelmTemplate renders the chart as release chartRelease in namespace with extra helm args.

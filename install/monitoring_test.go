@@ -55,7 +55,7 @@ const (
 // promtool runs the pinned promtool and returns its output; it fails the test when promtool fails.
 func promtool(t testing.TB, args ...string) string {
 	t.Helper()
-	bin := testenv.GoTool(t, "promtool", promtoolPackage, promtoolVersion, "-tags", promtoolTags)
+	bin := testenv.GoTool(t, "promtool", promtoolPackage, promtoolVersion, append([]string{"-tags", promtoolTags}, testenv.Unoptimised...)...)
 	out, err := exec.Command(bin, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
