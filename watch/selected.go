@@ -70,7 +70,7 @@ func (w *watcher) selects(i int, obj *unstructured.Unstructured) (selected, left
 		return true, false
 	}
 	set[k] = struct{}{}
-	_, seen := w.hashes[k]
+	_, seen := w.hashes[w.keyHash(obj)]
 	return false, seen && !wasOut
 }
 

@@ -71,7 +71,7 @@ type watcher struct {
 
 	selection watcherSelection
 	seed      maphash.Seed
-	hashes    map[string]uint64 // namespace/name → hash of the canonical YAML last sent
+	hashes    map[uint64]uint64 // hash of namespace/name (see keyHash) → hash of the canonical YAML last sent
 }
 
 // listPageSize is the objects a list reads per request, as client-go's lists do. The page does
@@ -127,7 +127,7 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 	for i := range live {
 		live[i] = map[string]struct{}{}
 	}
-	hashes := map[string]uint64{}
+	hashes := map[uint64]uint64{}
 	w.skipped.resetGenerated()
 	w.forgetUnselected()
 	opts := listOptions{limit: listPageSize, labelSelector: w.selection.labelSelector}
@@ -138,7 +138,7 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 				return err
 			}
 			w.pace(ctx)
-			hashes[key(obj)] = h
+			hashes[w.keyHash(obj)] = h
 			for t, p := range paths {
 				if p != "" {
 					live[t][p] = struct{}{}
@@ -214,21 +214,22 @@ func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 }
 
 func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstructured.Unstructured) error {
-	k := key(obj)
+	kh := w.keyHash(obj)
 	switch typ {
 	case watch.Added, watch.Modified:
 		opName := "UPDATE"
 		if typ == watch.Added {
 			opName = "CREATE"
 		}
-		_, h, err := w.write(obj, opName, w.hashes[k])
+		_, h, err := w.write(obj, opName, w.hashes[kh])
 		if err == nil {
-			w.hashes[k] = h
+			w.hashes[kh] = h
 		}
 		return err
 	case watch.Deleted:
 		w.metrics.ObjectsScanned.Inc()
-		delete(w.hashes, k)
+		delete(w.hashes, kh)
+		k := key(obj)
 		gen := generated(w.sel, obj)
 		var credit gitops.Credit // asked once a target takes the delete, as in write
 		asked := false
@@ -390,6 +391,19 @@ func (w *watcher) describe(obj *unstructured.Unstructured) string {
 
 func key(obj *unstructured.Unstructured) string {
 	return obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// keyHash is the hash of key(obj), which the watcher's content hashes are kept by: 8 bytes an
+// object instead of a string, and nothing to allocate per event. Two objects whose keys share a
+// hash cost at most a write that was not needed: the content hashes they share a slot with
+// differ, since an object's canonical YAML holds its namespace and name.
+func (w *watcher) keyHash(obj *unstructured.Unstructured) uint64 {
+	var h maphash.Hash
+	h.SetSeed(w.seed)
+	h.WriteString(obj.GetNamespace())
+	h.WriteByte('/')
+	h.WriteString(obj.GetName())
+	return h.Sum64()
 }
 
 // scope is the folder of a selection inside a destination: the only place its orphans can be.
