@@ -15,7 +15,7 @@ CHART := deploy/helm/gitops-reverser
 # Every tool the tests run is built as testenv builds it (testenv/sops.go): without debugging
 # information, which the links strip anyway and which costs a tenth of the compiler's time, and
 # all but the control plane (sops, helm, promtool, Gitea, crane) also without optimisations or
-# inlining, which takes their cold build a sixth to a third less CPU. The standard library keeps
+# inlining, which takes their cold build an eighth to a third less CPU. The standard library keeps
 # the default flags, so it is compiled once for every build.
 TOOL_GCFLAGS := -gcflags=all=-dwarf=false -gcflags=std=
 UNOPTIMISED_GCFLAGS := -gcflags='all=-N -l -dwarf=false' -gcflags=std=

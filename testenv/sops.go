@@ -71,7 +71,7 @@ var toolGCFlags = []string{"-gcflags=all=-dwarf=false", "-gcflags=std="}
 
 // Unoptimised are the go build flags of every tool but the control plane (sops, helm, promtool,
 // Gitea, crane): its own packages are also built without optimisations or inlining (-N -l). A
-// cold build takes a sixth to a third less CPU (helm 205 CPU-s, not 297; promtool 248, not 286),
+// cold build takes an eighth to a third less CPU (helm 205 CPU-s, not 297; promtool 248, not 286),
 // and their tests hardly notice (ten helm templates of the chart: 1 s either way). etcd and
 // kube-apiserver, which every test leans on, are optimised. The Makefile's UNOPTIMISED_GCFLAGS
 // must say the same.
