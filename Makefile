@@ -57,7 +57,7 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
 VERSION_LDFLAGS = -X github.com/configbutler/gitops-reverser/daemon.Version=$(VERSION)
 
-.PHONY: all build image test test-tools later-tools testenv-cmd debian-packages vet lint helm-lint sops promtool gitea browser playwright chromium signing-tools testenv testenv-bins demo bench clean
+.PHONY: all build image test later-tools testenv-cmd debian-packages vet lint helm-lint sops promtool gitea browser playwright chromium signing-tools testenv testenv-bins demo bench clean
 
 all: build
 
@@ -101,12 +101,11 @@ test: ## vet and run every test against a real apiserver and real git remotes
 	  if ! wait $$later; then cat $(LATER_TOOLS_LOG) >&2; echo "make test: building the tools failed (above)" >&2; status=1; fi; \
 	  exit $$status
 
-# test-tools is every tool the tests run; later-tools those that not every test package needs.
-# Debian's packages are installed one after the other: two apt-get at once would fight over
-# dpkg's lock.
-test-tools: testenv-bins later-tools playwright debian-packages
+# later-tools are the tools the tests run that not every test package needs.
 later-tools: sops $(HELM) $(PROMTOOL) gitea
 
+# Debian's packages are installed one after the other: two apt-get at once would fight over
+# dpkg's lock.
 debian-packages:
 	@$(MAKE) --no-print-directory chromium
 	@$(MAKE) --no-print-directory signing-tools
