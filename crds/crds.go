@@ -105,7 +105,8 @@ func installOrWait(ctx context.Context, cfg *rest.Config, log *slog.Logger, inst
 	for i, crd := range defs {
 		wg.Go(func() {
 			if install {
-				if errs[i] = apply(ctx, client, crd, log); errs[i] != nil {
+				var current bool
+				if current, errs[i] = apply(ctx, client, crd, log); errs[i] != nil || current {
 					return
 				}
 			}
@@ -118,10 +119,12 @@ func installOrWait(ctx context.Context, cfg *rest.Config, log *slog.Logger, inst
 	return errors.Join(errs...)
 }
 
-func apply(ctx context.Context, client *kube.Client[apiextensionsv1.CustomResourceDefinition], crd *apiextensionsv1.CustomResourceDefinition, log *slog.Logger) error {
+// apply server-side applies crd unless the cluster already holds it; current says it does and
+// is served (Established and NamesAccepted), so there is nothing to wait for.
+func apply(ctx context.Context, client *kube.Client[apiextensionsv1.CustomResourceDefinition], crd *apiextensionsv1.CustomResourceDefinition, log *slog.Logger) (current bool, err error) {
 	body, err := applyBody(crd)
 	if err != nil {
-		return fmt.Errorf("encode CRD %s: %w", crd.Name, err)
+		return false, fmt.Errorf("encode CRD %s: %w", crd.Name, err)
 	}
 	// Read the current version to skip an apply that would change nothing, and to log what the
 	// apply did.
@@ -130,7 +133,8 @@ func apply(ctx context.Context, client *kube.Client[apiextensionsv1.CustomResour
 	switch {
 	case err == nil && holds(cur, crd):
 		log.Debug("crd unchanged", "crd", crd.Name)
-		return nil
+		served, _, _ := servedState(cur) // a name conflict is reported by the wait that follows
+		return served, nil
 	case err == nil:
 		before = cur.ResourceVersion
 	case !apierrors.IsNotFound(err):
@@ -140,7 +144,7 @@ func apply(ctx context.Context, client *kube.Client[apiextensionsv1.CustomResour
 	got, err := client.Patch(ctx, crd.Name, types.ApplyPatchType, body,
 		metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
 	if err != nil {
-		return fmt.Errorf("apply CRD %s: %w", crd.Name, err)
+		return false, fmt.Errorf("apply CRD %s: %w", crd.Name, err)
 	}
 	switch {
 	case before == "":
@@ -150,7 +154,7 @@ func apply(ctx context.Context, client *kube.Client[apiextensionsv1.CustomResour
 	default:
 		log.Debug("crd unchanged", "crd", crd.Name)
 	}
-	return nil
+	return false, nil
 }
 
 // holds reports whether live already says everything want declares: the spec, once the
@@ -192,6 +196,24 @@ func applyBody(crd *apiextensionsv1.CustomResourceDefinition) ([]byte, error) {
 	return json.Marshal(obj)
 }
 
+// servedState reports whether crd is Established and NamesAccepted, and its conditions in words;
+// a name conflict (NamesAccepted=False) is an error.
+func servedState(crd *apiextensionsv1.CustomResourceDefinition) (served bool, state string, err error) {
+	established, accepted := false, false
+	for _, c := range crd.Status.Conditions {
+		switch c.Type {
+		case apiextensionsv1.Established:
+			established = c.Status == apiextensionsv1.ConditionTrue
+		case apiextensionsv1.NamesAccepted:
+			accepted = c.Status == apiextensionsv1.ConditionTrue
+			if c.Status == apiextensionsv1.ConditionFalse {
+				return false, "", fmt.Errorf("names not accepted: %s: %s", c.Reason, c.Message)
+			}
+		}
+	}
+	return established && accepted, fmt.Sprintf("established=%t namesAccepted=%t", established, accepted), nil
+}
+
 // waitEstablished polls until the CRD is Established and NamesAccepted. A name conflict
 // (NamesAccepted=False) fails at once instead of waiting for the deadline.
 func waitEstablished(ctx context.Context, client *kube.Client[apiextensionsv1.CustomResourceDefinition], name string) error {
@@ -202,20 +224,9 @@ func waitEstablished(ctx context.Context, client *kube.Client[apiextensionsv1.Cu
 			last = err.Error()
 			return false, nil
 		}
-		established, accepted := false, false
-		for _, c := range crd.Status.Conditions {
-			switch c.Type {
-			case apiextensionsv1.Established:
-				established = c.Status == apiextensionsv1.ConditionTrue
-			case apiextensionsv1.NamesAccepted:
-				accepted = c.Status == apiextensionsv1.ConditionTrue
-				if c.Status == apiextensionsv1.ConditionFalse {
-					return false, fmt.Errorf("names not accepted: %s: %s", c.Reason, c.Message)
-				}
-			}
-		}
-		last = fmt.Sprintf("established=%t namesAccepted=%t", established, accepted)
-		return established && accepted, nil
+		var served bool
+		served, last, err = servedState(crd)
+		return served, err
 	})
 	if err == nil {
 		return nil

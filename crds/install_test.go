@@ -81,6 +81,13 @@ func TestInstallWritesOnlyWhatChanged(t *testing.T) {
 	if got := writes.take(); len(got) > 0 {
 		t.Errorf("installing CRDs that are already as embedded sent %d writes, want none: %v", len(got), got)
 	}
+	defs, err := crds.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := writes.takeGets(); got != len(defs) {
+		t.Errorf("installing CRDs that are already as embedded and served read them %d times, want once each (%d)", got, len(defs))
+	}
 
 	client, err := clientset.NewForConfig(cfg)
 	if err != nil {
@@ -111,19 +118,23 @@ func TestInstallWritesOnlyWhatChanged(t *testing.T) {
 	}
 }
 
-// writeLog records every request a client sends other than a GET, as "METHOD path".
+// writeLog records every request a client sends other than a GET, as "METHOD path", and counts
+// the GETs.
 type writeLog struct {
 	mu     sync.Mutex
 	writes []string
+	gets   int
 }
 
 func (l *writeLog) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		if req.Method != http.MethodGet {
-			l.mu.Lock()
+		l.mu.Lock()
+		if req.Method == http.MethodGet {
+			l.gets++
+		} else {
 			l.writes = append(l.writes, req.Method+" "+req.URL.Path)
-			l.mu.Unlock()
 		}
+		l.mu.Unlock()
 		return rt.RoundTrip(req)
 	})
 }
@@ -135,6 +146,15 @@ func (l *writeLog) take() []string {
 	w := l.writes
 	l.writes = nil
 	return w
+}
+
+// takeGets returns the GETs counted so far and starts again from zero.
+func (l *writeLog) takeGets() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.gets
+	l.gets = 0
+	return n
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
