@@ -86,7 +86,12 @@ testenv-bins: testenv-cmd ## build (once) the pinned etcd, kube-apiserver and ku
 # (TestToolsShareTheModuleVersions). On a fresh machine go vet and the tests wait for the control
 # plane, since every test package starts one; the other tools (later-tools) build beside it and
 # then beside the tests, and a test that needs one waits for it (see GO_TOOL). Their output is in
-# $(LATER_TOOLS_LOG), printed when a build fails.
+# $(LATER_TOOLS_LOG), printed when a build fails. go test does not vet (-vet=off): go vet ./... has
+# just run every analyzer over the same packages and their test files, and go test's smaller set,
+# whose flags are part of the cache key, would analyse every dependency again. It runs four
+# packages at a time (-p 4), not one per core: a test binary spends much of its time waiting (on
+# an apiserver, a push, a timer), and the core it leaves idle goes to the next package's build
+# and tests.
 LATER_TOOLS_LOG := $(TOOLS_CACHE)/later-tools.log
 test: export CGO_ENABLED := 0
 test: export GOFLAGS := $(strip $(GOFLAGS) -trimpath $(TOOL_GCFLAGS))
@@ -97,7 +102,7 @@ test: ## vet and run every test against a real apiserver and real git remotes
 	  status=0; \
 	  $(MAKE) --no-print-directory -j testenv-bins debian-packages playwright && \
 	  go vet ./... && \
-	  go test -count=1 -timeout $(TEST_TIMEOUT) ./... || status=$$?; \
+	  go test -count=1 -vet=off -p 4 -timeout $(TEST_TIMEOUT) ./... || status=$$?; \
 	  if ! wait $$later; then cat $(LATER_TOOLS_LOG) >&2; echo "make test: building the tools failed (above)" >&2; status=1; fi; \
 	  exit $$status
 
