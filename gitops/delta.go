@@ -1,5 +1,10 @@
 package gitops
 
+import (
+	"bytes"
+	"hash/maphash"
+)
+
 // A tree the daemon writes again differs from its previous version in the few entries the
 // commit changed: the rest of it, hashes and all, is the same bytes. Git stores and sends such
 // an object as a delta, instructions that copy ranges of its base and insert new bytes. The
@@ -78,6 +83,102 @@ func (d *deltaWriter) copy(off, n int) {
 	}
 	d.flush()
 	d.copyOff, d.copySize = off, n
+}
+
+// blobDelta returns the delta that makes data from old, or nil when it is not worth keeping
+// (more than half the size of data). An object's file changes where the object changed, mostly in
+// one place, so the delta copies what old and data share at their start and at their end and
+// inserts what lies between, found in one pass. When that leaves more than a quarter of data to
+// insert (changes far apart), the lines between are copied from old where old has them, found
+// by a hash of each line: a YAML file changes line by line. go-git's differ, used before, also
+// searched for runs that start mid-line: a quarter of the daemon's CPU at 4,000 updates a second.
+func blobDelta(old, data []byte) []byte {
+	pre := commonPrefix(old, data)
+	suf := commonSuffix(old[pre:], data[pre:])
+	mid := data[pre : len(data)-suf]
+	d := deltaWriter{out: make([]byte, 0, 24+min(len(mid), len(data)/2))}
+	d.out = appendDeltaSize(d.out, len(old))
+	d.out = appendDeltaSize(d.out, len(data))
+	if pre > 0 {
+		d.copy(0, pre)
+	}
+	if len(mid) <= len(data)/4 {
+		d.insertBytes(mid)
+	} else if !d.lines(old, mid, len(data)/2) {
+		return nil
+	}
+	if suf > 0 {
+		d.copy(len(old)-suf, suf)
+	}
+	d.flush()
+	if len(d.out) > len(data)/2 {
+		return nil
+	}
+	return d.out
+}
+
+// lines writes mid line by line: a copy of the line from old where old has it, else the line
+// itself. It gives up (false) once the delta outgrows limit.
+func (d *deltaWriter) lines(old, mid []byte, limit int) bool {
+	seed := maphash.MakeSeed()
+	at := map[uint64]int{} // a line's hash → where it starts in old
+	for off := 0; off < len(old); {
+		n := lineLen(old[off:])
+		h := maphash.Bytes(seed, old[off:off+n])
+		if _, ok := at[h]; !ok {
+			at[h] = off
+		}
+		off += n
+	}
+	for len(mid) > 0 {
+		n := lineLen(mid)
+		line := mid[:n]
+		if off, ok := at[maphash.Bytes(seed, line)]; ok && n >= 8 && bytes.Equal(old[off:off+n], line) {
+			d.copy(off, n)
+		} else {
+			d.insertBytes(line)
+		}
+		if len(d.out)+len(d.insert) > limit {
+			return false
+		}
+		mid = mid[n:]
+	}
+	return true
+}
+
+// lineLen is the length of the first line of b, its newline included.
+func lineLen(b []byte) int {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		return i + 1
+	}
+	return len(b)
+}
+
+// commonPrefix is the length of the longest prefix a and b share.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// commonSuffix is the length of the longest suffix a and b share.
+func commonSuffix(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := 1; i <= n; i++ {
+		if a[len(a)-i] != b[len(b)-i] {
+			return i - 1
+		}
+	}
+	return n
+}
+
+func (d *deltaWriter) insertBytes(b []byte) {
+	d.flushCopy()
+	d.insert = append(d.insert, b...)
 }
 
 func (d *deltaWriter) insertEntry(e *TreeEntry) {

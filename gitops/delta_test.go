@@ -180,3 +180,64 @@ func TestARemoteRefusingThinPacksGetsWholeOnes(t *testing.T) {
 	}
 	mustGit(t, "--git-dir="+filepath.Join(srv.Root, "thinless.git"), "fsck", "--strict", "--no-dangling", "--full")
 }
+
+// TestBlobDeltaMakesTheNextFile: the delta of a file against its previous version, applied by
+// go-git's patcher, gives the new file byte for byte: one value changed at the start, in the
+// middle or at the end, the file grown or shrunk, a change longer than one insert instruction,
+// a base larger than one copy instruction, and changes far apart. A file rewritten whole gets
+// none.
+func TestBlobDeltaMakesTheNextFile(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	text := func(n int) []byte { // lines of 30 bytes, as YAML's
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = 'a' + byte(rng.IntN(26))
+			if i%30 == 29 {
+				b[i] = '\n'
+			}
+		}
+		return b
+	}
+	base := text(1200)
+	splice := func(b []byte, at, cut int, with string) []byte {
+		return append(append(append([]byte{}, b[:at]...), with...), b[at+cut:]...)
+	}
+	// Two lines changed, 750 bytes apart: what lies between is copied line by line.
+	far := splice(splice(base, 150, 29, string(text(29))), 900, 29, string(text(29)))
+	big := text(maxCopy + 4096)
+	cases := map[string]struct {
+		old, now []byte
+		within   int // the most bytes the delta may take
+	}{
+		"one value at the start":  {base, splice(base, 0, 3, "xyz"), 24},
+		"one value in the middle": {base, splice(base, 600, 5, "hello"), 24},
+		"one value at the end":    {base, splice(base, len(base)-4, 4, "tail"), 24},
+		"grown":                   {base, splice(base, 300, 0, "added: line\n"), 32},
+		"shrunk":                  {base, splice(base, 300, 40, ""), 24},
+		"a change of 250 bytes":   {base, splice(base, 500, 10, string(text(250))), 280},
+		"the same":                {base, base, 24},
+		"a base of two copies":    {big, splice(big, len(big)/2, 1, "!"), 40},
+		"changes far apart":       {base, far, 120},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			delta := blobDelta(c.old, c.now)
+			if delta == nil {
+				t.Fatal("no delta")
+			}
+			got, err := packfile.PatchDelta(c.old, delta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, c.now) {
+				t.Fatal("the delta does not make the new file")
+			}
+			if len(delta) > c.within {
+				t.Fatalf("delta of %d bytes, want at most %d", len(delta), c.within)
+			}
+		})
+	}
+	if d := blobDelta(base, text(1200)); d != nil {
+		t.Fatalf("a delta of %d bytes for a file rewritten whole", len(d))
+	}
+}
