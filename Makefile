@@ -225,8 +225,10 @@ demo: ## run the daemon against a local control plane and git repository, and sh
 
 BENCH_PACKAGES := ./daemon/ ./gitops/ ./receiver/ ./sanitize/ ./scripts/image/ ./sops/ ./ui/ ./webhook/
 
+# The packages' benchmarks run one package at a time (-p 1): side by side, one package's builds and
+# load took the cores another's figures were measuring.
 bench: testenv-bins browser ## print speed and memory figures (tests never assert on time)
-	go test -count=1 -run '^$$' -bench . -benchtime 1x -timeout $(TEST_TIMEOUT) $(BENCH_PACKAGES)
+	go test -count=1 -p 1 -run '^$$' -bench . -benchtime 1x -timeout $(TEST_TIMEOUT) $(BENCH_PACKAGES)
 
 clean:
 	rm -rf bin/
