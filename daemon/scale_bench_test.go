@@ -55,9 +55,10 @@ func BenchmarkScale(b *testing.B) {
 }
 
 // The figures of BenchmarkScale before issue 33's work on reading the cluster (decoding each
-// object once, a list paced by its worker): one run of this benchmark, as it measures today (each
+// object once, a list paced by its worker): one run of this benchmark, as it measured then (each
 // push seen as it lands, each case's destinations retired after it, the tip read without starting
-// git), with the daemon of d266646, alone on the same 2-core machine just before the run of the
+// git; the ConfigMaps written into etcd as JSON, which the apiserver decodes at more cost than
+// its own protobuf, written since), with the daemon of d266646, alone on the same 2-core machine just before the run of the
 // figures after it (single runs drift by a fifth or more, and the machine's speed from hour to
 // hour by a third). make bench prints them beside today's.
 var (
