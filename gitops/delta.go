@@ -133,7 +133,12 @@ func (d *deltaWriter) lines(old, mid []byte, limit int) bool {
 	for len(mid) > 0 {
 		n := lineLen(mid)
 		line := mid[:n]
-		if off, ok := at[maphash.Bytes(seed, line)]; ok && n >= 8 && bytes.Equal(old[off:off+n], line) {
+		off, found := 0, false
+		if n >= 8 { // a shorter line costs less inserted than a copy instruction
+			off, found = at[maphash.Bytes(seed, line)]
+			found = found && off+n <= len(old) && bytes.Equal(old[off:off+n], line)
+		}
+		if found {
 			d.copy(off, n)
 		} else {
 			d.insertBytes(line)
