@@ -58,9 +58,9 @@ func BenchmarkScale(b *testing.B) {
 // object once, a list paced by its worker): one run of this benchmark, as it measured then (each
 // push seen as it lands, each case's destinations retired after it, the tip read without starting
 // git; the ConfigMaps written into etcd as JSON, which the apiserver decodes at more cost than
-// its own protobuf, written since), with the daemon of d266646, alone on the same 2-core machine just before the run of the
-// figures after it (single runs drift by a fifth or more, and the machine's speed from hour to
-// hour by a third). make bench prints them beside today's.
+// its own protobuf, written since), with the daemon of d266646, alone on the same 2-core machine
+// just before the run of the figures after it (single runs drift by a fifth or more, and the
+// machine's speed from hour to hour by a third). make bench prints them beside today's.
 var (
 	beforeScale = map[int]string{
 		10000:  "before: 4.0 s, 53 MiB, 214 µs per object",
