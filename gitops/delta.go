@@ -120,11 +120,10 @@ func blobDelta(old, data []byte) []byte {
 // lines writes mid line by line: a copy of the line from old where old has it, else the line
 // itself. It gives up (false) once the delta outgrows limit.
 func (d *deltaWriter) lines(old, mid []byte, limit int) bool {
-	seed := maphash.MakeSeed()
 	at := map[uint64]int{} // a line's hash → where it starts in old
 	for off := 0; off < len(old); {
 		n := lineLen(old[off:])
-		h := maphash.Bytes(seed, old[off:off+n])
+		h := maphash.Bytes(lineSeed, old[off:off+n])
 		if _, ok := at[h]; !ok {
 			at[h] = off
 		}
@@ -135,7 +134,7 @@ func (d *deltaWriter) lines(old, mid []byte, limit int) bool {
 		line := mid[:n]
 		off, found := 0, false
 		if n >= 8 { // a shorter line costs less inserted than a copy instruction
-			off, found = at[maphash.Bytes(seed, line)]
+			off, found = at[maphash.Bytes(lineSeed, line)]
 			found = found && off+n <= len(old) && bytes.Equal(old[off:off+n], line)
 		}
 		if found {
@@ -150,6 +149,9 @@ func (d *deltaWriter) lines(old, mid []byte, limit int) bool {
 	}
 	return true
 }
+
+// lineSeed seeds the hashes of lines: one for the process, not one per file written.
+var lineSeed = maphash.MakeSeed()
 
 // lineLen is the length of the first line of b, its newline included.
 func lineLen(b []byte) int {
