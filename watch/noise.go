@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -84,22 +85,51 @@ func matchesAny(patterns []string, value string) bool {
 // newestManagers returns the field managers of the newest managedFields entries of the object
 // itself (status updates never change what the mirror writes): the managers of the change the
 // watch just saw. Entries are stamped to the second, so two managers writing in the same second
-// are both returned, and a change is then left out only if both are excluded.
+// are both returned, and a change is then left out only if both are excluded. It reads the entries
+// where they are, without GetManagedFields' reflection (a busy mirror asks this of every change),
+// and like it returns none when an entry's manager, subresource or time is malformed.
 func newestManagers(obj *unstructured.Unstructured) []string {
-	var newest metav1.Time
+	meta, _ := obj.Object["metadata"].(map[string]any)
+	entries, _ := meta["managedFields"].([]any)
+	var newest time.Time
 	var out []string
-	for _, e := range obj.GetManagedFields() {
-		if e.Subresource != "" || e.Time == nil {
+	for _, v := range entries {
+		e, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		manager, mok := stringField(e, "manager")
+		subresource, sok := stringField(e, "subresource")
+		if !mok || !sok {
+			return nil
+		}
+		if e["time"] == nil || subresource != "" {
 			continue
 		}
+		stamp, _ := e["time"].(string)
+		at, err := time.Parse(time.RFC3339, stamp)
+		if err != nil {
+			return nil
+		}
 		switch {
-		case e.Time.After(newest.Time):
-			newest, out = *e.Time, []string{e.Manager}
-		case e.Time.Equal(&newest) && !slices.Contains(out, e.Manager):
-			out = append(out, e.Manager)
+		case at.After(newest):
+			newest, out = at, []string{manager}
+		case at.Equal(newest) && !slices.Contains(out, manager):
+			out = append(out, manager)
 		}
 	}
 	return out
+}
+
+// stringField is e's member name as a string, "" when absent or null; false when it is another type.
+func stringField(e map[string]any, name string) (string, bool) {
+	switch v := e[name].(type) {
+	case nil:
+		return "", true
+	case string:
+		return v, true
+	}
+	return "", false
 }
 
 // annotationAutoUpdate marks the RBAC objects the apiserver creates and repairs at every start.
