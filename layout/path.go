@@ -79,10 +79,22 @@ func namespaceFolder(namespace string) string {
 	case "*":
 		return namespace
 	}
+	if plain(namespace, isSafe) && fitsAsIs(namespace, true, "") {
+		return namespace
+	}
 	return fit(folderSafe(escape(namespace, isSafe)), "")
 }
 
 func kindFolder(group, resource string) string {
+	if plain(resource, isSafeInResource) && plain(group, isSafe) {
+		folder := resource
+		if group != "" {
+			folder += "." + group
+		}
+		if fitsAsIs(folder, true, "") {
+			return folder
+		}
+	}
 	tokens := escape(resource, isSafeInResource)
 	if group != "" {
 		tokens = append(append(tokens, "."), escape(group, isSafe)...)
@@ -90,7 +102,36 @@ func kindFolder(group, resource string) string {
 	return fit(folderSafe(tokens), "")
 }
 
-func fileName(name string) string { return fit(deviceSafe(escape(name, isSafe)), fileSuffix) }
+func fileName(name string) string {
+	if plain(name, isSafe) && fitsAsIs(name, false, fileSuffix) {
+		return name + fileSuffix
+	}
+	return fit(deviceSafe(escape(name, isSafe)), fileSuffix)
+}
+
+// plain reports whether escaping leaves s as it is: every byte is safe.
+func plain(s string, safe func(byte) bool) bool {
+	for i := 0; i < len(s); i++ {
+		if !safe(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// fitsAsIs reports whether the rule leaves c, a non-empty component of safe bytes only, as it is:
+// no device name, no folder that starts with "." or "_" or ends with ".", short enough with its
+// suffix. It spares the escaping of every DNS-style name (a mirror makes a path per change).
+func fitsAsIs(c string, folder bool, suffix string) bool {
+	if c == "" || len(c)+len(suffix) > MaxComponent {
+		return false
+	}
+	if folder && (c[0] == '.' || c[0] == '_' || c[len(c)-1] == '.') {
+		return false
+	}
+	stem, _, _ := strings.Cut(c, ".")
+	return !isDeviceName(stem)
+}
 
 // isSafe reports the bytes every file system and Git host takes raw in a file name.
 func isSafe(b byte) bool {
@@ -156,6 +197,9 @@ func deviceSafe(tokens []string) []string {
 // isDeviceName follows Microsoft's list of reserved names (COM¹ and the like cannot occur here:
 // non-ASCII is always escaped).
 func isDeviceName(stem string) bool {
+	if len(stem) != 3 && len(stem) != 4 {
+		return false
+	}
 	switch s := strings.ToUpper(stem); {
 	case s == "CON" || s == "PRN" || s == "AUX" || s == "NUL":
 		return true

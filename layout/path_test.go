@@ -169,6 +169,11 @@ func FuzzPath(f *testing.F) {
 		f.Add("widgets", "example.com", "team-a", s, s+"x")
 	}
 	f.Add("configmaps", "", "", "x", "x.")
+	// Where names of safe bytes only stop being kept as they are.
+	for _, s := range []string{"_x", ".x", "x.", "con.x", "COM1", "lpt10", "nul", strings.Repeat("b", 250), strings.Repeat("c", 251), strings.Repeat("d", 255)} {
+		f.Add("widgets", s, s, s, s+"x")
+		f.Add(s, "", "default", "web", "web2")
+	}
 	f.Fuzz(func(t *testing.T, resource, group, namespace, name, other string) {
 		if resource == "" {
 			t.Skip("every resource has a name")
@@ -181,6 +186,9 @@ func FuzzPath(f *testing.F) {
 		parts := strings.Split(rest, "/")
 		if len(parts) != 3 {
 			t.Fatalf("Path = %q, want 3 components below the base folder", p)
+		}
+		if want := escapedComponents(group, resource, namespace, name); want[0] != "" && want != [3]string(parts) {
+			t.Fatalf("Path = %q, want the escaped components %q (a name kept as it is must be what escaping gives)", p, want)
 		}
 		for i, comp := range parts {
 			if i == 0 && namespace == "*" {
@@ -205,6 +213,21 @@ func FuzzPath(f *testing.F) {
 			t.Fatalf("ParsePath(%q) = %+v, want %+v", p, got, want)
 		}
 	})
+}
+
+// escapedComponents are the namespace folder, kind folder and file name of an object as escaping
+// token by token makes them, without the shortcut for names of safe bytes only; the first is
+// empty for a namespace that has no folder of its own ("" and "*").
+func escapedComponents(group, resource, namespace, name string) [3]string {
+	kind := escape(resource, isSafeInResource)
+	if group != "" {
+		kind = append(append(kind, "."), escape(group, isSafe)...)
+	}
+	var folder string
+	if namespace != "" && namespace != "*" {
+		folder = fit(folderSafe(escape(namespace, isSafe)), "")
+	}
+	return [3]string{folder, fit(folderSafe(kind), ""), fit(deviceSafe(escape(name, isSafe)), fileSuffix)}
 }
 
 // checkComponent fails unless comp is at most MaxComponent bytes of safe bytes, escapes and at
