@@ -156,6 +156,9 @@ func (s *store) blob(h plumbing.Hash) ([]byte, error) {
 	if o, ok := s.overlay[h]; ok {
 		return o.data, nil
 	}
+	if data, ok := s.located.read(h); ok {
+		return data, nil
+	}
 	return s.read(plumbing.BlobObject, h)
 }
 

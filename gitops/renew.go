@@ -144,7 +144,7 @@ func (w *Worker) swapClone(next string) error {
 		if oerr := rp.open(); oerr != nil {
 			return errors.Join(err, oerr)
 		}
-		w.store = newStore(rp.sto)
+		w.store = rp.newStore()
 		return err
 	}
 	if err := os.RemoveAll(old); err != nil {
@@ -161,7 +161,7 @@ func (w *Worker) swapClone(next string) error {
 		return reopen(fmt.Errorf("open renewed clone: %w", err))
 	}
 	rp.tail = nil
-	w.store = newStore(rp.sto)
+	w.store = rp.newStore()
 	_ = os.RemoveAll(old)
 	return nil
 }

@@ -36,6 +36,7 @@ type repo struct {
 	caps               *capability.List // receive-pack capabilities, once advertised
 	thinFailures       int              // thin packs in a row the remote failed to unpack
 	tail               *tail            // the pack the next push extends; nil: a new one
+	located            locator          // where the clone holds the blobs the next changes read
 	// keep is the commits of history a first fetch brings (see KeptCommits); fresh says the
 	// clone was just created and has not fetched yet.
 	keep  int
@@ -197,9 +198,17 @@ func (r *repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 }
 
 func (r *repo) close() {
+	r.located.reset()
 	if r.sto != nil {
 		_ = r.sto.Close()
 	}
+}
+
+// newStore is a store of the clone that reads the blobs keepPushed located itself.
+func (r *repo) newStore() *store {
+	s := newStore(r.sto)
+	s.located = &r.located
+	return s
 }
 
 // fetchRefs brings the target branch and the head branch of a pull request (if any) up to date

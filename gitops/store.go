@@ -20,6 +20,8 @@ type rawObject struct {
 	// holds, and delta makes data from it; both zero when the object has no base worth a delta.
 	base  plumbing.Hash
 	delta []byte
+	// hot marks a blob that is a new version of a file: the file's next change reads it.
+	hot bool
 }
 
 // store reads objects from the clone and keeps the objects of the commits being built in an
@@ -27,6 +29,7 @@ type rawObject struct {
 // as one pack once the remote accepted them (repo.keepPushed).
 type store struct {
 	sto     *filesystem.Storage
+	located *locator // where the clone holds hot blobs; nil: go-git finds them all
 	overlay map[plumbing.Hash]rawObject
 	order   []plumbing.Hash // overlay objects in creation order
 	trees   *treeCache

@@ -64,6 +64,11 @@ func (r *repo) keepPushed(s *store, pack encodedPack) error {
 	}
 	var placed []placedPack
 	if len(rest) > 0 {
+		type hotBlob struct {
+			h      plumbing.Hash
+			offset int64
+		}
+		var hot []hotBlob // where the pack holds the hot blobs, for the locator
 		p, err := r.placePack(func(w io.Writer) (plumbing.Hash, *idxfile.Writer, error) {
 			p, err := newPackWriter(w, len(rest))
 			for _, i := range rest {
@@ -71,6 +76,9 @@ func (r *repo) keepPushed(s *store, pack encodedPack) error {
 					break
 				}
 				h := s.order[i]
+				if s.overlay[h].hot {
+					hot = append(hot, hotBlob{h, p.n})
+				}
 				if raw, crc, whole := pack.entry(i); whole {
 					err = p.addRaw(h, raw, crc)
 				} else { // a blob sent as a delta: its base is in another pack
@@ -87,6 +95,10 @@ func (r *repo) keepPushed(s *store, pack encodedPack) error {
 			return fmt.Errorf("keep pushed objects in the clone: %w", err)
 		}
 		placed = append(placed, p)
+		path := packPath(filepath.Join(r.dir, "objects", "pack"), p.name, ".pack")
+		for _, b := range hot {
+			r.located.locate(b.h, path, b.offset)
+		}
 	}
 	tail, err := r.extendTail(s, pack, trees)
 	if err != nil {

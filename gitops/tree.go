@@ -234,7 +234,11 @@ func (s *store) putBlob(data []byte, cur *TreeEntry) {
 	if old, err := s.blob(cur.Hash); err == nil {
 		delta = blobDelta(old, data)
 	}
-	s.putDelta(plumbing.BlobObject, data, cur.Hash, delta)
+	s.located.forget(cur.Hash)
+	h := s.putDelta(plumbing.BlobObject, data, cur.Hash, delta)
+	o := s.overlay[h]
+	o.hot = true
+	s.overlay[h] = o
 }
 
 // blobDeltaMinSize is the smallest blob worth a delta: below it, the whole blob compressed is

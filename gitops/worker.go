@@ -128,7 +128,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer rp.close()
 	defer w.stopRenewal()
-	w.repo, w.store = rp, newStore(rp.sto)
+	w.repo, w.store = rp, rp.newStore()
 	if w.base, err = rp.tip(); err != nil {
 		w.in.close()
 		return err
