@@ -12,13 +12,14 @@ import (
 
 // Every change of a file reads the file's previous version, to send the new one as a delta
 // against it. Through go-git that read asks each pack's index in turn and decodes through a
-// pack scanner: a fifth of the daemon's CPU at 4,000 changes a second. So the store remembers
-// where the clone holds the blobs of files it changed (keepPushed writes each whole into a pack
-// and says where), as the next change of such a file reads it, and reads them itself: one read
+// pack scanner: a fifth of the daemon's CPU at 4,000 changes a second. So the repo remembers
+// where its clone holds the blobs of files it changed (keepPushed writes each whole into a pack
+// and says where), as the next change of such a file reads it, and its store reads them itself: one read
 // at the offset, one inflate, and the object's name checked against the bytes, so a location
 // that is wrong can never make a wrong delta. Anything else is read through go-git.
 
-// locatedMax bounds the blobs a store remembers (about 60 bytes each): past it, no more.
+// locatedMax bounds the blobs a clone's locator remembers (about 60 bytes each): past it, no
+// more, until changes forget some.
 const locatedMax = 1 << 16
 
 // locatedFilesMax bounds the packs kept open for reading them; past it, all are closed. A pack
