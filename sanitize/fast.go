@@ -214,13 +214,18 @@ func singleQuoted(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || strings.IndexByte(" :-./=+,()~@%;", c) >= 0) {
+		if !singleQuotable(s[i]) {
 			return false
 		}
 	}
 	alone := func(c byte) bool { return s[0] == c && (len(s) == 1 || s[1] == ' ') }
 	return s[0] == ' ' || s[len(s)-1] == ' ' || s[len(s)-1] == ':' || strings.Contains(s, ": ") ||
 		alone('-') || alone(':') || strings.HasPrefix(s, "---")
+}
+
+// singleQuotable says whether c is one of the characters singleQuoted accepts.
+func singleQuotable(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || strings.IndexByte(" :-./=+,()~@%;", c) >= 0
 }
 
 // literal writes a multi-line string as a literal block whose lines sit at column indent, when

@@ -31,7 +31,7 @@ func compile(ctx context.Context, o options, platform, out string) error {
 	args := []string{"build", "-trimpath", "-buildvcs=false",
 		"-ldflags=-s -w -X " + versionVariable + "=" + o.Version, "-o", abs, "."}
 	if o.Log != nil {
-		fmt.Fprintf(o.Log, "%s go %s\n", strings.Join(env, " "), strings.Join(quoteArgs(args), " "))
+		_, _ = fmt.Fprintf(o.Log, "%s go %s\n", strings.Join(env, " "), strings.Join(quoteArgs(args), " "))
 	}
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = o.Dir

@@ -61,12 +61,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	for _, p := range res.Platforms {
-		fmt.Fprintf(stdout, "%-12s %s  layer %.2f MiB compressed (binary %.2f MiB)\n",
+		_, _ = fmt.Fprintf(stdout, "%-12s %s  layer %.2f MiB compressed (binary %.2f MiB)\n",
 			p.Platform, p.Digest, mib(p.LayerSize), mib(p.BinarySize))
 	}
-	fmt.Fprintf(stdout, "image  %s  in %s (OCI layout)\n", res.Reference(), res.Layout)
-	fmt.Fprintf(stdout, "sbom   %s  in %s, and %s (OCI artifact referring to the image)\n", res.SBOMDigest, res.SBOMFile, res.SBOMLayout)
-	fmt.Fprintf(stdout, "built in %s (compile %s, image %s)\n", (res.Compile + res.Assemble).Round(time.Millisecond),
+	_, _ = fmt.Fprintf(stdout, "image  %s  in %s (OCI layout)\n", res.Reference(), res.Layout)
+	_, _ = fmt.Fprintf(stdout, "sbom   %s  in %s, and %s (OCI artifact referring to the image)\n", res.SBOMDigest, res.SBOMFile, res.SBOMLayout)
+	_, _ = fmt.Fprintf(stdout, "built in %s (compile %s, image %s)\n", (res.Compile + res.Assemble).Round(time.Millisecond),
 		res.Compile.Round(time.Millisecond), res.Assemble.Round(time.Millisecond))
 	return nil
 }
