@@ -106,7 +106,9 @@ func startWorkerWith(tb testing.TB, url string, limits gitops.BatchLimits, opts 
 	go func() { errc <- w.Run(ctx) }()
 	tb.Cleanup(func() {
 		cancel()
-		<-errc
+		if err := <-errc; err != nil { // runs the test left unpushed
+			tb.Errorf("stop worker: %v", err)
+		}
 	})
 	return &testWorker{Worker: w, branch: Branch{Git: oneWorker{w}, URL: url, Name: "main"}}
 }
@@ -120,7 +122,9 @@ func startPool(tb testing.TB) *gitops.Pool {
 	go func() { errc <- p.Run(ctx) }()
 	tb.Cleanup(func() {
 		cancel()
-		<-errc
+		if err := <-errc; err != nil {
+			tb.Errorf("stop pool: %v", err)
+		}
 	})
 	return p
 }

@@ -160,7 +160,9 @@ func (e *wbEnv) startPool() *gitops.Pool {
 	go func() { done <- pool.Run(ctx) }()
 	e.t.Cleanup(func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			e.t.Errorf("stop pool: %v", err)
+		}
 	})
 	return pool
 }
