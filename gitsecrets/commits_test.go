@@ -43,7 +43,9 @@ func signedWorker(t *testing.T, srv *testenv.GitServer, repo string, s gitops.Si
 	go func() { errc <- w.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		<-errc
+		if err := <-errc; err != nil { // runs the test left unpushed
+			t.Errorf("stop worker: %v", err)
+		}
 	})
 	return &testWorker{Worker: w, reg: reg}, filepath.Join(srv.Root, repo+".git")
 }
