@@ -14,14 +14,15 @@ import (
 
 // rawObject is an object created by the worker and not yet persisted in the clone.
 type rawObject struct {
-	typ  plumbing.ObjectType
+	typ plumbing.ObjectType
+	// hot marks a blob that is a new version of a file: the file's next change reads it. (Beside
+	// typ, it takes no room of its own: the overlay holds an entry per object of a seed.)
+	hot  bool
 	data []byte
 	// base is the object's previous version, which the remote and the clone have or the overlay
 	// holds, and delta makes data from it; both zero when the object has no base worth a delta.
 	base  plumbing.Hash
 	delta []byte
-	// hot marks a blob that is a new version of a file: the file's next change reads it.
-	hot bool
 }
 
 // store reads objects from the clone and keeps the objects of the commits being built in an
