@@ -152,11 +152,6 @@ func (s *GitServer) CreateRepo(name string) (string, error) {
 		"--initial-branch="+gitDefaultBranch, dir); err != nil {
 		return "", fmt.Errorf("create repo %q: %w", name, err)
 	}
-	// No git gc --auto after pushes: a Git host schedules that upkeep on its own machines, and
-	// here a repack would take the cores the daemon is measured on at moments no test chooses.
-	if _, err := s.git(context.Background(), dir, nil, "config", "receive.autogc", "false"); err != nil {
-		return "", fmt.Errorf("create repo %q: %w", name, err)
-	}
 	return s.RepoURL(name), nil
 }
 
