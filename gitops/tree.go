@@ -224,7 +224,8 @@ func (s *store) applyFileOp(out []TreeEntry, cur *TreeEntry, o *op, name string)
 
 // putBlob adds a blob written over the file cur (nil: a new file) to the overlay, with a delta
 // against cur's blob when that is less than half its size: an object's YAML changed in a few
-// lines. The old blob is read from the clone, about 20 µs for a manifest of 1 KiB.
+// lines. The old blob is read where the push that wrote it put it (see located.go), else from
+// the clone through go-git.
 func (s *store) putBlob(data []byte, cur *TreeEntry) {
 	if cur == nil || len(data) < blobDeltaMinSize {
 		s.put(plumbing.BlobObject, data)
