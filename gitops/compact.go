@@ -26,7 +26,7 @@ func (r *repo) compactIfNeeded() error {
 	if err != nil || len(all) <= maxPacks {
 		return err
 	}
-	dir := filepath.Join(r.dir, "objects", "pack")
+	dir := r.packDir()
 	// The storage hands out its own list: filter a copy.
 	packs := slices.DeleteFunc(slices.Clone(all), func(h plumbing.Hash) bool {
 		_, err := os.Stat(packPath(dir, h, ".keep"))

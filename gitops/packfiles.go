@@ -38,7 +38,7 @@ type placedPack struct {
 // placePack writes a pack and its index (by write) each to a temporary file, then renames them
 // to objects/pack/pack-<name>.pack and .idx, the pack first as git does.
 func (r *repo) placePack(write packWrite) (placedPack, error) {
-	dir := filepath.Join(r.dir, "objects", "pack")
+	dir := r.packDir()
 	var name plumbing.Hash
 	var idx *idxfile.Writer
 	pack, err := writeTemp(dir, func(w io.Writer) (err error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
@@ -203,6 +204,9 @@ func (r *repo) close() {
 		_ = r.sto.Close()
 	}
 }
+
+// packDir is the folder of the clone's packs.
+func (r *repo) packDir() string { return filepath.Join(r.dir, "objects", "pack") }
 
 // newStore is a store of the clone that reads the blobs keepPushed located itself.
 func (r *repo) newStore() *store {

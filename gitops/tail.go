@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -95,7 +94,7 @@ func (r *repo) keepPushed(s *store, pack encodedPack) error {
 			return fmt.Errorf("keep pushed objects in the clone: %w", err)
 		}
 		placed = append(placed, p)
-		path := packPath(filepath.Join(r.dir, "objects", "pack"), p.name, ".pack")
+		path := packPath(r.packDir(), p.name, ".pack")
 		for _, b := range hot {
 			r.located.locate(b.h, path, b.offset)
 		}
@@ -113,7 +112,7 @@ func (r *repo) keepPushed(s *store, pack encodedPack) error {
 // anything in (the storage has no other way to forget a pack than reading every index again, at
 // the cost of the whole clone).
 func (r *repo) extendTail(s *store, pack encodedPack, trees []int) ([]placedPack, error) {
-	dir := filepath.Join(r.dir, "objects", "pack")
+	dir := r.packDir()
 	old := r.tail
 	if old != nil && old.size > tailMaxBytes {
 		old = nil // sealed: its .keep stays
