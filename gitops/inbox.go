@@ -97,9 +97,11 @@ func (in *inbox) take() ([]item, []control) {
 // paceItems is how many intents may wait before pace holds up their producer. What waits, and
 // what the worker took and commits meanwhile, is most of a seed's memory, and each take is a
 // commit of the whole folder's tree. In a seed of 100,000 ConfigMaps of 1 KiB (three runs each,
-// alternating), 10,000 took 15.5-19.4 s and peaked at 139-142 MiB; 5,000 took 19.2-20.6 s at
-// 119-125 MiB.
-const paceItems = 10000
+// one after the other, the same hour): 10,000 took 11.0-12.6 s and peaked at 135-137 MiB
+// (146-153 MiB inside make bench); 7,000 took 11.9-12.2 s at 123-128 MiB; 5,000 took 12.7-13.5 s
+// at 107-110 MiB. Fewer waiting means more pushes of the folder's tree, and the list waits
+// during more of them.
+const paceItems = 7000
 
 // pace blocks while more than paceItems intents wait, until the worker takes them. A take
 // that does not come within patience means the worker is busy with a slow or dead remote: pace
