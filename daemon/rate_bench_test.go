@@ -67,8 +67,12 @@ func (r rateResult) String() string {
 
 // driveRate has writers goroutines send updates at rate per second for rateRun, the k-th due
 // at k/rate. A writer that falls behind sends at once, and none starts an update after rateRun,
-// so reached says what they managed.
+// so reached says what they managed. The remote gets the upkeep its pushes would have started
+// before the run (see newMirrorBench), not during it.
 func (m *mirrorBench) driveRate(d *testenv.Daemon, rate, writers int, updates []func() error) rateResult {
+	if err := m.srv.Upkeep("state"); err != nil {
+		m.tb.Fatal(err)
+	}
 	_, cpu0 := usage(m.tb, d.Pid())
 	var next, sent atomic.Int64
 	var wg sync.WaitGroup

@@ -155,6 +155,34 @@ func (s *GitServer) CreateRepo(name string) (string, error) {
 	return s.RepoURL(name), nil
 }
 
+// UpkeepByHand stops pushes to repository name from starting git gc --auto, as at a Git host
+// that does its repositories' upkeep on machines of its own: a benchmark calls Upkeep between
+// its measurements instead of having a repack take the cores it measures at a moment it does
+// not choose.
+func (s *GitServer) UpkeepByHand(name string) error {
+	dir, err := s.repoDir(name)
+	if err == nil {
+		_, err = s.gitDir(dir, "config", "receive.autogc", "false")
+	}
+	if err != nil {
+		return fmt.Errorf("upkeep of %q by hand: %w", name, err)
+	}
+	return nil
+}
+
+// Upkeep repacks repository name now (git gc --auto, which repacks once there are more than
+// 50 packs), as a Git host's scheduled upkeep does.
+func (s *GitServer) Upkeep(name string) error {
+	dir, err := s.repoDir(name)
+	if err == nil {
+		_, err = s.gitDir(dir, "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet")
+	}
+	if err != nil {
+		return fmt.Errorf("upkeep of %q: %w", name, err)
+	}
+	return nil
+}
+
 // RepoURL is the clone URL of repository name, without credentials.
 func (s *GitServer) RepoURL(name string) string {
 	return s.URL + "/" + strings.TrimSuffix(name, ".git") + ".git"

@@ -374,3 +374,44 @@ func TestTreeHashIsGits(t *testing.T) {
 		t.Errorf("BranchTip of a packed ref = %q, %v; want %s", tip, err, sha)
 	}
 }
+
+// TestGitServerUpkeepByHand: pushes to a repository whose upkeep is by hand leave their packs
+// as they come, past the count at which git gc --auto repacks; Upkeep then repacks them.
+func TestGitServerUpkeepByHand(t *testing.T) {
+	s := mustStartGitServer(t)
+	dir, err := s.repoDir("demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every push is kept as a pack, and gc --auto repacks past two.
+	mustGitCLI(t, s, dir, "config", "receive.unpackLimit", "1")
+	mustGitCLI(t, s, dir, "config", "gc.autoPackLimit", "2")
+	if err := s.UpkeepByHand("demo"); err != nil {
+		t.Fatal(err)
+	}
+	packs := func() int {
+		found, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "*.pack"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(found)
+	}
+	for i := range 4 {
+		if _, err := s.PushCommit("demo", "main", Signature{Name: "Bob", Email: "bob@example.com"}, "change",
+			map[string]string{fmt.Sprintf("f%d.txt", i): "x"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := packs(); got != 4 {
+		t.Fatalf("%d packs after 4 pushes; want 4, none repacked by the pushes", got)
+	}
+	if err := s.Upkeep("demo"); err != nil {
+		t.Fatal(err)
+	}
+	if got := packs(); got != 1 {
+		t.Fatalf("%d packs after Upkeep; want 1", got)
+	}
+	if files, err := s.Files("demo", "main"); err != nil || len(files) != 4 {
+		t.Errorf("files = %v, %v; want the 4 pushed", files, err)
+	}
+}
