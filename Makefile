@@ -93,7 +93,7 @@ testenv-bins: testenv-cmd ## build (once) the pinned etcd, kube-apiserver and ku
 # an apiserver, a push, a timer), and the core it leaves idle goes to the next package's build
 # and tests. The test binaries are linked without DWARF (-ldflags=-w; a build that sets its own
 # -ldflags, as the daemon's does, keeps them): their stack traces come from Go's own tables, and
-# the daemon package's test binary links in 4.7 CPU-s instead of 5.5.
+# relinking the daemon package's test binary (go test -c) takes 4.7 CPU-s instead of 5.5.
 LATER_TOOLS_LOG := $(TOOLS_CACHE)/later-tools.log
 test: export CGO_ENABLED := 0
 test: export GOFLAGS := $(strip $(GOFLAGS) -trimpath $(TOOL_GCFLAGS) -ldflags=-w)

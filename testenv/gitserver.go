@@ -170,8 +170,8 @@ func (s *GitServer) UpkeepByHand(name string) error {
 	return nil
 }
 
-// Upkeep repacks repository name now (git gc --auto, which repacks once there are more than
-// 50 packs), as a Git host's scheduled upkeep does.
+// Upkeep does now what a push to repository name would have started: git gc --auto, which
+// repacks once there are more than 50 packs or about 6,700 loose objects, and else does nothing.
 func (s *GitServer) Upkeep(name string) error {
 	dir, err := s.repoDir(name)
 	if err == nil {
