@@ -29,7 +29,8 @@ const (
 // sustainedRates updates m's objects (cm-00000… as seeded) at fixed rates for rateRun each, with
 // the daemon d running, and prints for each the rate reached, the lag from the last update until
 // the remote matched, and the daemon's CPU per update; then the highest rate followed within
-// rateMaxLag. These updates go straight into etcd from etcdWriters goroutines (the daemon sees
+// rateMaxLag, naming as not offered a rate the writers fell short of (under 95% of it) while the
+// remote kept within rateMaxLag. These updates go straight into etcd from etcdWriters goroutines (the daemon sees
 // them as watch events, like any), one put each: puts batched in etcd transactions would share a
 // resourceVersion, which no write through the apiserver does, and a watch resumed among them
 // would skip the rest (tried: at 4,000/s six files stayed stale). Through the apiserver the load
@@ -37,17 +38,21 @@ const (
 // clients can through the apiserver, whose writes also call the daemon's admission webhook.
 func sustainedRates(b *testing.B, m *mirrorBench, etcd *clientv3.Client, d *testenv.Daemon) {
 	n := len(m.want)
-	best := 0
+	best, unoffered := 0, ""
 	for round, rate := range []int{1000, 2000, 4000} {
 		r := m.driveRate(d, rate, etcdWriters, m.etcdUpdates(etcd, rate, n, 1+round*10))
 		report("updates at %d/s for %v into 1 destination of %d, straight into etcd by %d writers: %s (%s)",
 			rate, rateRun, n, etcdWriters, r, beforeRates[rate])
-		if r.lag <= rateMaxLag && r.reached >= 0.95*float64(rate) {
+		switch {
+		case r.lag > rateMaxLag:
+		case r.reached >= 0.95*float64(rate):
 			best = rate
+		default: // the writers, on the same cores, fell short: the rate was not offered
+			unoffered += fmt.Sprintf("; %d/s not offered: the writers reached %.0f/s, the remote %.1f s behind", rate, r.reached, r.lag.Seconds())
 		}
 	}
-	report("highest rate of updates followed with the remote ≤ %v behind: %d/s (tried 1,000, 2,000, 4,000; reached ≥ 95%% of it; %s)",
-		rateMaxLag, best, beforeBestRate)
+	report("highest rate of updates followed with the remote ≤ %v behind: %d/s (tried 1,000, 2,000, 4,000; reached ≥ 95%% of it%s; %s)",
+		rateMaxLag, best, unoffered, beforeBestRate)
 	r := m.driveRate(d, 4000, apiWriters, m.apiUpdates(4000, n, 100))
 	report("updates through the apiserver by %d clients for %v, as fast as they go (up to 4,000/s): %s (%s)", apiWriters, rateRun, r, beforeAPIRate)
 }
