@@ -101,7 +101,7 @@ func fetchShallow(ctx context.Context, dir string, remote Remote, depth int, log
 		return fmt.Errorf("renew clone: %w", err)
 	}
 	for _, h := range packs {
-		if err := os.WriteFile(packPath(filepath.Join(dir, "objects", "pack"), h, ".keep"), nil, 0o444); err != nil {
+		if err := os.WriteFile(packPath(rp.packDir(), h, ".keep"), nil, 0o444); err != nil {
 			return fmt.Errorf("renew clone: %w", err)
 		}
 	}
