@@ -8,13 +8,10 @@ SHELL := /usr/bin/env bash
 TOOLS_CACHE ?= $(HOME)/.cache/gitops-reverser/tools
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT := $(TOOLS_CACHE)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
-# install/helm_test.go builds the same helm into the same place; a test keeps its version equal to this one.
-HELM_VERSION := v3.22.0
-HELM := $(TOOLS_CACHE)/helm-$(HELM_VERSION)/helm
 CHART := deploy/helm/gitops-reverser
 # Every tool the tests run is built as testenv builds it (testenv/sops.go): without debugging
 # information, which the links strip anyway and which costs a tenth of the compiler's time, and
-# all but the control plane (sops, helm, promtool, Gitea, crane) also without optimisations or
+# all but the control plane and helm (sops, promtool, Gitea, crane) also without optimisations or
 # inlining, which takes their cold build an eighth to a third less CPU. The standard library keeps
 # the default flags, so it is compiled once for every build.
 TOOL_GCFLAGS := -gcflags=all=-dwarf=false -gcflags=std=
@@ -76,7 +73,7 @@ TESTENV := bin/testenv
 testenv-cmd:
 	go build -o $(TESTENV) ./testenv/cmd/testenv
 
-testenv-bins: testenv-cmd ## build (once) the pinned etcd, kube-apiserver and kubectl used by tests
+testenv-bins: testenv-cmd ## build (once) the pinned etcd, kube-apiserver, kubectl and helm used by tests
 	$(TESTENV) -build
 
 # The tests build as the image does (CGO_ENABLED=0 and -trimpath, make image's go build) and with
@@ -109,7 +106,7 @@ test: ## vet and run every test against a real apiserver and real git remotes
 	  exit $$status
 
 # later-tools are the tools the tests run that not every test package needs.
-later-tools: sops $(HELM) $(PROMTOOL) gitea
+later-tools: sops $(PROMTOOL) gitea
 
 # Debian's packages are installed one after the other: two apt-get at once would fight over
 # dpkg's lock.
@@ -129,17 +126,17 @@ lint: $(GOLANGCI_LINT) helm-lint ## gofmt, go vet, golangci-lint, helm lint
 $(GOLANGCI_LINT):
 	GOBIN=$(dir $@) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
-helm-lint: $(HELM) ## helm lint the chart with its default values and with every option on
-	$(HELM) lint --strict $(CHART)
-	$(HELM) lint --strict $(CHART) --values $(CHART)/ci/all-options-values.yaml
+# helm is pinned in testenv/tools/go.mod and built with the control plane (testenv-bins), with
+# which it shares most of its packages.
+helm-lint: testenv-bins ## helm lint the chart with its default values and with every option on
+	helm=$$($(TESTENV) -build | sed -n 's/^helm: *//p'); \
+	  "$$helm" lint --strict $(CHART) && \
+	  "$$helm" lint --strict $(CHART) --values $(CHART)/ci/all-options-values.yaml
 
 # GO_TOOL builds the Go command $(1) (package@version) as $@, with the go build flags $(2) after
 # TOOL_GCFLAGS, as the tests build it (testenv.EnsureGoTool): under a lock that a test needing the
 # same tool waits on, and in a scratch folder first, so nothing ever runs a half-written binary.
 GO_TOOL = TOOLS_CACHE=$(TOOLS_CACHE) $(TESTENV) -tool $(notdir $@) $(1) $(2)
-
-$(HELM): | testenv-cmd
-	$(call GO_TOOL,helm.sh/helm/v3/cmd/helm@$(HELM_VERSION),$(UNOPTIMISED_GCFLAGS))
 
 sops: $(SOPS) ## build (once) the pinned sops CLI the tests use to check the SOPS documents
 

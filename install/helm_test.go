@@ -10,19 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/configbutler/gitops-reverser/testenv"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
-
-// helmVersion is the helm that renders the chart here. The Makefile's HELM_VERSION (make
-// helm-lint) must name the same one; TestChartHelmVersionMatchesMakefile checks that.
-const helmVersion = "v3.22.0"
-
-// helmPackage is helm's command, built with go install.
-const helmPackage = "helm.sh/helm/v3/cmd/helm"
 
 const (
 	// chartRelease gives the chart's resources the names of deploy/.
@@ -38,20 +30,13 @@ func chartPath(elem ...string) string {
 	return filepath.Join(append([]string{"..", "deploy", "helm", "gitops-reverser"}, elem...)...)
 }
 
-// helmBinary returns the pinned helm, built once into the Makefile's tools cache, where make
-// helm-lint finds it too.
-func helmBinary(t testing.TB) string {
-	t.Helper()
-	return testenv.GoTool(t, "helm", helmPackage, helmVersion, testenv.Unoptimised...)
-}
-
 // runHelmTemplate renders the chart as release chartRelease in namespace with extra helm args.
 // helm's own directories are temporary, so nothing of the user's helm setup leaks in.
 func runHelmTemplate(t testing.TB, namespace string, args ...string) (string, error) {
 	t.Helper()
 	home := t.TempDir()
 	full := append([]string{"template", chartRelease, chartPath(), "--namespace", namespace}, args...)
-	cmd := exec.Command(helmBinary(t), full...)
+	cmd := exec.Command(helmBin, full...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
 		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
 	var stdout, stderr bytes.Buffer
@@ -111,11 +96,6 @@ func renderChart(t testing.TB, args ...string) renderedChart {
 		r.env[e.Name] = e
 	}
 	return r
-}
-
-// TestChartHelmVersionMatchesMakefile keeps the one helm version in two places equal.
-func TestChartHelmVersionMatchesMakefile(t *testing.T) {
-	testenv.MakefileSays(t, "HELM_VERSION := "+helmVersion)
 }
 
 // TestChartCRDsMatchEmbedded keeps the chart's crds/ (Helm installs them) byte-identical to the

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -40,6 +39,7 @@ var (
 	cp         *testenv.ControlPlane
 	daemonBin  string
 	kubectlBin string
+	helmBin    string // built with the control plane (testenv.Binaries)
 )
 
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
@@ -50,28 +50,27 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	kubectlBin = bins.Kubectl
+	kubectlBin, helmBin = bins.Kubectl, bins.Helm
 	dir, err := os.MkdirTemp("", "install-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	// The pinned helm and promtool are built (once, into the tools cache) while the daemon builds
-	// and the control plane starts, instead of after them in the first chart test.
-	helmDone := make(chan error, 1)
+	// The pinned promtool is built (once, into the tools cache) while the daemon builds and the
+	// control plane starts, instead of after them in the first alerts test.
+	promtoolDone := make(chan error, 1)
 	go func() {
-		_, err := testenv.EnsureGoTool("helm", helmPackage, helmVersion)
-		_, promErr := testenv.EnsureGoTool("promtool", promtoolPackage, promtoolVersion, "-tags", promtoolTags)
-		helmDone <- errors.Join(err, promErr)
+		_, err := testenv.EnsureGoTool("promtool", promtoolPackage, promtoolVersion, "-tags", promtoolTags)
+		promtoolDone <- err
 	}()
 	// Built as make build and make image build it: static, no cgo, trimmed.
 	daemonBin = filepath.Join(dir, "gitops-reverser")
 	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", daemonBin, "..")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := build.CombinedOutput()
-	if helmErr := <-helmDone; helmErr != nil {
-		fmt.Fprintln(os.Stderr, helmErr)
+	if promtoolErr := <-promtoolDone; promtoolErr != nil {
+		fmt.Fprintln(os.Stderr, promtoolErr)
 		return 1
 	}
 	if err != nil {
