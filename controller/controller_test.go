@@ -65,15 +65,7 @@ func (w *world) configMap(name string) {
 
 // run runs c until the test ends, and checks then that Run returned without an error.
 func (w *world) run(c *Controller) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	w.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			w.t.Errorf("Run: %v", err)
-		}
-	})
+	testenv.Run(w.t, c)
 }
 
 // seen counts the keys a handler was called with.

@@ -101,15 +101,7 @@ func startWorkerWith(tb testing.TB, url string, limits gitops.BatchLimits, opts 
 		o(&cfg)
 	}
 	w := gitops.NewWorker(cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(ctx) }()
-	tb.Cleanup(func() {
-		cancel()
-		if err := <-errc; err != nil { // runs the test left unpushed
-			tb.Errorf("stop worker: %v", err)
-		}
-	})
+	testenv.Run(tb, w)
 	return &testWorker{Worker: w, branch: Branch{Git: oneWorker{w}, URL: url, Name: "main"}}
 }
 
@@ -117,15 +109,7 @@ func startWorkerWith(tb testing.TB, url string, limits gitops.BatchLimits, opts 
 func startPool(tb testing.TB) *gitops.Pool {
 	tb.Helper()
 	p := gitops.NewPool(gitops.PoolConfig{WorkDir: tb.TempDir()})
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- p.Run(ctx) }()
-	tb.Cleanup(func() {
-		cancel()
-		if err := <-errc; err != nil {
-			tb.Errorf("stop pool: %v", err)
-		}
-	})
+	testenv.Run(tb, p)
 	return p
 }
 

@@ -75,21 +75,7 @@ func StartWorker(tb testing.TB, url, workDir string, limits BatchLimits, opts ..
 	}
 	w := NewWorker(cfg)
 	w.retry = testRetry
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(ctx) }()
-	var stopped bool
-	var runErr error
-	stop := func() error {
-		if !stopped {
-			stopped = true
-			cancel()
-			runErr = <-errc
-		}
-		return runErr
-	}
-	tb.Cleanup(func() { _ = stop() })
-	return &testWorker{Worker: w, reg: reg, stop: stop}
+	return &testWorker{Worker: w, reg: reg, stop: testenv.Run(tb, w)}
 }
 
 // metric returns the current value of a mirror collector by its short name.

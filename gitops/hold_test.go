@@ -43,15 +43,7 @@ func startHoldPool(t *testing.T, name string) *holdPool {
 		defer hp.mu.Unlock()
 		hp.told = append(hp.told, path)
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- hp.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("pool: %v", err)
-		}
-	})
+	testenv.Run(t, hp)
 	hp.SetRepositories([]Repository{{Name: "ns/" + name, URL: hp.url}})
 	return hp
 }

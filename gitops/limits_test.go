@@ -261,15 +261,7 @@ func startBranchWorker(tb testing.TB, url, branch string, slots *Slots, m *metri
 		Log:      slog.New(slog.NewTextHandler(testLogWriter{tb}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	w.retry = testRetry
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(ctx) }()
-	tb.Cleanup(func() {
-		cancel()
-		if err := <-errc; err != nil {
-			tb.Errorf("stop worker %s: %v", branch, err)
-		}
-	})
+	testenv.Run(tb, w)
 	return w
 }
 

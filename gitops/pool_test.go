@@ -28,15 +28,7 @@ func startPool(t *testing.T) *testPool {
 		Log:      testLogger(t),
 		OnChange: func() { tp.changes.Add(1) },
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- tp.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("pool: %v", err)
-		}
-	})
+	testenv.Run(t, tp)
 	return tp
 }
 
@@ -110,20 +102,12 @@ func TestPoolStartsWhatWasAskedForBeforeRun(t *testing.T) {
 	if err := sink.Enqueue(Change{Path: cmPath("early"), Content: configMap("early", "1", 100)}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("pool: %v", err)
-		}
-	}()
+	testenv.Run(t, p)
 	testenv.Eventually(t, 30*time.Second, "the change on the remote", func() (bool, string) {
 		files := mustFiles(t, srv, "early")
 		return slices.Contains(files, cmPath("early")), fmt.Sprint(files)
 	})
-	if _, err := p.Fetch(ctx, url, "other"); err != nil {
+	if _, err := p.Fetch(t.Context(), url, "other"); err != nil {
 		t.Errorf("the branch dropped and asked for again before Run does not run: %v", err)
 	}
 }

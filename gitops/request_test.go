@@ -221,6 +221,8 @@ func TestTheHeadBranchFollowsItsTarget(t *testing.T) {
 	}
 }
 
+// TestAHeadBranchSomeoneElseWroteIsLeftAlone: a head branch holding a commit the daemon did not
+// write is never pushed over; the run waits, and the worker names it as not pushed when it stops.
 func TestAHeadBranchSomeoneElseWroteIsLeftAlone(t *testing.T) {
 	srv, url := startedRepo(t)
 	theirs, err := srv.PushCommit("pr", testHead, testenvSig("mallory"), "mine", map[string]string{"x.md": "x\n"}, nil)
@@ -236,6 +238,9 @@ func TestAHeadBranchSomeoneElseWroteIsLeftAlone(t *testing.T) {
 	})
 	if got := mustRef(t, srv, "pr", testHead); got != theirs {
 		t.Fatalf("head branch = %s, want %s untouched", got, theirs)
+	}
+	if err := w.stop(); err == nil || !strings.Contains(err.Error(), "not pushed") {
+		t.Errorf("the worker stopped with %v, want its run named as not pushed", err)
 	}
 }
 

@@ -38,15 +38,7 @@ func signedWorker(t *testing.T, srv *testenv.GitServer, repo string, s gitops.Si
 		Metrics:  reg.Mirror,
 		Signer:   s,
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-errc; err != nil { // runs the test left unpushed
-			t.Errorf("stop worker: %v", err)
-		}
-	})
+	testenv.Run(t, w)
 	return &testWorker{Worker: w, reg: reg}, filepath.Join(srv.Root, repo+".git")
 }
 

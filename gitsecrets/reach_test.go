@@ -31,18 +31,8 @@ func startRemotes(t *testing.T) *remotes {
 	})
 	rm.repos = New(Config{Pool: rm.pool, WorkDir: t.TempDir(), OnChange: func() { rm.changes.Add(1) }})
 	rm.pool.OnRemoteWorks(rm.repos.RemoteWorks)
-	ctx, cancel := context.WithCancel(context.Background())
-	poolDone, reposDone := make(chan error, 1), make(chan error, 1)
-	go func() { poolDone <- rm.pool.Run(ctx) }()
-	go func() { reposDone <- rm.repos.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		for _, done := range []chan error{poolDone, reposDone} {
-			if err := <-done; err != nil {
-				t.Error(err)
-			}
-		}
-	})
+	testenv.Run(t, rm.pool)
+	testenv.Run(t, rm.repos)
 	return rm
 }
 
@@ -148,15 +138,7 @@ func TestChecksAskedForBeforeRunStartWithIt(t *testing.T) {
 	if s := repos.SetRepositories(context.Background(), []Repository{early})[early.Name]; s.Checked || s.Reason != "Checking" {
 		t.Fatalf("state before Run = %+v, want a check waiting", s)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- repos.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	testenv.Run(t, repos)
 	testenv.Eventually(t, 30*time.Second, "the remote found reachable once Run started", func() (bool, string) {
 		s := repos.SetRepositories(context.Background(), []Repository{early})[early.Name]
 		return s.Checked && s.Reachable, fmt.Sprintf("%+v", s)

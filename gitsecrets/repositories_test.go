@@ -1,7 +1,6 @@
 package gitsecrets
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"sync"
@@ -50,7 +49,7 @@ func (p *recordingPool) handed(name string) (gitops.Repository, bool) {
 // the reason; a usable one hands it over with its credentials, and a rotation reaches the pool
 // through the watch, whose change is announced.
 func TestSecretsReachThePool(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := t.Context()
 	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "gitsecrets-"}}
 	ns, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
@@ -65,14 +64,7 @@ func TestSecretsReachThePool(t *testing.T) {
 		default:
 		}
 	}})
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
+	testenv.Run(t, r)
 	repo := Repository{Name: ns.Name + "/repo", URL: "http://" + testenv.FreeAddr(t) + "/repo.git", SecretRef: &SecretRef{Namespace: ns.Name, Name: "creds"}}
 	state := func() RepoState { return r.SetRepositories(ctx, []Repository{repo})[repo.Name] }
 

@@ -39,15 +39,7 @@ func mustServe(t *testing.T, cfg Config) *Server {
 // runListening runs s until the test ends, then checks that Run returned cleanly.
 func runListening(t *testing.T, s *Server) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	testenv.Run(t, s)
 }
 
 // newClient is an HTTP/1.1 client trusting roots (none: plain HTTP); its idle connections close

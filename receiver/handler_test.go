@@ -2,7 +2,6 @@ package receiver
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"maps"
@@ -18,6 +17,7 @@ import (
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/httpserver"
 	"github.com/configbutler/gitops-reverser/metrics"
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 // otherRepo is the repoUrl of a destination no recorded payload names.
@@ -121,15 +121,7 @@ func (r *rig) serve(tb testing.TB) string {
 	if err != nil {
 		tb.Fatalf("start server: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	tb.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			tb.Errorf("Run: %v", err)
-		}
-	})
+	testenv.Run(tb, s)
 	return "http://" + s.Addr()
 }
 

@@ -142,17 +142,9 @@ func startPage(t testing.TB, cfg Config) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
+	testenv.Run(t, p)
 	srv := httptest.NewServer(p)
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	t.Cleanup(srv.Close) // before p stops: cleanups run last in, first out
 	return srv.URL
 }
 

@@ -235,25 +235,15 @@ func (e *env) startManagerWith(discoveryRefresh time.Duration) (stop func()) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	poolCtx, stopPool := context.WithCancel(e.ctx)
-	poolDone, reposDone := make(chan error, 1), make(chan error, 1)
-	go func() { poolDone <- pool.Run(poolCtx) }()
-	go func() { reposDone <- repos.Run(poolCtx) }()
-	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				e.t.Errorf("manager: %v", err)
-			}
-			stopPool()
-			if err := errors.Join(<-poolDone, <-reposDone); err != nil {
-				e.t.Errorf("pool: %v", err)
-			}
-		})
+	stopPool, stopRepos := testenv.Run(e.t, pool), testenv.Run(e.t, repos)
+	stopManager := testenv.Run(e.t, m)
+	stop = func() { // the manager first, then what it writes to
+		if err := stopManager(); err != nil {
+			e.t.Errorf("manager: %v", err)
+		}
+		if err := errors.Join(stopPool(), stopRepos()); err != nil {
+			e.t.Errorf("pool: %v", err)
+		}
 	}
 	e.t.Cleanup(stop)
 	return stop

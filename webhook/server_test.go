@@ -77,7 +77,7 @@ func startRecordedWebhook(t *testing.T, name string) recordedWebhook {
 // runningServer is an httpserver.Server running with the webhook's limits until stop.
 type runningServer struct {
 	addr string
-	stop func() error // ends Run and returns its result; later calls return nil
+	stop func() error // ends Run and returns its result (see testenv.Run)
 }
 
 // serveWebhook listens on a free loopback port with the webhook's limits and certs, and runs
@@ -89,22 +89,7 @@ func serveWebhook(t testing.TB, certs CertSource, h http.Handler) *runningServer
 	if err != nil {
 		t.Fatalf("start server: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	var once sync.Once
-	rs := &runningServer{addr: srv.Addr()}
-	rs.stop = func() error {
-		var err error
-		once.Do(func() { cancel(); err = <-done })
-		return err
-	}
-	t.Cleanup(func() {
-		if err := rs.stop(); err != nil {
-			t.Errorf("webhook server: %v", err)
-		}
-	})
-	return rs
+	return &runningServer{addr: srv.Addr(), stop: testenv.Run(t, srv)}
 }
 
 // startWebhook serves h at AdmissionPath over TLS, with self-managed certificates in namespace

@@ -124,15 +124,7 @@ func (e *wbEnv) start(cfg Config, prep func(*Controller)) *Controller {
 	if prep != nil {
 		prep(c)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	e.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			e.t.Errorf("Run: %v", err)
-		}
-	})
+	testenv.Run(e.t, c)
 	return c
 }
 
@@ -155,15 +147,7 @@ func (e *wbEnv) startPool() *gitops.Pool {
 			Bot:       gitops.Signature{Name: "gitops-reverser", Email: "bot@example.com"},
 		},
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- pool.Run(ctx) }()
-	e.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			e.t.Errorf("stop pool: %v", err)
-		}
-	})
+	testenv.Run(e.t, pool)
 	return pool
 }
 
