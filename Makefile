@@ -11,7 +11,7 @@ GOLANGCI_LINT := $(TOOLS_CACHE)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-
 CHART := deploy/helm/gitops-reverser
 # Every tool the tests run is built as testenv builds it (testenv/sops.go): without debugging
 # information, which the links strip anyway and which costs a tenth of the compiler's time, and
-# all but the control plane and helm (sops, promtool, Gitea, crane) also without optimisations or
+# all but the control plane, helm and promtool (sops, Gitea, crane) also without optimisations or
 # inlining, which takes their cold build an eighth to a third less CPU. The standard library keeps
 # the default flags, so it is compiled once for every build.
 TOOL_GCFLAGS := -gcflags=all=-dwarf=false -gcflags=std=
@@ -20,13 +20,6 @@ UNOPTIMISED_GCFLAGS := -gcflags='all=-N -l -dwarf=false' -gcflags=std=
 # a test keeps its version equal to this one.
 SOPS_VERSION := v3.13.3
 SOPS := $(TOOLS_CACHE)/sops-$(SOPS_VERSION)/sops
-# install/monitoring_test.go builds the same promtool into the same place to check and unit-test
-# the chart's alerts (deploy/helm/gitops-reverser/files); a test keeps its version and tags equal to
-# these. remove_all_sd leaves out Prometheus' service discoveries, which checking rules does not use:
-# a cold build takes less than half the time.
-PROMTOOL_VERSION := v0.316.0
-PROMTOOL_TAGS := remove_all_sd
-PROMTOOL := $(TOOLS_CACHE)/promtool-$(PROMTOOL_VERSION)/promtool
 # testenv/gitea.go builds the same Gitea (a Git host with pull requests, which the pull-request tests
 # run) into the same place, with the options, templates and public folders it serves next to it;
 # a test keeps its version equal to this one.
@@ -54,7 +47,7 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
 VERSION_LDFLAGS = -X github.com/configbutler/gitops-reverser/daemon.Version=$(VERSION)
 
-.PHONY: all build image test later-tools testenv-cmd debian-packages vet lint helm-lint sops promtool gitea browser playwright chromium signing-tools testenv testenv-bins demo bench clean
+.PHONY: all build image test later-tools testenv-cmd debian-packages vet lint helm-lint sops gitea browser playwright chromium signing-tools testenv testenv-bins demo bench clean
 
 all: build
 
@@ -73,7 +66,7 @@ TESTENV := bin/testenv
 testenv-cmd:
 	go build -o $(TESTENV) ./testenv/cmd/testenv
 
-testenv-bins: testenv-cmd ## build (once) the pinned etcd, kube-apiserver, kubectl and helm used by tests
+testenv-bins: testenv-cmd ## build (once) the pinned etcd, kube-apiserver, kubectl, helm and promtool used by tests
 	$(TESTENV) -build
 
 # The tests build as the image does (CGO_ENABLED=0 and -trimpath, make image's go build) and with
@@ -106,7 +99,7 @@ test: ## vet and run every test against a real apiserver and real git remotes
 	  exit $$status
 
 # later-tools are the tools the tests run that not every test package needs.
-later-tools: sops $(PROMTOOL) gitea
+later-tools: sops gitea
 
 # Debian's packages are installed one after the other: two apt-get at once would fight over
 # dpkg's lock.
@@ -126,8 +119,8 @@ lint: $(GOLANGCI_LINT) helm-lint ## gofmt, go vet, golangci-lint, helm lint
 $(GOLANGCI_LINT):
 	GOBIN=$(dir $@) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
-# helm is pinned in testenv/tools/go.mod and built with the control plane (testenv-bins), with
-# which it shares most of its packages.
+# helm (like promtool) is pinned in testenv/tools/go.mod and built with the control plane
+# (testenv-bins), with which it shares most of its packages.
 helm-lint: testenv-bins ## helm lint the chart with its default values and with every option on
 	helm=$$($(TESTENV) -build | sed -n 's/^helm: *//p'); \
 	  "$$helm" lint --strict $(CHART) && \
@@ -142,11 +135,6 @@ sops: $(SOPS) ## build (once) the pinned sops CLI the tests use to check the SOP
 
 $(SOPS): | testenv-cmd
 	$(call GO_TOOL,github.com/getsops/sops/v3/cmd/sops@$(SOPS_VERSION),$(UNOPTIMISED_GCFLAGS))
-
-promtool: $(PROMTOOL) ## build (once) the pinned promtool the tests check the chart's alerts with
-
-$(PROMTOOL): | testenv-cmd
-	$(call GO_TOOL,github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION),-tags $(PROMTOOL_TAGS) $(UNOPTIMISED_GCFLAGS))
 
 gitea: $(GITEA) ## build (once) the pinned Gitea the pull-request tests run
 

@@ -36,10 +36,11 @@ const (
 var serviceAccountGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + systemNamespace, "system:authenticated"}
 
 var (
-	cp         *testenv.ControlPlane
-	daemonBin  string
-	kubectlBin string
-	helmBin    string // built with the control plane (testenv.Binaries)
+	cp          *testenv.ControlPlane
+	daemonBin   string
+	kubectlBin  string
+	helmBin     string // helm and promtool are built with the control plane (testenv.Binaries)
+	promtoolBin string
 )
 
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
@@ -50,29 +51,18 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	kubectlBin, helmBin = bins.Kubectl, bins.Helm
+	kubectlBin, helmBin, promtoolBin = bins.Kubectl, bins.Helm, bins.Promtool
 	dir, err := os.MkdirTemp("", "install-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	// The pinned promtool is built (once, into the tools cache) while the daemon builds and the
-	// control plane starts, instead of after them in the first alerts test.
-	promtoolDone := make(chan error, 1)
-	go func() {
-		_, err := testenv.EnsureGoTool("promtool", promtoolPackage, promtoolVersion, "-tags", promtoolTags)
-		promtoolDone <- err
-	}()
 	// Built as make build and make image build it: static, no cgo, trimmed.
 	daemonBin = filepath.Join(dir, "gitops-reverser")
 	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", daemonBin, "..")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := build.CombinedOutput()
-	if promtoolErr := <-promtoolDone; promtoolErr != nil {
-		fmt.Fprintln(os.Stderr, promtoolErr)
-		return 1
-	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build daemon: %v\n%s", err, out)
 		return 1

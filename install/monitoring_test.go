@@ -15,21 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
-
-	"github.com/configbutler/gitops-reverser/testenv"
 )
-
-// promtoolVersion is the promtool that checks and unit-tests the alerts here. The Makefile's
-// PROMTOOL_VERSION (make promtool) must name the same one; TestPromtoolVersionMatchesMakefile
-// checks that.
-const promtoolVersion = "v0.316.0"
-
-// promtoolPackage is Prometheus' rule checker, built with go install.
-const promtoolPackage = "github.com/prometheus/prometheus/cmd/promtool"
-
-// promtoolTags leaves out Prometheus' service discoveries, which checking rules does not use: the
-// build takes less than half the time. The Makefile's PROMTOOL_TAGS must be the same.
-const promtoolTags = "remove_all_sd"
 
 var update = flag.Bool("update", false, "rewrite deploy/monitoring/ from the chart's files/")
 
@@ -55,8 +41,7 @@ const (
 // promtool runs the pinned promtool and returns its output; it fails the test when promtool fails.
 func promtool(t testing.TB, args ...string) string {
 	t.Helper()
-	bin := testenv.GoTool(t, "promtool", promtoolPackage, promtoolVersion, append([]string{"-tags", promtoolTags}, testenv.Unoptimised...)...)
-	out, err := exec.Command(bin, args...).CombinedOutput()
+	out, err := exec.Command(promtoolBin, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -70,12 +55,6 @@ func readFile(t testing.TB, path string) []byte {
 		t.Fatal(err)
 	}
 	return raw
-}
-
-// TestPromtoolVersionMatchesMakefile keeps the one promtool version and build tags in two places
-// equal.
-func TestPromtoolVersionMatchesMakefile(t *testing.T) {
-	testenv.MakefileSays(t, "PROMTOOL_VERSION := "+promtoolVersion, "PROMTOOL_TAGS := "+promtoolTags)
 }
 
 // ruleFile is the part of a Prometheus rule file the tests read.

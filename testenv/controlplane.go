@@ -102,7 +102,9 @@ func (cp *ControlPlane) start(ctx context.Context, bins Binaries) error {
 	cp.apiserver = &process{
 		name: "kube-apiserver", path: bins.KubeAPIServer, logPath: filepath.Join(cp.Dir, "kube-apiserver.log"),
 		args: []string{
-			"--advertise-address=127.0.0.1", "--bind-address=127.0.0.1",
+			// Kubernetes 1.37 refuses a loopback address with the endpoint reconciler, which keeps
+			// the kubernetes Service's endpoints for in-cluster clients; there are none here.
+			"--advertise-address=127.0.0.1", "--bind-address=127.0.0.1", "--endpoint-reconciler-type=none",
 			"--secure-port=" + strconv.Itoa(ports[2]),
 			"--etcd-servers=" + etcdURL,
 			"--cert-dir=" + filepath.Join(cp.Dir, "certs"),

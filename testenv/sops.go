@@ -69,12 +69,12 @@ func GoTool(tb testing.TB, name, pkg, version string, flags ...string) string {
 // tests alike. The Makefile's TOOL_GCFLAGS must say the same (TestToolVersionsMatchMakefile).
 var toolGCFlags = []string{"-gcflags=all=-dwarf=false", "-gcflags=std="}
 
-// Unoptimised are the go build flags of every tool built on its own (sops, promtool, Gitea,
-// crane): its own packages are also built without optimisations or inlining (-N -l). A cold
-// build takes an eighth to a third less CPU (promtool 248 CPU-s, not 286), and their tests hardly
-// notice. etcd and kube-apiserver, which every test leans on, are optimised, and so is helm,
-// built with them (see EnsureBinaries) from packages they have compiled already. The Makefile's
-// UNOPTIMISED_GCFLAGS must say the same.
+// Unoptimised are the go build flags of every tool built on its own (sops, Gitea, crane): its
+// own packages are also built without optimisations or inlining (-N -l). A cold build takes an
+// eighth to a third less CPU, and their tests hardly notice. etcd and kube-apiserver, which every
+// test leans on, are optimised, and so are helm and promtool, built with them (see
+// EnsureBinaries) from packages they have compiled already. The Makefile's UNOPTIMISED_GCFLAGS
+// must say the same.
 var Unoptimised = []string{"-gcflags=all=-N -l -dwarf=false", "-gcflags=std="}
 
 // EnsureGoTool is GoTool outside a test (e.g. in TestMain, to build a tool while something else

@@ -25,7 +25,7 @@ func main() {
 func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	buildOnly := flag.Bool("build", false, "only build (or find cached) the control-plane binaries and helm, and print their paths")
+	buildOnly := flag.Bool("build", false, "only build (or find cached) the control-plane binaries, helm and promtool, and print their paths")
 	giteaOnly := flag.Bool("gitea", false, "only build (or find cached) the pinned Gitea and print its directory")
 	tool := flag.String("tool", "", "only build (or find cached) the Go command `name` from the package@version that follows, with the go build flags after it, and print its path")
 	flag.Parse()
@@ -45,7 +45,8 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("etcd:           %s\nkube-apiserver: %s\nkubectl:        %s\nhelm:           %s\n", bins.Etcd, bins.KubeAPIServer, bins.Kubectl, bins.Helm)
+		fmt.Printf("etcd:           %s\nkube-apiserver: %s\nkubectl:        %s\nhelm:           %s\npromtool:       %s\n",
+			bins.Etcd, bins.KubeAPIServer, bins.Kubectl, bins.Helm, bins.Promtool)
 		return nil
 	}
 	fmt.Println("starting etcd and kube-apiserver (the first run builds them, a few minutes)...")
