@@ -1,10 +1,10 @@
 // Module tools pins the control-plane binaries that testenv builds from the Go module proxy:
-// kube-apiserver and kubectl from k8s.io/kubernetes, and etcd; and helm, whose release on the same
-// Kubernetes minor (v3.21, Kubernetes 1.36) shares nearly all its packages with kubectl. It is a
-// separate module so the product's go.mod never carries Kubernetes' server dependencies. Every
-// module that both require is required at the product's version (TestToolsShareTheModuleVersions),
-// so the packages they share, Kubernetes' client among them, are compiled once for the tools and
-// the tests.
+// kube-apiserver and kubectl from k8s.io/kubernetes, and etcd; and helm and promtool, releases on
+// the same Kubernetes minor, which share most of their packages with kubectl (promtool is built
+// with the tag remove_all_sd, see EnsureBinaries). It is a separate module so the product's go.mod
+// never carries Kubernetes' server dependencies. Every module that both require is required at
+// the product's version (TestToolsShareTheModuleVersions), so the packages they share,
+// Kubernetes' client among them, are compiled once for the tools and the tests.
 module github.com/configbutler/gitops-reverser/testenv/tools
 
 go 1.26.7
