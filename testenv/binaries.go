@@ -75,8 +75,8 @@ func cacheDir(tools string) (string, error) {
 }
 
 // EnsureBinaries returns the pinned etcd, kube-apiserver, kubectl, helm and promtool, building them
-// from the Go module proxy on first use (a few minutes) and caching them. Concurrent callers (parallel test packages)
-// wait on a file lock instead of building twice.
+// from the Go module proxy on first use (a few minutes) and caching them. Concurrent callers
+// (parallel test packages) wait on a file lock instead of building twice.
 func EnsureBinaries(ctx context.Context) (Binaries, error) {
 	tools, err := toolsDir()
 	if err != nil {
@@ -108,9 +108,9 @@ func EnsureBinaries(ctx context.Context) (Binaries, error) {
 		return bins, nil
 	}
 	// One go build for the five: they share most packages, and their links (kube-apiserver's
-	// alone takes a core for a while) run side by side instead of one after the other. Built on
-	// its own from its own go.mod, helm took 205 CPU-s (unoptimised) on a fresh machine; after
-	// the control plane, from this module, it takes 26.
+	// alone takes a core for a while) run side by side instead of one after the other. On a fresh
+	// machine helm took 247 CPU-s built on its own from its own go.mod (unoptimised, beside
+	// promtool and sops); built here after the control plane it takes 26.
 	targets := map[string]string{
 		bins.Etcd:          "go.etcd.io/etcd/server/v3",
 		bins.KubeAPIServer: "k8s.io/kubernetes/cmd/kube-apiserver",
