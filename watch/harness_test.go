@@ -237,14 +237,14 @@ func (e *env) startManagerWith(discoveryRefresh time.Duration) (stop func()) {
 	}
 	stopPool, stopRepos := testenv.Run(e.t, pool), testenv.Run(e.t, repos)
 	stopManager := testenv.Run(e.t, m)
-	stop = func() { // the manager first, then what it writes to
+	stop = sync.OnceFunc(func() { // the manager first, then what it writes to
 		if err := stopManager(); err != nil {
 			e.t.Errorf("manager: %v", err)
 		}
 		if err := errors.Join(stopPool(), stopRepos()); err != nil {
 			e.t.Errorf("pool: %v", err)
 		}
-	}
+	})
 	e.t.Cleanup(stop)
 	return stop
 }
