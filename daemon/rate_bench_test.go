@@ -30,10 +30,10 @@ const (
 // the daemon d running, and prints for each the rate reached, the lag from the last update until
 // the remote matched, and the daemon's CPU per update; then the highest rate followed within
 // rateMaxLag, naming as not offered a rate the writers fell short of (under 95% of it) while the
-// remote kept within rateMaxLag. These updates go straight into etcd from etcdWriters goroutines (the daemon sees
-// them as watch events, like any), one put each: puts batched in etcd transactions would share a
-// resourceVersion, which no write through the apiserver does, and a watch resumed among them
-// would skip the rest (tried: at 4,000/s six files stayed stale). Through the apiserver the load
+// remote kept within rateMaxLag. These updates go straight into etcd from etcdWriters goroutines
+// (the daemon sees them as watch events, like any), one put each: puts batched in etcd
+// transactions would share a resourceVersion, which no write through the apiserver does, and a
+// watch resumed among them would skip the rest (tried: at 4,000/s six files stayed stale). Through the apiserver the load
 // generator is the limit on two cores, as the last run shows, which sends as fast as apiWriters
 // clients can through the apiserver, whose writes also call the daemon's admission webhook.
 func sustainedRates(b *testing.B, m *mirrorBench, etcd *clientv3.Client, d *testenv.Daemon) {

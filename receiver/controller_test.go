@@ -81,15 +81,7 @@ func newCtlEnv(t *testing.T) *ctlEnv {
 		t.Fatal(err)
 	}
 	e.ctl = ctl
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- ctl.Run(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	testenv.Run(t, ctl)
 	return e
 }
 
