@@ -125,10 +125,13 @@ func TestABoundaryCommitReadsAsARoot(t *testing.T) {
 		MustFlush(t, w)
 	}
 	renewed(t, w)
+	// The renewed clone is swapped in between pushes, after its files are in place.
+	testenv.Eventually(t, 30*time.Second, "the renewed clone in use", func() (bool, string) {
+		var boundaries int
+		err := w.Read(t.Context(), func(r Reader) error { boundaries = len(r.s.shallow); return nil })
+		return err == nil && boundaries > 0, fmt.Sprintf("%d boundary commits, %v", boundaries, err)
+	})
 	err := w.Read(t.Context(), func(r Reader) error {
-		if len(r.s.shallow) == 0 {
-			return fmt.Errorf("no boundary")
-		}
 		for h := range r.s.shallow {
 			if !r.Shallow(h) {
 				return fmt.Errorf("Shallow(%s) is false for a boundary commit", h)
