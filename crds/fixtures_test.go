@@ -127,6 +127,7 @@ func fullFixtures(namespace string) []fixture {
 					{ResourceRule: rule, Scope: crds.ScopeNamespaced, NamespaceSelector: &selector},
 					{ResourceRule: crds.ResourceRule{Resources: []string{"namespaces"}}, Scope: crds.ScopeCluster},
 				},
+				ServiceAccountRef: &crds.ServiceAccountReference{Name: "platform-writer", Namespace: namespace},
 			},
 		}, status: sharedStatus, decode: decodeAs[crds.ClusterWatchRule]},
 		{kind: crds.KindProposal, gvr: crds.Proposals, obj: fullProposal(namespace, "proposal"),

@@ -1,6 +1,8 @@
 package crds
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -435,11 +437,43 @@ type WatchRuleSpec struct {
 	DestinationRef NamespacedReference `json:"destinationRef"`
 	// Rules is non-empty; an object is selected when any rule matches.
 	Rules []ResourceRule `json:"rules"`
-	// ServiceAccountName names a ServiceAccount of the rule's namespace whose rights bound what
-	// the rule mirrors: it must be allowed to list and watch every resource the rules select.
-	// Empty means the daemon's --default-service-account (when that is empty too, the daemon's
-	// own rights, except for Secrets, which a rule mirrors only as a ServiceAccount).
+	// ServiceAccountName names a ServiceAccount of the rule's namespace that the rule acts as:
+	// its rights bound what the rule mirrors (it must be allowed to list and watch every resource
+	// the rules select), and write-back applies the rule's objects as it (impersonation). The
+	// ServiceAccount must agree: its annotation AnnotationWatchRules lists the rule. Empty means
+	// the daemon's --default-service-account, which needs no annotation (when that is empty too,
+	// the rule reads with the daemon's own rights, except Secrets, and cannot write back).
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+}
+
+// AnnotationWatchRules on a ServiceAccount lists the WatchRules of its namespace that may act as
+// it (comma-separated names, or "*" for all): naming a ServiceAccount in spec.serviceAccountName
+// counts only with its consent, which only those who may edit ServiceAccounts can give.
+const AnnotationWatchRules = "configbutler.ai/watchrules"
+
+// ServiceAccountReference names a ServiceAccount of any namespace.
+type ServiceAccountReference struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+}
+
+// String is the ServiceAccount as "namespace/name".
+func (r ServiceAccountReference) String() string { return r.Namespace + "/" + r.Name }
+
+// Username is the ServiceAccount's Kubernetes username, as RBAC and impersonation name it.
+func (r ServiceAccountReference) Username() string {
+	return "system:serviceaccount:" + r.Namespace + ":" + r.Name
+}
+
+// Consents reports whether a ServiceAccount's annotations (AnnotationWatchRules) let the
+// WatchRule rule of its namespace act as it.
+func Consents(annotations map[string]string, rule string) bool {
+	for _, name := range strings.Split(annotations[AnnotationWatchRules], ",") {
+		if name = strings.TrimSpace(name); name == "*" || name == rule {
+			return true
+		}
+	}
+	return false
 }
 
 // RuleScope says whether a ClusterWatchRule rule selects cluster-scoped or namespaced resources.
@@ -475,4 +509,9 @@ type ClusterWatchRuleSpec struct {
 	DestinationRef NamespacedReference `json:"destinationRef"`
 	// Rules is non-empty; an object is selected when any rule matches.
 	Rules []ClusterResourceRule `json:"rules"`
+	// ServiceAccountRef names the ServiceAccount that write-back applies the rule's objects as
+	// (impersonation), cluster-scoped and namespaced alike; it needs no annotation, since only
+	// cluster administrators create ClusterWatchRules. Without it the rule's objects are not
+	// written back (their proposals wait). Reads stay with the daemon's own rights.
+	ServiceAccountRef *ServiceAccountReference `json:"serviceAccountRef,omitempty"`
 }

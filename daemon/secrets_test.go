@@ -103,9 +103,8 @@ func TestSecretsAreMirroredEncryptedWithSOPS(t *testing.T) {
 	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig())
 	grant(t, kube, ns, "alice")
 	grantEdit(t, kube, ns, "secrets", "alice")
-	// A rule that mirrors Secrets reads them as a ServiceAccount that may.
-	bindRole(t, kube, ns, "secrets-reader", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list", "watch"}}},
-		"system:serviceaccount:"+ns+":secrets-reader")
+	// A rule that mirrors Secrets reads them as a ServiceAccount that may, and agreed to.
+	writerAccount(t, kube, ns, "secrets-reader", "secrets", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list", "watch"}}})
 	rule, err := crds.ToUnstructured(&crds.WatchRule{ObjectMeta: metav1.ObjectMeta{Name: "secrets", Namespace: ns},
 		Spec: crds.WatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "dest"}, Rules: []crds.ResourceRule{{Resources: []string{"secrets"}}},
 			ServiceAccountName: "secrets-reader"}})

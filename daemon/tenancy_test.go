@@ -201,8 +201,9 @@ func waitEventOn(t testing.TB, d *testenv.Daemon, ns, kind, name, reason string)
 // With a repository, credentials, an age key and a destination of his own he points a WatchRule at
 // secrets: on main, tn-s's Secret db-pass arrived in his repository and his key decrypted it. Now a
 // rule that selects Secrets reads them only as a ServiceAccount that may: bob's rule, naming none,
-// is refused, visibly, nothing written; naming tn-s's default ServiceAccount, which may not list
-// Secrets, it is refused again. A rule naming a ServiceAccount that may read them mirrors them;
+// is refused, visibly, nothing written; naming tn-s's default ServiceAccount, which has not agreed
+// to act for it, it is refused again; once it agreed, it is refused for its rights: it may not
+// list Secrets. A rule naming a ServiceAccount that may read them mirrors them;
 // taking that one's Role away refuses the rule again (within the recheck), and what was written
 // stays. A daemon with --default-service-account uses that one for a rule naming none.
 func TestRulesReadOnlyWhatTheirServiceAccountMay(t *testing.T) {
@@ -241,8 +242,21 @@ func TestRulesReadOnlyWhatTheirServiceAccountMay(t *testing.T) {
 		t.Errorf("the refusal does not say what to name: %s", msg)
 	}
 	waitEventOn(t, d, ns, crds.KindWatchRule, "secrets", "ServiceAccountNotAllowed")
+	// The control plane runs no controller that makes each namespace's default ServiceAccount.
+	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := bob.dyn.Resource(crds.WatchRules).Namespace(ns).Patch(ctx, "secrets", types.MergePatchType,
 		[]byte(`{"spec":{"serviceAccountName":"default"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The default ServiceAccount has not agreed to act for bob's rule: refused for that first.
+	msg = waitReadyReason(t, d, crds.WatchRules, ns, "secrets", "ServiceAccountConsentMissing")
+	if !strings.Contains(msg, crds.AnnotationWatchRules+"=secrets") {
+		t.Errorf("the refusal does not say which annotation to add: %s", msg)
+	}
+	if _, err := admin.CoreV1().ServiceAccounts(ns).Patch(ctx, "default", types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"`+crds.AnnotationWatchRules+`":"secrets"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, time.Minute, "refused for the default ServiceAccount's rights", func() (bool, string) {
@@ -260,7 +274,8 @@ func TestRulesReadOnlyWhatTheirServiceAccountMay(t *testing.T) {
 	// A ServiceAccount that may read both, named by the rule: now it mirrors.
 	bindRole(t, admin, ns, "reader", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"list", "watch"}}},
 		"system:serviceaccount:"+ns+":reader")
-	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reader"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reader",
+		Annotations: map[string]string{crds.AnnotationWatchRules: "*"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	adminPatch(t, crds.WatchRules, ns, "secrets", `{"spec":{"serviceAccountName":"reader"}}`)

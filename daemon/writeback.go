@@ -134,9 +134,14 @@ func selections(m *watch.Manager) func(destination string) []writeback.Selection
 	return func(destination string) []writeback.Selection {
 		var out []writeback.Selection
 		for _, s := range m.Selections(destination) {
+			writers := make([]writeback.Writer, len(s.Writers))
+			for i, w := range s.Writers {
+				writers[i] = writeback.Writer{Rule: w.Rule, ServiceAccount: w.ServiceAccount}
+			}
 			out = append(out, writeback.Selection{GVR: s.GVR, Kind: s.Kind, Namespaced: s.Namespaced, Namespace: s.Namespace,
 				InNamespace: func(namespace string) bool { return m.SelectsNamespace(s, namespace) },
-				Labels:      func(namespace string, labels map[string]string) bool { return m.SelectsObject(s, namespace, labels) }})
+				Labels:      func(namespace string, labels map[string]string) bool { return m.SelectsObject(s, namespace, labels) },
+				Writers:     writers})
 		}
 		return out
 	}

@@ -65,7 +65,11 @@ func prepareWBWorld(t testing.TB, ns string, writeBack crds.WriteBack) *wbWorld 
 	t.Cleanup(func() { // after the daemon stopped: no later test's page or start sees these proposals
 		_ = w.dyn.Resource(crds.Proposals).Namespace(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{})
 	})
-	w.patch(crds.WatchRules, "cms", map[string]any{"spec": map[string]any{"rules": []any{
+	writerAccount(t, kube, ns, "writer", "cms", []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: writeVerbs},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: writeVerbs},
+	})
+	w.patch(crds.WatchRules, "cms", map[string]any{"spec": map[string]any{"serviceAccountName": "writer", "rules": []any{
 		map[string]any{"resources": []any{"configmaps"}},
 		map[string]any{"apiGroups": []any{"apps"}, "resources": []any{"deployments"}},
 	}}})
@@ -312,6 +316,32 @@ func (w *wbWorld) reviewers(users ...string) {
 func (w *wbWorld) proposalRole(name string, verbs []string, users ...string) {
 	w.t.Helper()
 	bindRole(w.t, w.kube, w.ns, name, []rbacv1.PolicyRule{{APIGroups: []string{crds.Group}, Resources: []string{"proposals"}, Verbs: verbs}}, users...)
+}
+
+// writeVerbs are what a ServiceAccount needs to mirror a resource and have write-back apply it:
+// list and watch to read, get, create and patch for server-side apply, delete for a destroy.
+var writeVerbs = []string{"get", "list", "watch", "create", "patch", "update", "delete"}
+
+// writerAccount creates the ServiceAccount name in ns, agreeing to act for the WatchRules rules
+// (its annotation configbutler.ai/watchrules), with a Role of rules bound to it: what a team
+// gives the ServiceAccount its write-back acts as.
+func writerAccount(t testing.TB, kube kubernetes.Interface, ns, name, rules string, grants []rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{crds.AnnotationWatchRules: rules}}}
+	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: grants}
+	if _, err := kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}}}
+	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // bindRole creates a Role named name in ns with rules, bound to users (and nobody else).

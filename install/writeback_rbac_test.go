@@ -19,19 +19,11 @@ import (
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
-// writeBackVerbs are what applying a Proposal needs: server-side apply (get, create, patch),
-// update, and delete for an approved destroy. Never list or watch: the read role has those.
-var writeBackVerbs = []string{"get", "create", "patch", "update", "delete"}
-
-// defaultWriteBackRules are the resources write-back may change out of the box, as
-// deploy/write-back-rbac.yaml and the chart's writeBack.resources list them.
-var defaultWriteBackRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{""}, Resources: []string{"configmaps", "services", "serviceaccounts"}, Verbs: writeBackVerbs},
-	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "daemonsets"}, Verbs: writeBackVerbs},
-	{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: writeBackVerbs},
-	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses", "networkpolicies"}, Verbs: writeBackVerbs},
-	{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: writeBackVerbs},
-	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: writeBackVerbs},
+// writeBackRules are all the daemon holds for write-back, as deploy/write-back-rbac.yaml and the
+// chart's writeBack.enabled grant it: acting as ServiceAccounts. Every write goes out as the
+// rule's ServiceAccount, so the daemon holds no write right on any resource of its own.
+var writeBackRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}},
 }
 
 // reviewerRules are what a reviewer of Proposals needs: read them and the SyncRuns, and set a
@@ -48,10 +40,10 @@ var operatorRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{crds.Group}, Resources: []string{"gitdestinations"}, Verbs: []string{"get", "list", "watch", "patch"}},
 }
 
-// TestWriteBackManifestGrantsOnlyTheDefaultResources: deploy/write-back-rbac.yaml, applied by hand
-// next to deploy/, binds exactly the default write-back resources to the shipped ServiceAccount,
-// never Secrets, and the apiserver accepts it.
-func TestWriteBackManifestGrantsOnlyTheDefaultResources(t *testing.T) {
+// TestWriteBackManifestGrantsOnlyImpersonation: deploy/write-back-rbac.yaml, applied by hand next
+// to deploy/, binds to the shipped ServiceAccount only the right to impersonate ServiceAccounts,
+// no write right on any resource, and the apiserver accepts it.
+func TestWriteBackManifestGrantsOnlyImpersonation(t *testing.T) {
 	objs := readObjects(t, "write-back-rbac.yaml")
 	var role rbacv1.ClusterRole
 	var binding rbacv1.ClusterRoleBinding
@@ -60,10 +52,9 @@ func TestWriteBackManifestGrantsOnlyTheDefaultResources(t *testing.T) {
 	if len(objs) != 2 {
 		t.Errorf("deploy/write-back-rbac.yaml holds %d objects, want the ClusterRole and its binding", len(objs))
 	}
-	if diff := cmp.Diff(defaultWriteBackRules, role.Rules); diff != "" {
+	if diff := cmp.Diff(writeBackRules, role.Rules); diff != "" {
 		t.Errorf("write-back rules (-want +got):\n%s", diff)
 	}
-	checkNoSecrets(t, role.Rules)
 	s := readShipped(t)
 	want := rbacv1.Subject{Kind: "ServiceAccount", Name: s.serviceAccount.Name, Namespace: s.serviceAccount.Namespace}
 	if !slices.Equal(binding.Subjects, []rbacv1.Subject{want}) || binding.RoleRef.Kind != "ClusterRole" || binding.RoleRef.Name != role.Name {
@@ -77,70 +68,30 @@ func TestWriteBackManifestGrantsOnlyTheDefaultResources(t *testing.T) {
 	checkDryRun(t, objs, stdout, stderr)
 }
 
-func checkNoSecrets(t *testing.T, rules []rbacv1.PolicyRule) {
-	t.Helper()
-	for _, r := range rules {
-		if slices.ContainsFunc(r.Resources, func(res string) bool { return res == "secrets" || res == "*" || strings.HasPrefix(res, "secrets/") }) {
-			t.Errorf("write-back rule %+v covers Secrets", r)
-		}
-	}
-}
-
-// TestChartWriteBackRoleOnlyWhenEnabled: the chart grants write access only with
-// writeBack.enabled, to exactly writeBack.resources (by default those of
-// deploy/write-back-rbac.yaml), and refuses to render a role that would write Secrets.
+// TestChartWriteBackRoleOnlyWhenEnabled: the chart lets the daemon impersonate ServiceAccounts only
+// with writeBack.enabled, exactly as deploy/write-back-rbac.yaml does, bound to its own
+// ServiceAccount.
 func TestChartWriteBackRoleOnlyWhenEnabled(t *testing.T) {
 	for _, o := range renderChart(t).objs {
 		if strings.HasSuffix(o.GetName(), "-write-back") {
 			t.Errorf("the default values render %s %s", o.GetKind(), o.GetName())
 		}
 	}
-
-	writeBackRole := func(t *testing.T, args ...string) []rbacv1.PolicyRule {
-		t.Helper()
-		r := renderChart(t, append([]string{"--set", "writeBack.enabled=true"}, args...)...)
-		var role rbacv1.ClusterRole
-		var binding rbacv1.ClusterRoleBinding
-		object(t, r.objs, "ClusterRole", chartRelease+"-write-back", &role)
-		object(t, r.objs, "ClusterRoleBinding", chartRelease+"-write-back", &binding)
-		want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: r.deployment.Spec.Template.Spec.ServiceAccountName, Namespace: systemNamespace}}
-		if !slices.Equal(binding.Subjects, want) || binding.RoleRef.Name != role.Name {
-			t.Errorf("binding %+v to %+v, want %s bound to the daemon's ServiceAccount %+v", binding.RoleRef, binding.Subjects, role.Name, want)
-		}
-		return role.Rules
+	r := renderChart(t, "--set", "writeBack.enabled=true")
+	var role rbacv1.ClusterRole
+	var binding rbacv1.ClusterRoleBinding
+	object(t, r.objs, "ClusterRole", chartRelease+"-write-back", &role)
+	object(t, r.objs, "ClusterRoleBinding", chartRelease+"-write-back", &binding)
+	want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: r.deployment.Spec.Template.Spec.ServiceAccountName, Namespace: systemNamespace}}
+	if !slices.Equal(binding.Subjects, want) || binding.RoleRef.Name != role.Name {
+		t.Errorf("binding %+v to %+v, want %s bound to the daemon's ServiceAccount %+v", binding.RoleRef, binding.Subjects, role.Name, want)
 	}
-	t.Run("default resources", func(t *testing.T) {
-		rules := writeBackRole(t)
-		if diff := cmp.Diff(defaultWriteBackRules, rules); diff != "" {
-			t.Errorf("the chart's default write-back rules differ from deploy/write-back-rbac.yaml (-deploy +chart):\n%s", diff)
-		}
-	})
-	t.Run("configured resources", func(t *testing.T) {
-		rules := writeBackRole(t, "--set-json",
-			`writeBack.resources=[{"apiGroups":[""],"resources":["configmaps"]},{"apiGroups":["example.com"],"resources":["widgets","gadgets"]}]`)
-		want := []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: writeBackVerbs},
-			{APIGroups: []string{"example.com"}, Resources: []string{"widgets", "gadgets"}, Verbs: writeBackVerbs},
-		}
-		if diff := cmp.Diff(want, rules); diff != "" {
-			t.Errorf("write-back rules (-want +got):\n%s", diff)
-		}
-	})
-
-	for _, resources := range []string{`["configmaps","secrets"]`, `["*"]`, `["secrets/status"]`} {
-		t.Run("refuses "+resources, func(t *testing.T) {
-			_, err := runHelmTemplate(t, systemNamespace, "--set", "writeBack.enabled=true",
-				"--set-json", `writeBack.resources=[{"apiGroups":["apps"],"resources":["deployments"]},{"apiGroups":[""],"resources":`+resources+`}]`)
-			if err == nil || !strings.Contains(err.Error(), "write-back never writes Secrets") || !strings.Contains(err.Error(), "writeBack.resources[1]") {
-				t.Errorf("rendering with resources %s: err = %v, want a refusal naming writeBack.resources[1]", resources, err)
-			}
-		})
+	if diff := cmp.Diff(writeBackRules, role.Rules); diff != "" {
+		t.Errorf("the chart's write-back rules differ from deploy/write-back-rbac.yaml (-deploy +chart):\n%s", diff)
 	}
-	t.Run("disabled ignores the list", func(t *testing.T) {
-		if _, err := runHelmTemplate(t, systemNamespace, "--set-json", `writeBack.resources=[{"apiGroups":[""],"resources":["secrets"]}]`); err != nil {
-			t.Errorf("write-back disabled, yet its resources fail rendering: %v", err)
-		}
-	})
+	if _, err := runHelmTemplate(t, systemNamespace, "--set-json", `writeBack.resources=[{"apiGroups":[""],"resources":["configmaps"]}]`); err == nil {
+		t.Error("the chart renders with writeBack.resources, which grants nothing any more: its schema must refuse it")
+	}
 }
 
 // TestChartReviewerRoleMatchesDeploy: the reviewer and destination operator ClusterRoles are

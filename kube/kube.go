@@ -41,6 +41,7 @@ var (
 	Secrets                         = Resource[corev1.Secret]{corev1.SchemeGroupVersion.WithResource("secrets"), "Secret"}
 	Pods                            = Resource[corev1.Pod]{corev1.SchemeGroupVersion.WithResource("pods"), "Pod"}
 	Namespaces                      = Resource[corev1.Namespace]{corev1.SchemeGroupVersion.WithResource("namespaces"), "Namespace"}
+	ServiceAccounts                 = Resource[corev1.ServiceAccount]{corev1.SchemeGroupVersion.WithResource("serviceaccounts"), "ServiceAccount"}
 	Events                          = Resource[corev1.Event]{corev1.SchemeGroupVersion.WithResource("events"), "Event"}
 	Leases                          = Resource[coordinationv1.Lease]{coordinationv1.SchemeGroupVersion.WithResource("leases"), "Lease"}
 	TokenReviews                    = Resource[authenticationv1.TokenReview]{authenticationv1.SchemeGroupVersion.WithResource("tokenreviews"), "TokenReview"}

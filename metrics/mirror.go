@@ -27,8 +27,9 @@ type Mirror struct {
 	// ReferencesRefused counts the references into another namespace that its object does not
 	// admit (spec.accessPolicy, --cross-namespace-refs), by the referring kind.
 	ReferencesRefused *prometheus.GaugeVec
-	// RulesRefused counts the WatchRules refused because the ServiceAccount they act as may not
-	// read what they select, by reason.
+	// RulesRefused counts the WatchRules refused for the ServiceAccount they name: it may not
+	// read what they select (ServiceAccountNotAllowed), or has not agreed to act for them
+	// (ServiceAccountConsentMissing).
 	RulesRefused *prometheus.GaugeVec
 }
 
@@ -54,7 +55,7 @@ func newMirror(reg prometheus.Registerer) *Mirror {
 		ReferencesRefused: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "references_refused",
 			Help: "References into another namespace refused because the object referred to does not admit them, by referring kind."}, []string{"kind"}),
 		RulesRefused: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "rules_refused",
-			Help: "WatchRules refused because the ServiceAccount they act as may not list and watch what they select, by reason."}, []string{"reason"}),
+			Help: "WatchRules refused for the ServiceAccount they act as, by reason: it may not list and watch what they select (ServiceAccountNotAllowed), or has not agreed to act for them (ServiceAccountConsentMissing)."}, []string{"reason"}),
 		Watches: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "watches",
 			Help: "Resources being listed and watched: one per resource and namespace scope selected by the rules."}),
 		QueueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "repo_branch_queue_depth",

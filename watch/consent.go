@@ -82,22 +82,22 @@ func (m *Manager) refusedDestination(from string, dest *destination) string {
 }
 
 // refusals are the references and rules one reconcile refused, by uid of the referring object,
-// the references' count by kind, and the rules refused for their ServiceAccount's rights.
+// the references' count by kind, and the rules refused for their ServiceAccount (by reason).
 type refusals struct {
-	messages      map[string]string
-	byKind        map[string]int
-	serviceAccess int
+	messages       map[string]string
+	byKind         map[string]int
+	serviceAccount map[string]int
 }
 
-// tell records a refused reference of obj, or a rule refused for its ServiceAccount's rights; a
+// tell records a refused reference of obj, or a rule refused for its ServiceAccount; a
 // Warning Event says it the first time (and again when the refusal changes). One admitted since is
 // forgotten, so a later refusal is told again.
 func (m *Manager) tell(r *refusals, kind string, obj metav1.Object, cond condition) {
 	switch cond.reason {
 	case ReasonReferenceNotAllowed:
 		r.byKind[kind]++
-	case ReasonServiceAccountNotAllowed:
-		r.serviceAccess++
+	case ReasonServiceAccountNotAllowed, ReasonServiceAccountConsentMissing:
+		r.serviceAccount[cond.reason]++
 	default:
 		return
 	}
@@ -115,7 +115,9 @@ func (m *Manager) keep(r *refusals) {
 	for _, kind := range []string{crds.KindGitDestination, crds.KindWatchRule} {
 		m.opts.Metrics.ReferencesRefused.WithLabelValues(kind).Set(float64(r.byKind[kind]))
 	}
-	m.opts.Metrics.RulesRefused.WithLabelValues(ReasonServiceAccountNotAllowed).Set(float64(r.serviceAccess))
+	for _, reason := range []string{ReasonServiceAccountNotAllowed, ReasonServiceAccountConsentMissing} {
+		m.opts.Metrics.RulesRefused.WithLabelValues(reason).Set(float64(r.serviceAccount[reason]))
+	}
 }
 
 // publishAdmitted makes what the last reconcile found each destination may use readable by Admits.

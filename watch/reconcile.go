@@ -37,7 +37,7 @@ func (s *watcherSpec) signature() string {
 func (m *Manager) reconcile(ctx context.Context) error {
 	repos := m.resolveRepos(ctx)
 	m.access.forget()
-	refused := &refusals{messages: map[string]string{}, byKind: map[string]int{}}
+	refused := &refusals{messages: map[string]string{}, byKind: map[string]int{}, serviceAccount: map[string]int{}}
 	dests := resolveDestinations(list[crds.GitDestination](m, crds.GitDestinations), repos, m.refusal)
 	m.publishAdmitted(dests)
 	m.resolveEncryption(ctx, dests)
@@ -64,7 +64,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		} else if invalid != nil {
 			cond = notReady("InvalidSelector", "%v", invalid)
 		} else {
-			cond = m.addRule(ctx, specs, ruleRef{crds.KindWatchRule, &r.ObjectMeta, m.serviceAccountOf(r)}, rules, dest)
+			cond = m.addRule(ctx, specs, ruleRef{crds.KindWatchRule, &r.ObjectMeta, m.serviceAccountOf(r), r.Spec.ServiceAccountName != "", m.watchRuleWriter(r)}, rules, dest)
 		}
 		m.tell(refused, crds.KindWatchRule, r, cond)
 		errs = append(errs, m.reporter.report(ctx, watchRuleKind, r, r.Status, cond))
@@ -80,7 +80,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		dest := byName[r.Spec.DestinationRef.NamespaceOr(r.Namespace)+"/"+r.Spec.DestinationRef.Name]
 		cond := notReady("InvalidSelector", "%v", invalid)
 		if invalid == nil {
-			cond = m.addRule(ctx, specs, ruleRef{kind: crds.KindClusterWatchRule, meta: &r.ObjectMeta}, rules, dest)
+			cond = m.addRule(ctx, specs, ruleRef{kind: crds.KindClusterWatchRule, meta: &r.ObjectMeta, writer: clusterWatchRuleWriter(r)}, rules, dest)
 		}
 		errs = append(errs, m.reporter.report(ctx, clusterWatchRuleKind, r, r.Status, cond))
 	}
@@ -171,6 +171,7 @@ func (m *Manager) publishSelections(specs map[string]*watcherSpec) {
 			}
 			sel := s.sel
 			sel.Ops, sel.filter = t.ops, t.filter // the destination's own, not those of whichever rule came first
+			sel.Writers = slices.Clone(t.writers)
 			d.selected = append(d.selected, selected{sel: sel, recipients: slices.Clone(t.recipients)})
 		}
 	}
@@ -183,6 +184,10 @@ type ruleRef struct {
 	// serviceAccount is the ServiceAccount of the rule's namespace whose rights bound what it
 	// mirrors; "" for the daemon's own.
 	serviceAccount string
+	// named says the rule itself names serviceAccount, which must then agree to act for it.
+	named bool
+	// writer is who write-back writes the rule's objects as.
+	writer Writer
 }
 
 // addRule expands one rule for its destination into specs and returns the rule's condition.
@@ -208,6 +213,12 @@ func (m *Manager) addRule(ctx context.Context, specs map[string]*watcherSpec, re
 			"name a ServiceAccount of namespace %s that may list and watch secrets there in spec.serviceAccountName (or set the daemon's --default-service-account)",
 			ref.meta.Namespace)
 	}
+	if ref.named {
+		sa := crds.ServiceAccountReference{Namespace: ref.meta.Namespace, Name: ref.serviceAccount}
+		if why := m.access.consentMissing(ctx, sa, ref.meta.Name); why != "" {
+			return notReady(ReasonServiceAccountConsentMissing, "%s", why)
+		}
+	}
 	if ref.serviceAccount != "" {
 		if why := m.access.unreadable(ctx, ref.meta.Namespace, ref.serviceAccount, sels); why != "" {
 			return notReady(ReasonServiceAccountNotAllowed, "%s", why)
@@ -224,9 +235,10 @@ func (m *Manager) addRule(ctx context.Context, specs map[string]*watcherSpec, re
 		if i := slices.IndexFunc(spec.targets, func(t target) bool { return t.destination == dest.name() }); i >= 0 {
 			spec.targets[i].ops |= sel.Ops
 			spec.targets[i].filter = spec.targets[i].filter.and(sel.filter)
+			spec.targets[i].writers = addWriter(spec.targets[i].writers, ref.writer)
 		} else {
 			t := target{destination: dest.name(), baseFolder: dest.obj.Spec.BaseFolder, ops: sel.Ops, filter: sel.filter,
-				url: dest.repo.obj.Spec.RepoURL, branch: dest.obj.Lane()}
+				url: dest.repo.obj.Spec.RepoURL, branch: dest.obj.Lane(), writers: []Writer{ref.writer}}
 			if isSecrets(sel) {
 				t.recipients = dest.recipients
 			}

@@ -74,6 +74,9 @@ type Selection struct {
 	Namespaced bool
 	Namespace  string
 	Ops        ops
+	// Writers are the rules that made this selection for its destination, with the ServiceAccount
+	// each writes back as (only in what Selections returns).
+	Writers []Writer
 	// filter is what the rules that made this selection leave out.
 	filter filter
 }

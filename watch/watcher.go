@@ -51,6 +51,9 @@ type target struct {
 	// namespaces names the namespaces the filter's namespaceSelectors select now, so a
 	// namespace relabelled in or out restarts the watcher: its re-list writes and deletes.
 	namespaces string
+	// writers are the rules that select the resource for the destination: for write-back only,
+	// so they are not part of the watcher's signature.
+	writers []Writer
 }
 
 // watcher lists and then watches one resource in one namespace ("" = all namespaces or a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
@@ -35,6 +37,7 @@ const (
 	outcomeApplied outcomeKind = iota
 	outcomeStale               // the live object moved: the proposal no longer says what it would change
 	outcomeRefused             // the apiserver refused it (RBAC, validation, admission)
+	outcomeNoWriter            // no ServiceAccount to apply it as: it waits until a rule names one
 )
 
 type outcome struct {
@@ -45,13 +48,22 @@ type outcome struct {
 
 // apply makes the cluster say what the proposal says: server-side apply (field manager
 // gitops-reverser, forcing ownership of the fields the file sets) for create and update, delete
-// for a destroy, each conditional on the live resourceVersion whose content was checked, and each
-// only while the fence allows it. The resulting watch event is credited to credit. Only a failure
-// to talk to the apiserver, or a fenced apply (ErrFenced), is an error.
+// for a destroy, each conditional on the live resourceVersion whose content was checked, each
+// only while the fence allows it, and each as the ServiceAccount of the rules that select the
+// target (impersonation). The resulting watch event is credited to credit. Only a failure to
+// talk to the apiserver, or a fenced apply (ErrFenced), is an error.
 func (c *Controller) apply(ctx context.Context, d *dest, p *crds.Proposal, credit gitops.Credit) (outcome, error) {
 	gvr, err := gvrOf(p.Spec.Target)
 	if err != nil {
 		return outcome{kind: outcomeRefused, reason: reasonApplyFailed, message: err.Error()}, nil
+	}
+	sa, problem := writerOf(d, c.cfg.Selections(d.key), p.Spec.Target)
+	if problem != "" {
+		return outcome{kind: outcomeNoWriter, reason: ReasonNoServiceAccount, message: problem}, nil
+	}
+	as, err := c.writers.as(sa)
+	if err != nil {
+		return outcome{}, err
 	}
 	gk := schema.GroupKind{Group: gvr.Group, Kind: p.Spec.Target.Kind}
 	for range applyAttempts {
@@ -63,9 +75,9 @@ func (c *Controller) apply(ctx context.Context, d *dest, p *crds.Proposal, credi
 			return outcome{kind: outcomeStale, message: why, live: live}, nil
 		}
 		if p.Spec.Change == crds.ChangeDestroy {
-			err = c.delete(ctx, d, p, live, credit, gk)
+			err = c.delete(ctx, d, p, as, live, credit, gk)
 		} else {
-			err = c.serverSideApply(ctx, d, p, live, credit, gk)
+			err = c.serverSideApply(ctx, d, p, as, live, credit, gk)
 		}
 		switch {
 		case errors.Is(err, ErrFenced):
@@ -73,15 +85,16 @@ func (c *Controller) apply(ctx context.Context, d *dest, p *crds.Proposal, credi
 		case apierrors.IsConflict(err):
 			continue // the resourceVersion moved: check the content again
 		}
-		return classify(p, err)
+		return classify(p, sa, err)
 	}
 	return outcome{kind: outcomeRefused, reason: reasonApplyFailed, message: "the object kept changing while it was applied; approve again"}, nil
 }
 
-// delete deletes the proposal's target at the live resourceVersion, once the fence allows it.
-func (c *Controller) delete(ctx context.Context, d *dest, p *crds.Proposal, live *unstructured.Unstructured, credit gitops.Credit, gk schema.GroupKind) error {
+// delete deletes the proposal's target at the live resourceVersion, as the writer as, once the
+// fence allows it.
+func (c *Controller) delete(ctx context.Context, d *dest, p *crds.Proposal, as dynamic.Interface, live *unstructured.Unstructured, credit gitops.Credit, gk schema.GroupKind) error {
 	gvr, _ := gvrOf(p.Spec.Target)
-	client := c.dyn.Resource(gvr).Namespace(p.Spec.Target.Namespace)
+	client := as.Resource(gvr).Namespace(p.Spec.Target.Namespace)
 	rv := live.GetResourceVersion()
 	ctx, done, err := c.fence(ctx, d, p)
 	if err != nil {
@@ -119,9 +132,10 @@ func (c *Controller) fence(ctx context.Context, d *dest, p *crds.Proposal) (_ co
 	return ctx, cancel, nil
 }
 
-// serverSideApply applies the proposal's desired object. A dry run first gives the exact
-// content the watch will see, so the commit recording it is credited before it can happen.
-func (c *Controller) serverSideApply(ctx context.Context, d *dest, p *crds.Proposal, live *unstructured.Unstructured, credit gitops.Credit, gk schema.GroupKind) error {
+// serverSideApply applies the proposal's desired object as the writer as. A dry run first gives
+// the exact content the watch will see, so the commit recording it is credited before it can
+// happen.
+func (c *Controller) serverSideApply(ctx context.Context, d *dest, p *crds.Proposal, as dynamic.Interface, live *unstructured.Unstructured, credit gitops.Credit, gk schema.GroupKind) error {
 	doc, err := ParseDocument([]byte(p.Spec.Desired))
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())
@@ -135,7 +149,7 @@ func (c *Controller) serverSideApply(ctx context.Context, d *dest, p *crds.Propo
 		return apierrors.NewBadRequest(err.Error())
 	}
 	gvr, _ := gvrOf(p.Spec.Target)
-	client := c.dyn.Resource(gvr).Namespace(p.Spec.Target.Namespace)
+	client := as.Resource(gvr).Namespace(p.Spec.Target.Namespace)
 	force := true
 	opts := metav1.PatchOptions{FieldManager: crds.FieldManager, Force: &force, DryRun: []string{metav1.DryRunAll}}
 	dry, err := client.Patch(ctx, p.Spec.Target.Name, types.ApplyPatchType, data, opts)
@@ -163,16 +177,21 @@ func (c *Controller) serverSideApply(ctx context.Context, d *dest, p *crds.Propo
 	return nil
 }
 
-// classify turns the apiserver's answer into an outcome; errors that are not its verdict on the
-// request (a timeout, a lost connection) stay errors, to be retried.
-func classify(p *crds.Proposal, err error) (outcome, error) {
+// classify turns the apiserver's answer to a request made as the ServiceAccount sa into an
+// outcome; errors that are not its verdict on the request (a timeout, a lost connection) stay
+// errors, to be retried.
+func classify(p *crds.Proposal, sa crds.ServiceAccountReference, err error) (outcome, error) {
 	switch {
 	case err == nil:
 		return outcome{kind: outcomeApplied}, nil
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "cannot impersonate"):
+		return outcome{kind: outcomeRefused, reason: reasonForbidden, message: fmt.Sprintf(
+			"the daemon may not act as ServiceAccount %s to %s %s (grant it impersonate on serviceaccounts: deploy/write-back-rbac.yaml, "+
+				"or the chart's writeBack.enabled=true): %v", sa, verbOf(p.Spec.Change), targetName(p.Spec.Target), err)}, nil
 	case apierrors.IsForbidden(err):
 		return outcome{kind: outcomeRefused, reason: reasonForbidden, message: fmt.Sprintf(
-			"the daemon may not %s %s (install the chart with writeBack.enabled=true for the resources write-back may change): %v",
-			verbOf(p.Spec.Change), targetName(p.Spec.Target), err)}, nil
+			"ServiceAccount %s, which write-back acts as for this object, may not %s %s (its Role decides; docs/write-back.md): %v",
+			sa, verbOf(p.Spec.Change), targetName(p.Spec.Target), err)}, nil
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err),
 		apierrors.IsNotAcceptable(err), apierrors.IsUnsupportedMediaType(err), apierrors.IsRequestEntityTooLargeError(err):
 		return outcome{kind: outcomeRefused, reason: reasonApplyFailed, message: err.Error()}, nil
@@ -198,20 +217,33 @@ func (c *Controller) mayChange(ctx context.Context, who authenticationv1.UserInf
 	if err != nil {
 		return false, err.Error(), nil
 	}
+	return c.review(ctx, who, &authorizationv1.ResourceAttributes{
+		Namespace: p.Spec.Target.Namespace, Verb: verbOf(p.Spec.Change),
+		Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Name: p.Spec.Target.Name,
+	}, nil)
+}
+
+// review asks the apiserver (a SubjectAccessReview) whether who may do what resource, or else
+// nonResource, says; why is its reason.
+func (c *Controller) review(ctx context.Context, who authenticationv1.UserInfo, resource *authorizationv1.ResourceAttributes,
+	nonResource *authorizationv1.NonResourceAttributes) (allowed bool, why string, err error) {
 	extra := make(map[string]authorizationv1.ExtraValue, len(who.Extra))
 	for k, v := range who.Extra {
 		extra[k] = authorizationv1.ExtraValue(v)
 	}
 	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User: who.Username, UID: who.UID, Groups: who.Groups, Extra: extra,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: p.Spec.Target.Namespace, Verb: verbOf(p.Spec.Change),
-			Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Name: p.Spec.Target.Name,
-		},
+		ResourceAttributes: resource, NonResourceAttributes: nonResource,
 	}}
 	res, err := kube.For(c.dyn, kube.SubjectAccessReviews, "").Create(ctx, review, metav1.CreateOptions{})
 	if err != nil {
-		return false, "", fmt.Errorf("check whether %s may %s %s: %w", who.Username, verbOf(p.Spec.Change), targetName(p.Spec.Target), err)
+		what := ""
+		if resource != nil {
+			what = permission{resource: resource}.String()
+		} else {
+			what = permission{nonResource: nonResource}.String()
+		}
+		return false, "", fmt.Errorf("check whether %s may %s: %w", who.Username, what, err)
 	}
 	return res.Status.Allowed && !res.Status.Denied, res.Status.Reason, nil
 }

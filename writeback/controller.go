@@ -122,6 +122,7 @@ type Mirror interface {
 type Controller struct {
 	cfg      Config
 	dyn      dynamic.Interface
+	writers  *writerClients // every write to the cluster for a proposal goes through one
 	ctl      *controller.Controller
 	recorder *controller.Events
 	dests    cache.SharedIndexInformer
@@ -158,6 +159,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{
 		cfg: cfg, dyn: dyn,
+		writers:   &writerClients{base: kubeCfg, clients: map[crds.ServiceAccountReference]dynamic.Interface{}},
 		triggers:  map[string]trigger{},
 		known:     map[string]bool{},
 		requested: map[string]string{},
@@ -181,7 +183,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c.caches = c.ctl.Group()
 	c.caches.Informer(crds.GitRepoConfigs, func(any) string { return "" }, nil)
-	c.caches.Informer(crds.Proposals, c.proposalKey, cache.Indexers{pathIndex: indexByPath})
+	c.caches.Informer(crds.Proposals, c.proposalKey, cache.Indexers{pathIndex: indexByPath, destinationIndex: indexByDestination})
 	if cfg.Approval != nil {
 		for _, gvr := range cfg.Approval.Resources {
 			c.caches.Informer(gvr, policyKey, nil)

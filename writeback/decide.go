@@ -88,6 +88,10 @@ func (c *Controller) decide(ctx context.Context, namespace, name string) error {
 		return err
 	case crds.DecisionApprove:
 		return c.approve(ctx, d, p)
+	case crds.DecisionNone:
+		if waitsForWriter(p) {
+			return c.applyWaiting(ctx, d, p)
+		}
 	}
 	return nil
 }
@@ -124,6 +128,13 @@ func (c *Controller) approve(ctx context.Context, d *dest, p *crds.Proposal) err
 			fmt.Sprintf("%s approved it but may not %s %s themselves%s; someone who may must approve it", who.Username,
 				verbOf(p.Spec.Change), targetName(p.Spec.Target), because(why))})
 	}
+	if allowed, why, err = c.mayEscalate(ctx, who, p); err != nil {
+		return err
+	} else if !allowed {
+		return c.refuseApproval(ctx, p, &who, refusal{ReasonApproverForbidden, reasonForbidden,
+			fmt.Sprintf("%s approved %s %s, but %s; someone who may must approve it", who.Username,
+				p.Spec.Change, targetName(p.Spec.Target), why)})
+	}
 	if err := c.fromGit(ctx, d, p); err != nil {
 		var refused *Refused
 		if errors.As(err, &refused) {
@@ -159,6 +170,8 @@ func (c *Controller) applyAndRecord(ctx context.Context, d *dest, p *crds.Propos
 	switch outcome.kind {
 	case outcomeStale:
 		return false, c.markStale(ctx, d, p, outcome.live, outcome.message)
+	case outcomeNoWriter:
+		return false, c.waitForWriter(ctx, p, who, outcome.message)
 	case outcomeRefused:
 		c.cfg.Metrics.ProposalsRefused.WithLabelValues(outcome.reason).Inc()
 		if who != nil {
@@ -246,6 +259,65 @@ func (c *Controller) hold(ctx context.Context, p *crds.Proposal, who authenticat
 		setApplied(s, metav1.ConditionFalse, reason, message)
 	})
 	c.recorder.Event(crds.ObjectReference(crds.KindProposal, p), corev1.EventTypeWarning, reason, message)
+	return err
+}
+
+// waitForWriter keeps a proposal that has no ServiceAccount to be applied as pending, with its
+// decision, saying what to add, once: it is tried again at every run of its destination, and once
+// a rule names a ServiceAccount it is applied (an approval as approved, an automatic one as it was).
+func (c *Controller) waitForWriter(ctx context.Context, p *crds.Proposal, who *authenticationv1.UserInfo, message string) error {
+	if cur := meta.FindStatusCondition(p.Status.Conditions, crds.ConditionApplied); cur != nil && cur.Reason == ReasonNoServiceAccount && cur.Message == message {
+		return nil
+	}
+	c.cfg.Metrics.ProposalsRefused.WithLabelValues(ReasonNoServiceAccount).Inc()
+	_, err := c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
+		s.Phase, s.Message = crds.PhasePending, message
+		if who != nil {
+			s.ReviewedBy, s.DecidedAt = reviewer(*who), now()
+		}
+		setApplied(s, metav1.ConditionFalse, ReasonNoServiceAccount, message)
+	})
+	c.recorder.Event(crds.ObjectReference(crds.KindProposal, p), corev1.EventTypeWarning, ReasonNoServiceAccount, message)
+	return err
+}
+
+// retryWriterless queues every proposal of d that waits for a ServiceAccount to be applied as, so
+// that one named since is used.
+func (c *Controller) retryWriterless(d *dest) {
+	props, ok := c.caches.Indexer(crds.Proposals)
+	if !ok {
+		return
+	}
+	items, _ := props.ByIndex(destinationIndex, d.key)
+	for _, item := range items {
+		if p, err := crds.FromUnstructured[crds.Proposal](item.(*unstructured.Unstructured)); err == nil && waitsForWriter(p) {
+			c.ctl.Add(proposalKeyPrefix + p.Namespace + "/" + p.Name)
+		}
+	}
+}
+
+// waitsForWriter says whether a proposal waits for a ServiceAccount to be applied as.
+func waitsForWriter(p *crds.Proposal) bool {
+	c := meta.FindStatusCondition(p.Status.Conditions, crds.ConditionApplied)
+	return p.Status.Phase == crds.PhasePending && c != nil && c.Reason == ReasonNoServiceAccount
+}
+
+// applyWaiting applies a proposal without a decision that waited for a ServiceAccount, as it
+// would have been at once had there been one: automatically, if its destination still
+// auto-applies it; else it now waits for a person.
+func (c *Controller) applyWaiting(ctx context.Context, d *dest, p *crds.Proposal) error {
+	wb := d.writeBack()
+	if wb.AutoApply && p.Spec.Change != crds.ChangeDestroy && !wb.Suspend && !c.cfg.Halt {
+		_, err := c.autoApply(ctx, d, p)
+		if err != nil && !errors.Is(err, ErrFenced) {
+			_, err = c.autoApplyFailed(ctx, p, err)
+		}
+		return err
+	}
+	_, err := c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
+		s.Message = fmt.Sprintf("%s %s: waiting for spec.decision (Approve, Reject or Ignore)", p.Spec.Change, targetName(p.Spec.Target))
+		setApplied(s, metav1.ConditionFalse, reasonAwaitingReview, s.Message)
+	})
 	return err
 }
 

@@ -161,6 +161,8 @@ type Selection struct {
 	// Labels, when set, says whether the rules' label selectors select an object of a namespace
 	// with these labels; nil selects every one.
 	Labels func(namespace string, labels map[string]string) bool
+	// Writers are the rules that make this selection, with the ServiceAccount each writes back as.
+	Writers []Writer
 }
 
 // selectsLabels reports whether the selection's label selectors select obj.

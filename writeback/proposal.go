@@ -188,8 +188,21 @@ func waiting(p *crds.Proposal) bool {
 	return false
 }
 
-// pathIndex indexes the cached proposals by the file they propose to apply.
-const pathIndex = "path"
+// pathIndex indexes the cached proposals by the file they propose to apply, destinationIndex by
+// their destination ("namespace/name").
+const (
+	pathIndex        = "path"
+	destinationIndex = "destination"
+)
+
+func indexByDestination(obj any) ([]string, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, nil
+	}
+	ref, _, _ := unstructured.NestedString(u.Object, "spec", "destinationRef", "name")
+	return []string{u.GetNamespace() + "/" + ref}, nil
+}
 
 func indexByPath(obj any) ([]string, error) {
 	u, ok := obj.(*unstructured.Unstructured)

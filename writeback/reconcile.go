@@ -37,6 +37,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 		// should this one take it (again).
 		return true, nil
 	}
+	c.retryWriterless(d)
 	since := d.status().LastRevision
 	git := gitedits.Branch{Git: c.cfg.Git, URL: d.url, Name: d.branch}
 	q := gitedits.Query{Folder: d.folder, Since: since, Ours: c.cfg.Ours, MaxBytes: MaxDocumentBytes}

@@ -153,6 +153,7 @@ func (c *Controller) recordDestination(ctx context.Context, d *dest, t trigger, 
 	}
 	st.PendingProposals, _ = c.pending(d.key)
 	meta.SetStatusCondition(&st.Conditions, readyCondition(c.approvalSource()))
+	c.setWritesAs(d, &st)
 	return c.patchWriteBackStatus(ctx, d, st)
 }
 

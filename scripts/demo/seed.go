@@ -31,6 +31,8 @@ import (
 const (
 	demoNS   = "demo"
 	daemonNS = "gitops-reverser-system"
+	// demoWriter is the ServiceAccount the demo's WatchRule acts as.
+	demoWriter = "apps-writer"
 )
 
 type demo struct {
@@ -83,6 +85,21 @@ func (d *demo) seed(ctx context.Context) error {
 		if _, err := admin.RbacV1().RoleBindings(demoNS).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("grant %s: %w", user, err)
 		}
+	}
+	// The ServiceAccount the WatchRule acts as: its Role bounds what the rule mirrors and what
+	// write-back may apply, and its annotation says it agreed to act for the rule "apps".
+	writer := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: demoWriter, Namespace: demoNS,
+		Annotations: map[string]string{crds.AnnotationWatchRules: "apps"}}}
+	if _, err := admin.CoreV1().ServiceAccounts(demoNS).Create(ctx, writer, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create service account: %w", err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: demoWriter + "-edit", Namespace: demoNS},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: demoWriter, Namespace: demoNS}},
+	}
+	if _, err := admin.RbacV1().RoleBindings(demoNS).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("grant %s: %w", demoWriter, err)
 	}
 	if err := d.applyConfig(ctx); err != nil {
 		return err
@@ -164,7 +181,7 @@ func (d *demo) applyConfig(ctx context.Context) error {
 		{crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: demoNS},
 			Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "cluster-state"}, Branch: "main", BaseFolder: "clusters/demo"}}},
 		{crds.WatchRules, &crds.WatchRule{ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: demoNS},
-			Spec: crds.WatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "demo"},
+			Spec: crds.WatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "demo"}, ServiceAccountName: demoWriter,
 				Rules: []crds.ResourceRule{{Resources: []string{"configmaps", "deployments", "services"}}}}}},
 	}
 	for _, o := range objects {
