@@ -151,7 +151,7 @@ func (h *heist) loot() map[string]string {
 	}
 	return map[string]string{
 		h.path("configmaps", "settings"): h.replace(h.remote(h.path("configmaps", "settings")), "mode: safe", "mode: owned"),
-		h.path("configmaps", "planted"): "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: planted\n  namespace: " + heistNS + "\ndata:\n  k: v\n",
+		h.path("configmaps", "planted"):  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: planted\n  namespace: " + heistNS + "\ndata:\n  k: v\n",
 		h.path("deployments.apps", "sneaky"): "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: sneaky\n  namespace: " + heistNS + "\nspec:\n" +
 			"  selector:\n    matchLabels:\n      app: sneaky\n  template:\n    metadata:\n      labels:\n        app: sneaky\n" +
 			"    spec:\n      serviceAccountName: powerful\n      containers:\n      - name: main\n        image: registry.example/evil:1\n",

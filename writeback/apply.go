@@ -34,10 +34,10 @@ const applyAttempts = 3
 type outcomeKind int
 
 const (
-	outcomeApplied outcomeKind = iota
-	outcomeStale               // the live object moved: the proposal no longer says what it would change
-	outcomeRefused             // the apiserver refused it (RBAC, validation, admission)
-	outcomeNoWriter            // no ServiceAccount to apply it as: it waits until a rule names one
+	outcomeApplied  outcomeKind = iota
+	outcomeStale                // the live object moved: the proposal no longer says what it would change
+	outcomeRefused              // the apiserver refused it (RBAC, validation, admission)
+	outcomeNoWriter             // no ServiceAccount to apply it as: it waits until a rule names one
 )
 
 type outcome struct {
