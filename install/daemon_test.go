@@ -37,6 +37,13 @@ const shippedPod = "gitops-reverser-shipped"
 // not say so itself.
 func startShippedDaemon(t testing.TB, api *apiRecorder) *shippedDaemon {
 	t.Helper()
+	return startShippedDaemonWith(t, api, api.kubeconfig(t))
+}
+
+// startShippedDaemonWith is startShippedDaemon with the daemon's own kubeconfig, which must lead
+// through api.
+func startShippedDaemonWith(t testing.TB, api *apiRecorder, kubeconfig string) *shippedDaemon {
+	t.Helper()
 	var config corev1.ConfigMap
 	object(t, readObjects(t, "config.yaml"), "ConfigMap", "gitops-reverser-config", &config)
 	configFile := filepath.Join(t.TempDir(), "config.yaml")
@@ -47,7 +54,7 @@ func startShippedDaemon(t testing.TB, api *apiRecorder) *shippedDaemon {
 	d := &shippedDaemon{healthAddr: testenv.FreeAddr(t), webhookURL: "https://" + webhookAddr}
 	d.Daemon = testenv.StartDaemon(t, testenv.DaemonConfig{
 		Binary: daemonBin,
-		Args: []string{"--config", configFile, "--kubeconfig", api.kubeconfig(t),
+		Args: []string{"--config", configFile, "--kubeconfig", kubeconfig,
 			"--namespace", systemNamespace, "--install-crds=true", "--work-dir", t.TempDir(),
 			"--webhook-bind-address", webhookAddr, "--webhook-url", d.webhookURL,
 			"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", d.healthAddr,

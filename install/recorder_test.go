@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // permission is one verb on one resource (with its subresource) of one API group.
@@ -35,6 +36,7 @@ func (p permission) covers(r recordedRequest) bool {
 type recordedRequest struct {
 	verb, group, resource, namespace, name string // resource includes "/subresource"
 	status                                 int
+	as                                     string // the user it impersonated (Impersonate-User), if any
 }
 
 func (r recordedRequest) String() string {
@@ -75,7 +77,7 @@ func startAPIRecorder(t testing.TB) *apiRecorder {
 			resource += "/" + info.Subresource
 		}
 		r := recordedRequest{verb: info.Verb, group: info.APIGroup, resource: resource,
-			namespace: info.Namespace, name: info.Name, status: resp.StatusCode}
+			namespace: info.Namespace, name: info.Name, status: resp.StatusCode, as: resp.Request.Header.Get("Impersonate-User")}
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
 		rec.requests = append(rec.requests, r)
@@ -103,6 +105,23 @@ func (r *apiRecorder) refused() []recordedRequest {
 	return slices.DeleteFunc(r.recorded(), func(req recordedRequest) bool {
 		return req.status != http.StatusForbidden && req.status != http.StatusUnauthorized
 	})
+}
+
+// tokenKubeconfig writes a kubeconfig that authenticates with token through the proxy: a real
+// token of the shipped ServiceAccount is the daemon itself, whose own requests may impersonate.
+func (r *apiRecorder) tokenKubeconfig(t testing.TB, token string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["shipped"] = &clientcmdapi.Cluster{Server: r.server.URL,
+		CertificateAuthorityData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: r.server.Certificate().Raw})}
+	cfg.AuthInfos["shipped"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["shipped"] = &clientcmdapi.Context{Cluster: "shipped", AuthInfo: "shipped"}
+	cfg.CurrentContext = "shipped"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // kubeconfig writes a kubeconfig that impersonates the shipped ServiceAccount through the proxy.
