@@ -65,7 +65,9 @@ func TestShippedWriteBackActsOnlyAsTheRulesServiceAccount(t *testing.T) {
 	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
 	srv := prepareInstall(t, kube, admin)
 	kubectl(t, admin, nil, "apply", "-f", deployPath("write-back-rbac.yaml"))
-	t.Cleanup(func() { kubectl(t, admin, nil, "delete", "--ignore-not-found", "-f", deployPath("write-back-rbac.yaml")) })
+	t.Cleanup(func() {
+		kubectl(t, admin, nil, "delete", "--ignore-not-found", "-f", deployPath("write-back-rbac.yaml"))
+	})
 	waitAuthorized(t, authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "serviceaccounts", Namespace: workloadNamespace, Name: "deployer"})
 
 	deployer := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "deployer", Namespace: workloadNamespace,
@@ -73,13 +75,17 @@ func TestShippedWriteBackActsOnlyAsTheRulesServiceAccount(t *testing.T) {
 	if _, err := kube.CoreV1().ServiceAccounts(workloadNamespace).Create(ctx, deployer, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kube.CoreV1().ServiceAccounts(workloadNamespace).Delete(context.Background(), "deployer", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = kube.CoreV1().ServiceAccounts(workloadNamespace).Delete(context.Background(), "deployer", metav1.DeleteOptions{})
+	})
 	if _, err := kube.RbacV1().RoleBindings(workloadNamespace).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "deployer"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "workload-editor"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "deployer", Namespace: workloadNamespace}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kube.RbacV1().RoleBindings(workloadNamespace).Delete(context.Background(), "deployer", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = kube.RbacV1().RoleBindings(workloadNamespace).Delete(context.Background(), "deployer", metav1.DeleteOptions{})
+	})
 	token, err := kube.CoreV1().ServiceAccounts(systemNamespace).CreateToken(ctx, "gitops-reverser",
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ref[int64](3600)}}, metav1.CreateOptions{})
 	if err != nil {
