@@ -21,37 +21,6 @@ import (
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
-// writeBackConfig is mirrorConfig's repository, destination and team rule with write-back on:
-// the destination auto-applies, and team-a's rule names the ServiceAccount deployer.
-const writeBackConfig = `
-apiVersion: configbutler.ai/v1alpha1
-kind: GitRepoConfig
-metadata: {name: platform, namespace: gitops-reverser-system}
-spec:
-  repoUrl: %s
-  allowedBranches: [main]
-  secretRef: {name: git-credentials}
----
-apiVersion: configbutler.ai/v1alpha1
-kind: GitDestination
-metadata: {name: prod, namespace: gitops-reverser-system}
-spec:
-  repoRef: {name: platform}
-  branch: main
-  baseFolder: clusters/prod
-  accessPolicy: {namespaces: [team-a]}
-  writeBack: {enabled: true, autoApply: true}
----
-apiVersion: configbutler.ai/v1alpha1
-kind: WatchRule
-metadata: {name: team-a, namespace: team-a}
-spec:
-  destinationRef: {name: prod, namespace: gitops-reverser-system}
-  serviceAccountName: deployer
-  rules:
-    - resources: [configmaps]
-`
-
 // TestShippedWriteBackActsOnlyAsTheRulesServiceAccount runs the daemon as its own ServiceAccount
 // (a real token, not impersonation, so that its own requests may impersonate) with exactly
 // deploy/rbac.yaml and deploy/write-back-rbac.yaml, which grants it impersonate on serviceaccounts
@@ -100,7 +69,11 @@ func TestShippedWriteBackActsOnlyAsTheRulesServiceAccount(t *testing.T) {
 	if _, err := alice.CoreV1().ConfigMaps(workloadNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	kubectl(t, admin, strings.NewReader(fmt.Sprintf(writeBackConfig, srv.RepoURL("state"))), "apply", "-f", "-")
+	// The README's configuration, with write-back on: the destination auto-applies, and team-a's
+	// rule names the ServiceAccount deployer.
+	kubectl(t, admin, strings.NewReader(fmt.Sprintf(mirrorConfig, srv.RepoURL("state"))), "apply", "-f", "-")
+	kubectl(t, admin, nil, "patch", "gitdestination", "prod", "-n", systemNamespace, "--type", "merge", "-p", `{"spec":{"writeBack":{"enabled":true,"autoApply":true}}}`)
+	kubectl(t, admin, nil, "patch", "watchrule", "team-a", "-n", workloadNamespace, "--type", "merge", "-p", `{"spec":{"serviceAccountName":"deployer"}}`)
 	file := "clusters/prod/" + workloadNamespace + "/configmaps/app-settings.yaml"
 	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig())
 	syncs := 0
