@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -35,14 +36,15 @@ type crdInstall struct {
 	namespace string
 	self      *daemonUser // the daemon's user, written into the policies
 	log       *slog.Logger
-	// mirror is closed once the mirror's kinds are served, all once every kind is.
-	mirror, all chan struct{}
-	done        atomic.Bool
+	// mirror is closed once the mirror's kinds are served, served once every kind is, all once
+	// the approver policies the daemon applied are enforced too (or found not to be).
+	mirror, served, all chan struct{}
+	done                atomic.Bool
 }
 
 func newCRDInstall(kube *rest.Config, install bool, policy crds.ApproverPolicy, namespace string, self *daemonUser, log *slog.Logger) *crdInstall {
 	return &crdInstall{kube: kube, install: install, policy: policy, namespace: namespace, self: self, log: log,
-		mirror: make(chan struct{}), all: make(chan struct{})}
+		mirror: make(chan struct{}), served: make(chan struct{}), all: make(chan struct{})}
 }
 
 // Run installs the mirror's kinds, then the approver policies, then the rest, and returns once
@@ -53,12 +55,15 @@ func (c *crdInstall) Run(ctx context.Context) error {
 		return nil
 	}
 	close(c.mirror)
-	c.installPolicies(ctx) // also with --install-crds=false: --approver-policy governs them
+	installed := c.installPolicies(ctx) // also with --install-crds=false: --approver-policy governs them
 
 	if !c.ensure(ctx, nil) {
 		return nil
 	}
-	c.waitPolicies(ctx)
+	close(c.served)
+	if installed {
+		c.waitPolicies(ctx)
+	}
 	c.done.Store(true)
 	close(c.all)
 	return nil
@@ -90,9 +95,10 @@ func (c *crdInstall) ensure(ctx context.Context, kinds []string) bool {
 	}
 }
 
-// installPolicies applies the approver policies --approver-policy asks for, once. Without them
-// write-back falls back on the webhook's record of who decided, and its Ready condition says so.
-func (c *crdInstall) installPolicies(ctx context.Context) {
+// installPolicies applies the approver policies --approver-policy asks for, once, and says
+// whether it did. Without them write-back falls back on the webhook's record of who decided, and
+// its Ready condition says so; nothing waits for policies that were not applied.
+func (c *crdInstall) installPolicies(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, policyInstallTimeout)
 	defer cancel()
 	dyn, err := dynamic.NewForConfig(c.kube)
@@ -106,12 +112,16 @@ func (c *crdInstall) installPolicies(ctx context.Context) {
 		installed, drawn, err = crds.InstallApproverPolicies(ctx, dyn, c.policy, crds.ApproverParams{Namespace: c.namespace, Daemon: self})
 		if err == nil {
 			c.log.Info("approver policies in place", "policy", c.policy, "installed", installed, "newEpoch", drawn, "creator", self)
-			return
+			return len(installed) > 0
 		}
 	}
+	fix := "grant the daemon create, patch and delete on its admission policies and their ConfigMap (deploy/rbac.yaml), or set --approver-policy=none"
+	if apierrors.IsNotFound(err) {
+		fix = "create the namespace " + c.namespace + " (their record lives there), or set --namespace"
+	}
 	c.log.Warn("approver policies not applied: who approves a Proposal is known from the admission webhook only",
-		"policy", c.policy, "err", err,
-		"fix", "grant the daemon create, patch and delete on its admission policies and their ConfigMap (deploy/rbac.yaml), or set --approver-policy=none")
+		"policy", c.policy, "err", err, "fix", fix)
+	return false
 }
 
 // waitPolicies waits, bounded, until the apiserver enforces the policies just applied, so that

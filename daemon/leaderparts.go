@@ -94,8 +94,9 @@ func buildLeaderParts(ctx context.Context, s shared, cfg Config, d leaderDeps) (
 
 // Run runs the parts until ctx ends and every Git worker has flushed. Optional parts degrade
 // instead of failing, so only the mirror's own errors end it. The mirror starts once its own kinds
-// are served and the files of waiting proposals are held; the parts beside it once every CRD is
-// established. The mirror stops first (it flushes its workers), then the parts beside it;
+// are served and the files of waiting proposals are held (where write-back is on, once the
+// Proposal kind is served); the parts beside it once every CRD is established and the approver
+// policies are enforced: the mirror waits for neither. The mirror stops first (it flushes its workers), then the parts beside it;
 // attribution last: the mirror reads the correlation store until its last watch event.
 func (p *leaderParts) Run(ctx context.Context) error {
 	inst := p.crds
@@ -107,9 +108,9 @@ func (p *leaderParts) Run(ctx context.Context) error {
 	}
 	besideCtx, stopBeside := context.WithCancel(ctx)
 	defer stopBeside()
-	wg.Go(func() { // the holds need the Proposal kind; the mirror writes nothing before them
-		if wait(besideCtx, inst.all) {
-			p.wb.loadHolds(besideCtx)
+	wg.Go(func() { // the mirror writes nothing before the holds, which need only the Proposal kind
+		if wait(besideCtx, inst.mirror) {
+			p.wb.loadHolds(besideCtx, inst.served)
 		}
 		close(p.held)
 	})

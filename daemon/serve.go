@@ -51,6 +51,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	s := shared{kube: restCfg, dyn: dyn, reg: reg, optional: newOptionalParts(reg.Health.Degraded, log), log: log,
 		namespace: cfg.Namespace, bot: cfg.Bot, workDir: cfg.WorkDir, inCluster: cfg.InCluster}
 	s.self = &daemonUser{dyn: dyn}
+	ensureNamespace(ctx, dyn, cfg.Namespace, log)
 	inst := newCRDInstall(restCfg, cfg.InstallCRDs, cfg.ApproverPolicy, cfg.Namespace, s.self, log)
 	ready := &readiness{api: api, optional: s.optional, crds: inst}
 

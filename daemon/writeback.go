@@ -87,11 +87,20 @@ func newWriteBack(ctx context.Context, s shared, cfg WriteBackConfig, d writeBac
 	return &writeBack{ctl: ctl, dyn: dyn, optional: s.optional, log: log}, nil
 }
 
-// loadHolds keeps the mirror off the files of waiting proposals; when it cannot, the mirror
-// writes them from the live state and those proposals go Stale.
-func (w *writeBack) loadHolds(ctx context.Context) {
+// loadHolds keeps the mirror off the files of waiting proposals, once the Proposal kind is
+// served (served closed); when it cannot, the mirror writes them from the live state and those
+// proposals go Stale. Where no destination enables write-back there is nothing to hold, and it
+// returns at once.
+func (w *writeBack) loadHolds(ctx context.Context, served <-chan struct{}) {
 	ctx, cancel := context.WithTimeout(ctx, loadHoldsTimeout)
 	defer cancel()
+	if on, err := w.ctl.Enabled(ctx); err == nil && !on {
+		return
+	}
+	if !wait(ctx, served) {
+		w.log.Warn("the Proposal kind was not served in time: files of waiting proposals are not held, and those proposals go Stale", "waited", loadHoldsTimeout)
+		return
+	}
 	n, err := w.ctl.LoadHolds(ctx)
 	if err != nil {
 		w.optional.degraded(metrics.PartWriteBack, problem{

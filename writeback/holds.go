@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/configbutler/gitops-reverser/crds"
 )
@@ -44,6 +45,22 @@ func (c *Controller) LoadHolds(ctx context.Context) (int, error) {
 		held++
 	}
 	return held, nil
+}
+
+// Enabled reports whether some GitDestination enables write-back, as the apiserver has them now
+// (the caches do not run yet): without one there is no proposal to hold, and the mirror waits
+// for nothing of write-back's.
+func (c *Controller) Enabled(ctx context.Context) (bool, error) {
+	list, err := c.dyn.Resource(crds.GitDestinations).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, fmt.Errorf("list GitDestinations: %w", err)
+	}
+	for _, u := range list.Items {
+		if on, _, _ := unstructured.NestedBool(u.Object, "spec", "writeBack", "enabled"); on {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // getDestination reads a destination and its repository from the apiserver (the caches are

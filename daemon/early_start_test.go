@@ -1,0 +1,103 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+// notEnforcedYet is what the daemon logs when its admission policies were applied but the
+// apiserver did not enforce them within the wait: the mirror's first file must come before it.
+const notEnforcedYet = "approver policies not enforced yet"
+
+// deny makes the apiserver refuse, for as long as the test runs, the operations on resources
+// (of group) whose object fails expression (CEL).
+func deny(t *testing.T, name, group, resource string, operation admissionregistrationv1.OperationType, expression string) (lift func()) {
+	t.Helper()
+	ctx := context.Background()
+	vap := kubernetes.NewForConfigOrDie(planes.Of(t).AdminConfig()).AdmissionregistrationV1()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{operation},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource}}},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: expression, Message: "refused by the test's policy " + name}},
+		}}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}}
+	if _, err := vap.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vap.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lift = func() {
+		_ = vap.ValidatingAdmissionPolicyBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = vap.ValidatingAdmissionPolicies().Delete(context.Background(), name, metav1.DeleteOptions{})
+	}
+	t.Cleanup(lift)
+	return lift
+}
+
+// firstFileBefore waits for path on the world's remote and fails the test when the daemon had
+// already logged late (it was not the first).
+func firstFileBefore(w *wbWorld, path, late string) {
+	w.t.Helper()
+	testenv.Eventually(w.t, time.Minute, "the first file on the remote", func() (bool, string) {
+		log := w.d.Output() // read before the remote: a file seen after it came after this log
+		if ok, _ := remoteHas(w.srv, path)(); !ok {
+			return false, "not yet"
+		}
+		if strings.Contains(log, late) {
+			w.t.Fatalf("the daemon logged %q before the mirror's first file reached the remote:\n%s", late, log)
+		}
+		return true, ""
+	}, w.d.FailFast())
+}
+
+// TestMirrorStartsWithoutItsNamespace: a local run, write-back off, whose namespace does not exist
+// and may not be created (an admission policy refuses it). The daemon says at once what to
+// create, and the mirror's first file reaches the remote without waiting for the admission
+// policies, which cannot be applied there.
+func TestMirrorStartsWithoutItsNamespace(t *testing.T) {
+	planes.Lend(t)
+	const home = "gr-nowhere"
+	deny(t, "no-"+home, "", "namespaces", admissionregistrationv1.Create, fmt.Sprintf("object.metadata.name != %q", home))
+	w := prepareWBWorld(t, "homeless", crds.WriteBack{})
+	w.d = startDaemon(t, t.TempDir(), "--git-batch-quiet-ms", "200", "--namespace", home)
+	firstFileBefore(w, w.cmPath("seed"), notEnforcedYet)
+	testenv.Eventually(t, time.Minute, "the advice to create the namespace", func() (bool, string) {
+		return strings.Contains(w.d.Output(), "create namespace "+home), "not logged yet"
+	}, w.d.FailFast())
+}
+
+// TestMirrorStartsBeforeThePoliciesAreEnforced: a local run whose namespace does not exist yet,
+// with write-back on. The daemon creates its namespace and applies its admission policies, which
+// the apiserver is kept from confirming (a policy of the test refuses the daemon's probe): the
+// mirror's first file reaches the remote all the same. Once the probe passes, write-back runs
+// and takes its baseline.
+func TestMirrorStartsBeforeThePoliciesAreEnforced(t *testing.T) {
+	planes.Lend(t)
+	const home = "gr-new-home"
+	lift := deny(t, "no-approver-probe", crds.Group, "proposals", admissionregistrationv1.Create,
+		"object.spec.destinationRef.name != 'approver-probe'")
+	w := prepareWBWorld(t, "early-start", crds.WriteBack{Enabled: true})
+	w.d = startDaemon(t, t.TempDir(), "--git-batch-quiet-ms", "200", "--namespace", home)
+	firstFileBefore(w, w.cmPath("seed"), notEnforcedYet)
+	if out := w.d.Output(); !strings.Contains(out, "created the daemon's namespace") {
+		t.Errorf("the daemon did not create its namespace %s:\n%s", home, out)
+	}
+	lift()
+	w.waitBaseline(true)
+}
