@@ -340,8 +340,8 @@ func report(format string, args ...any) { fmt.Printf("mirror: "+format+"\n", arg
 // what is on), measured at commit bd4a958 on the same 2-core machine with the same static,
 // stripped binary; make bench prints them beside today's.
 const (
-	before2000      = "before: seed 5.06 s, peak RSS 65 MiB, CPU 2.36 s"
-	before10000     = "before: 7.02 s, peak RSS 75 MiB, CPU 1.83 s"
+	before2000  = "before: seed 5.06 s, peak RSS 65 MiB, CPU 2.36 s"
+	before10000 = "before: 7.02 s, peak RSS 75 MiB, CPU 1.83 s"
 	// beforeFirstFile and beforeFirstFileNewcomer: main before the mirror stopped waiting for
 	// write-back's admission policies and the daemon made its own namespace (2d0f8b5, the same
 	// benchmark on the same machine).
