@@ -68,8 +68,9 @@ func firstFileBefore(w *wbWorld, path, late string) {
 
 // TestMirrorStartsWithoutItsNamespace: a local run, write-back off, whose namespace does not exist
 // and may not be created (an admission policy refuses it). The daemon says at once what to
-// create, and the mirror's first file reaches the remote without waiting for the admission
-// policies, which cannot be applied there.
+// create (and write-back, degraded, says the same, not to grant rights on Secrets there), and the
+// mirror's first file reaches the remote without waiting for the admission policies, which cannot
+// be applied there.
 func TestMirrorStartsWithoutItsNamespace(t *testing.T) {
 	planes.Lend(t)
 	const home = "gr-nowhere"
@@ -77,8 +78,10 @@ func TestMirrorStartsWithoutItsNamespace(t *testing.T) {
 	w := prepareWBWorld(t, "homeless", crds.WriteBack{})
 	w.d = startDaemon(t, t.TempDir(), "--git-batch-quiet-ms", "200", "--namespace", home)
 	firstFileBefore(w, w.cmPath("seed"), notEnforcedYet)
-	testenv.Eventually(t, time.Minute, "the advice to create the namespace", func() (bool, string) {
-		return strings.Contains(w.d.Output(), "create namespace "+home), "not logged yet"
+	testenv.Eventually(t, time.Minute, "the advice to create the namespace, at once and from write-back", func() (bool, string) {
+		out := w.d.Output()
+		return strings.Contains(out, "create namespace "+home) && strings.Contains(out, "key of the proposals' seals") &&
+			!strings.Contains(out, "get/create on Secrets"), "not logged yet"
 	}, w.d.FailFast())
 }
 

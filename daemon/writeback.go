@@ -26,10 +26,11 @@ const loadHoldsTimeout = 15 * time.Second
 // writeBack is the Git → cluster flow beside the mirror. It is optional: while it cannot read
 // its kinds (no RBAC for proposals or syncruns) it is degraded and retries; the mirror runs on.
 type writeBack struct {
-	ctl      *writeback.Controller
-	dyn      dynamic.Interface
-	optional *optionalParts
-	log      *slog.Logger
+	ctl       *writeback.Controller
+	dyn       dynamic.Interface
+	optional  *optionalParts
+	log       *slog.Logger
+	namespace string // the daemon's, where the key of the proposals' seals lives
 }
 
 // writeBackDeps are the parts write-back uses: the mirror's pool, selections and own commits, the
@@ -84,7 +85,7 @@ func newWriteBack(ctx context.Context, s shared, cfg WriteBackConfig, d writeBac
 	if cfg.Halt {
 		log.Warn("write-back is halted (--halt-write-back): proposals are opened, nothing is applied")
 	}
-	return &writeBack{ctl: ctl, dyn: dyn, optional: s.optional, log: log}, nil
+	return &writeBack{ctl: ctl, dyn: dyn, optional: s.optional, log: log, namespace: s.namespace}, nil
 }
 
 // loadHolds keeps the mirror off the files of waiting proposals, once the Proposal kind is
@@ -118,11 +119,16 @@ func (w *writeBack) loadHolds(ctx context.Context, served <-chan struct{}) {
 func (w *writeBack) Run(ctx context.Context) error {
 	probed := w.optional.retry(ctx, metrics.PartWriteBack, func() (problem, bool) {
 		err := w.probe(ctx)
-		return problem{
+		p := problem{
 			what: fmt.Sprint(err),
 			fix: "grant the daemon get/list/watch/create on proposals and syncruns of configbutler.ai, and get/create on Secrets " +
 				"of its namespace (deploy/rbac.yaml, the Helm chart)",
-		}, err == nil
+		}
+		if isNamespaceNotFound(err) { // the key of the proposals' seals lives there
+			p.what = fmt.Sprintf("the namespace %s does not exist, so the key of the proposals' seals cannot be kept there: %v", w.namespace, err)
+			p.fix = fmt.Sprintf("create the namespace %s or set --%s", w.namespace, keyNamespace)
+		}
+		return p, err == nil
 	})
 	if !probed {
 		return nil
