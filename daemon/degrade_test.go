@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/configbutler/gitops-reverser/gitops"
@@ -57,7 +59,7 @@ func (d *localDaemon) logged(s string) int { return strings.Count(d.Output(), s)
 var failedAttempts = regexp.MustCompile(`attribution degraded \((\d+) failed attempts`)
 
 // TestMissingNamespaceDegradesAttributionAndTheMirrorRuns: the daemon's namespace does not exist,
-// so attribution cannot keep its certificate Secret. The mirror must run anyway (changes credited
+// and the daemon may not create it, so attribution cannot keep its certificate Secret. The mirror must run anyway (changes credited
 // to the bot), /readyz stays 200 and says what to do, the metric says degraded, and the warning is
 // logged once however often the daemon retries. Once the namespace exists, attribution recovers
 // by itself and a user's change is credited to that user.
@@ -66,6 +68,9 @@ func TestMissingNamespaceDegradesAttributionAndTheMirrorRuns(t *testing.T) {
 	// A fresh namespace: other tests of this package share the control plane and create
 	// gitops-reverser-system, so the default namespace may exist already.
 	const daemonNS, ns = "degraded-daemon", "degraded-mirror"
+	// The daemon creates its namespace when it may: here it may not, as with a kubeconfig that
+	// may not create namespaces.
+	lift := deny(t, "no-"+daemonNS, "", "namespaces", admissionregistrationv1.Create, fmt.Sprintf("object.metadata.name != %q", daemonNS))
 	srv, kube := mirrorSetup(t, ns)
 	home := t.TempDir()
 	d := startLocalDaemon(t, home, daemonNS, true)
@@ -102,9 +107,11 @@ func TestMissingNamespaceDegradesAttributionAndTheMirrorRuns(t *testing.T) {
 		t.Error("the log does not say how to fix it")
 	}
 
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: daemonNS}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	lift()
+	testenv.Eventually(t, time.Minute, "the namespace created, once the policy is lifted", func() (bool, string) {
+		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: daemonNS}}, metav1.CreateOptions{})
+		return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
+	})
 	testenv.Eventually(t, 2*time.Minute, "attribution recovered", func() (bool, string) {
 		got := d.Metric(t, `gitops_reverser_degraded{part="attribution"}`)
 		return got == 0, fmt.Sprint(got)
