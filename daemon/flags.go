@@ -135,7 +135,7 @@ func Flags() []cli.Flag {
 		&cli.StringFlag{Name: keyCrossNamespaceRefs, EnvVars: envs(keyCrossNamespaceRefs), Value: string(watch.CrossNamespaceConsent),
 			Usage: "whether a GitDestination may use a GitRepoConfig, and a WatchRule a GitDestination, of another namespace: consent (only when the object referred to admits the namespace in its spec.accessPolicy) or deny (never)"},
 		&cli.StringFlag{Name: keyDefaultSA, EnvVars: envs(keyDefaultSA),
-			Usage: "the ServiceAccount, in each WatchRule's namespace, whose rights bound what a rule naming none (spec.serviceAccountName) mirrors; empty lets such rules read with the daemon's rights, except Secrets, which a rule mirrors only as a ServiceAccount"},
+			Usage: "the ServiceAccount, in each WatchRule's namespace, that a rule naming none (spec.serviceAccountName) acts as: its rights bound what the rule mirrors, and write-back applies the rule's objects as it; empty lets such rules read with the daemon's rights, except Secrets, and write nothing back"},
 		&cli.BoolFlag{Name: keyEnableWatchIngestion, EnvVars: envs(keyEnableWatchIngestion), Value: true,
 			Usage: "list and watch the selected resources and mirror them into Git"},
 		&cli.DurationFlag{Name: keyDiscoveryRefresh, EnvVars: envs(keyDiscoveryRefresh), Value: 5 * time.Minute,
