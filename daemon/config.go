@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
-	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/configbutler/gitops-reverser/crds"
@@ -200,128 +197,27 @@ func yamlScalar(v any) string {
 	return fmt.Sprint(v)
 }
 
-// configFrom reads the parsed flags into a Config and checks every value, naming the key at fault.
-func configFrom(c *cli.Context) (Config, error) {
-	cfg := Config{
-		Kubeconfig:     c.String(keyKubeconfig),
-		InstallCRDs:    c.Bool(keyInstallCRDs),
-		ApproverPolicy: crds.ApproverPolicy(c.String(keyApproverPolicy)),
-		WorkDir:        c.String(keyWorkDir),
-		Namespace:      c.String(keyNamespace),
-		Bot:            gitops.Signature{Name: strings.TrimSpace(c.String(keyGitCommitterName)), Email: strings.TrimSpace(c.String(keyGitCommitterEmail))},
-		InCluster:      inCluster(),
-		Log:            LogConfig{Format: c.String(keyLogFormat)},
-		Endpoints:      EndpointsConfig{MetricsBindAddress: c.String(keyMetricsBindAddress), HealthBindAddress: c.String(keyHealthBindAddress)},
-		Mirror: MirrorConfig{
-			Enabled:          c.Bool(keyEnableWatchIngestion),
-			DiscoveryRefresh: c.Duration(keyDiscoveryRefresh),
-			WatchAll:         c.Bool(keyWatchAll),
-			CrossNamespace:   watch.CrossNamespaceRefs(c.String(keyCrossNamespaceRefs)),
-			DefaultSA:        c.String(keyDefaultSA),
-			DiscoveryExclude: c.StringSlice(keyDiscoveryExclude),
-			Batch: gitops.BatchLimits{
-				MaxFiles: c.Int(keyBatchMaxFiles),
-				MaxBytes: int64(c.Int(keyBatchMaxBytesMiB)) << 20,
-				MaxWait:  time.Duration(c.Int(keyBatchMaxWaitSec)) * time.Second,
-				Quiet:    time.Duration(c.Int(keyBatchQuietMs)) * time.Millisecond,
-			},
-			MaxWorkers:        c.Int(keyWorkersMaxGlobal),
-			MaxWorkersPerRepo: c.Int(keyWorkersMaxPerRepo),
-			RequestPoll:       c.Duration(keyPullRequestPoll),
-		},
-		Webhook: WebhookConfig{
-			Enabled:             c.Bool(keyEnableWebhook),
-			BindAddress:         c.String(keyWebhookBindAddress),
-			CertDir:             c.String(keyWebhookCertDir),
-			URL:                 strings.TrimSuffix(c.String(keyWebhookURL), "/"),
-			ServiceName:         c.String(keyWebhookServiceName),
-			ClientCAFile:        c.String(keyWebhookClientCAFile),
-			CorrelationTTL:      c.Duration(keyCorrelationTTL),
-			CorrelationCapacity: c.Int(keyCorrelationCapacity),
-		},
-		WriteBack: WriteBackConfig{
-			Halt:              c.Bool(keyHaltWriteBack),
-			Interval:          c.Duration(keyWriteBackInterval),
-			MaxPerTick:        c.Int(keyMaxProposalsPerTick),
-			Retention:         c.Duration(keySyncRunRetention),
-			FailedRetention:   c.Duration(keySyncRunRetentionFail),
-			ProposalRetention: c.Duration(keyProposalRetention),
-		},
-		Receivers: ServerConfig{BindAddress: c.String(keyReceiverBindAddress), CertDir: c.String(keyReceiverCertDir)},
-		UI:        UIConfig{ServerConfig: ServerConfig{BindAddress: c.String(keyUIBindAddress), CertDir: c.String(keyUICertDir)}, Auth: c.String(keyUIAuth)},
-		Leader: LeaderConfig{
-			Elect:         c.Bool(keyLeaderElect),
-			Namespace:     c.String(keyLeaderElectionNS),
-			ID:            c.String(keyLeaderElectionID),
-			LeaseDuration: c.Duration(keyLeaseDuration),
-			RenewDeadline: c.Duration(keyRenewDeadline),
-			RetryPeriod:   c.Duration(keyRetryPeriod),
-			PodName:       c.String(keyPodName),
-			Shards:        c.String(keyShards) == shardsAuto,
-			PeerAddress:   c.String(keyPeerAddress),
-		},
-	}
+// configOf converts what the flags of set read into cfg and checks every value, naming the key
+// at fault.
+func configOf(cfg *Config, raw *rawSettings, set []setting) (Config, error) {
+	raw.convert(cfg)
 	var errs []error
+	for _, s := range set {
+		if s.check == nil {
+			continue
+		}
+		if msg := s.check(); msg != "" {
+			errs = append(errs, fmt.Errorf("%s: %s", s.flag.Names()[0], msg))
+		}
+	}
 	check := func(ok bool, key, format string, args ...any) {
 		if !ok {
 			errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 		}
 	}
-	check(cfg.Mirror.RequestPoll >= time.Second, keyPullRequestPoll, "must be at least 1s, got %s", cfg.Mirror.RequestPoll)
-	check(cfg.Mirror.DiscoveryRefresh >= 10*time.Second, keyDiscoveryRefresh, "must be at least 10s, got %s", cfg.Mirror.DiscoveryRefresh)
-	check(cfg.Mirror.Batch.MaxFiles >= 1, keyBatchMaxFiles, "must be at least 1, got %d", cfg.Mirror.Batch.MaxFiles)
-	check(c.Int(keyBatchMaxBytesMiB) >= 1 && c.Int(keyBatchMaxBytesMiB) <= 1024, keyBatchMaxBytesMiB,
-		"must be between 1 and 1024, got %d", c.Int(keyBatchMaxBytesMiB))
-	check(c.Int(keyBatchMaxWaitSec) >= 1, keyBatchMaxWaitSec, "must be at least 1, got %d", c.Int(keyBatchMaxWaitSec))
-	check(cfg.Mirror.Batch.Quiet >= 10*time.Millisecond && cfg.Mirror.Batch.Quiet <= cfg.Mirror.Batch.MaxWait, keyBatchQuietMs,
-		"must be between 10 and %s in milliseconds, got %d", keyBatchMaxWaitSec, c.Int(keyBatchQuietMs))
-	check(cfg.Mirror.MaxWorkers >= 1, keyWorkersMaxGlobal, "must be at least 1, got %d", cfg.Mirror.MaxWorkers)
-	check(cfg.Mirror.MaxWorkersPerRepo >= 1 && cfg.Mirror.MaxWorkersPerRepo <= cfg.Mirror.MaxWorkers, keyWorkersMaxPerRepo,
-		"must be between 1 and %s (%d), got %d", keyWorkersMaxGlobal, cfg.Mirror.MaxWorkers, cfg.Mirror.MaxWorkersPerRepo)
-	check(cfg.WorkDir != "", keyWorkDir, "must not be empty")
-	check(cfg.Namespace != "", keyNamespace, "must not be empty")
-	check(cfg.Webhook.CorrelationTTL >= time.Second, keyCorrelationTTL, "must be at least 1s, got %s", cfg.Webhook.CorrelationTTL)
-	check(cfg.Webhook.CorrelationCapacity >= 100, keyCorrelationCapacity, "must be at least 100, got %d", cfg.Webhook.CorrelationCapacity)
-	check(slices.Contains([]watch.CrossNamespaceRefs{watch.CrossNamespaceConsent, watch.CrossNamespaceDeny}, cfg.Mirror.CrossNamespace),
-		keyCrossNamespaceRefs, "must be consent or deny, got %q", cfg.Mirror.CrossNamespace)
-	check(cfg.Mirror.DefaultSA == "" || len(validation.IsDNS1123Subdomain(cfg.Mirror.DefaultSA)) == 0,
-		keyDefaultSA, "must be a ServiceAccount name, got %q", cfg.Mirror.DefaultSA)
-	check(slices.Contains([]crds.ApproverPolicy{crds.ApproverPolicyMutating, crds.ApproverPolicyValidating, crds.ApproverPolicyNone}, cfg.ApproverPolicy),
-		keyApproverPolicy, "must be mutating, validating or none, got %q", cfg.ApproverPolicy)
-	check(cfg.WriteBack.Interval >= 10*time.Second, keyWriteBackInterval, "must be at least 10s, got %s", cfg.WriteBack.Interval)
-	check(cfg.WriteBack.MaxPerTick >= 1, keyMaxProposalsPerTick, "must be at least 1, got %d", cfg.WriteBack.MaxPerTick)
-	check(cfg.WriteBack.Retention >= time.Hour, keySyncRunRetention, "must be at least 1h, got %s", cfg.WriteBack.Retention)
-	check(cfg.WriteBack.FailedRetention >= time.Hour, keySyncRunRetentionFail, "must be at least 1h, got %s", cfg.WriteBack.FailedRetention)
-	check(cfg.WriteBack.ProposalRetention >= time.Hour, keyProposalRetention, "must be at least 1h, got %s", cfg.WriteBack.ProposalRetention)
-	if cfg.Receivers.BindAddress != "" {
-		_, port, err := net.SplitHostPort(cfg.Receivers.BindAddress)
-		check(err == nil && port != "", keyReceiverBindAddress, "must be host:port or :port, got %q", cfg.Receivers.BindAddress)
-	}
-	check(cfg.Receivers.CertDir == "" || cfg.Receivers.BindAddress != "", keyReceiverCertDir, "has no effect without %s", keyReceiverBindAddress)
-	checkUI(cfg, check)
-	check(cfg.Bot.Name != "" && !strings.ContainsAny(cfg.Bot.Name, "<>\n"), keyGitCommitterName, "must be a name without <, > or newlines, got %q", cfg.Bot.Name)
-	check(strings.Count(cfg.Bot.Email, "@") == 1 && !strings.ContainsAny(cfg.Bot.Email, "<> \n"), keyGitCommitterEmail, "must be an email address, got %q", cfg.Bot.Email)
-	if cfg.Leader.Namespace == "" {
-		cfg.Leader.Namespace = cfg.Namespace
-	}
-	checkLeaderElection(cfg, check)
-	check(cfg.Webhook.ServiceName != "", keyWebhookServiceName, "must not be empty")
-	if cfg.Webhook.URL != "" {
-		u, err := url.Parse(cfg.Webhook.URL)
-		check(err == nil && u.Scheme == "https" && u.Host != "" && u.Path == "" && u.User == nil, keyWebhookURL,
-			"must be a base URL like https://host:port (no path, no credentials), got %q", cfg.Webhook.URL)
-	}
-	check(slices.Contains([]string{"text", "json"}, cfg.Log.Format), keyLogFormat, "must be text or json, got %q", cfg.Log.Format)
-	check(c.String(keyShards) == shardsOff || c.String(keyShards) == shardsAuto, keyShards, "must be %s or %s, got %q", shardsOff, shardsAuto, c.String(keyShards))
-	check(!cfg.Leader.Shards || cfg.Leader.Elect, keyShards, "%s needs --%s: the cluster-wide work stays with one leader", shardsAuto, keyLeaderElect)
-	check(cfg.Leader.PeerAddress == "" || validHostPort(cfg.Leader.PeerAddress), keyPeerAddress, "must be host:port, got %q", cfg.Leader.PeerAddress)
-	for _, ex := range cfg.Mirror.DiscoveryExclude {
-		check(ex != "" && ex[0] != '.', keyDiscoveryExclude, "%q is not resource or resource.group", ex)
-	}
-	if err := cfg.Log.Level.UnmarshalText([]byte(c.String(keyLogLevel))); err != nil {
-		errs = append(errs, fmt.Errorf("%s: must be debug, info, warn or error, got %q", keyLogLevel, c.String(keyLogLevel)))
-	}
-	return cfg, errors.Join(errs...)
+	checkUI(*cfg, check)
+	checkLeaderElection(*cfg, check)
+	return *cfg, errors.Join(errs...)
 }
 
 // validHostPort says whether s is host:port with a host and a port number.

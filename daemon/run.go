@@ -43,11 +43,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // runWith parses and validates the configuration, then hands it to action.
 func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, action func(context.Context, Config) error) error {
 	var started bool
+	var cfg Config
+	var raw rawSettings
+	set := settings(&cfg, &raw)
 	app := &cli.App{
 		Name:      "gitops-reverser",
 		Usage:     "mirror a live Kubernetes cluster into Git, one canonical YAML file per object, committed by who changed it",
 		Version:   Version,
-		Flags:     Flags(),
+		Flags:     flagsOf(set),
 		Commands:  ctl.Commands(),
 		Writer:    stdout,
 		ErrWriter: stderr,
@@ -66,7 +69,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, actio
 			if err := ctl.UnknownCommand(c); err != nil {
 				return &ConfigError{Err: err}
 			}
-			cfg, err := configFrom(c)
+			cfg, err := configOf(&cfg, &raw, set)
 			if err != nil {
 				return &ConfigError{Err: err}
 			}

@@ -208,21 +208,8 @@ func (m *Manager) addRule(ctx context.Context, specs map[string]*watcherSpec, re
 	if slices.ContainsFunc(rules, func(r ruleSpec) bool { return r.scope.namespaces != nil }) && !m.namespacesCached() {
 		return notReady("NamespacesNotCached", "waiting for the namespaces' labels, which the rules' namespaceSelector needs")
 	}
-	if ref.kind == crds.KindWatchRule && ref.serviceAccount == "" && slices.ContainsFunc(sels, isSecrets) {
-		return notReady(ReasonServiceAccountNotAllowed, "the rules select Secrets, which the daemon never reads for a WatchRule with its own rights: "+
-			"name a ServiceAccount of namespace %s that may list and watch secrets there in spec.serviceAccountName (or set the daemon's --default-service-account)",
-			ref.meta.Namespace)
-	}
-	if ref.named {
-		sa := crds.ServiceAccountReference{Namespace: ref.meta.Namespace, Name: ref.serviceAccount}
-		if why := m.access.consentMissing(ctx, sa, ref.meta.Name); why != "" {
-			return notReady(ReasonServiceAccountConsentMissing, "%s", why)
-		}
-	}
-	if ref.serviceAccount != "" {
-		if why := m.access.unreadable(ctx, ref.meta.Namespace, ref.serviceAccount, sels); why != "" {
-			return notReady(ReasonServiceAccountNotAllowed, "%s", why)
-		}
+	if refused, cond := m.serviceAccountRefuses(ctx, ref, sels); refused {
+		return cond
 	}
 	names := make([]string, 0, len(sels))
 	for _, sel := range sels {
@@ -252,6 +239,29 @@ func (m *Manager) addRule(ctx context.Context, specs map[string]*watcherSpec, re
 		msg += "; Secrets are selected but never written in plain text (name them in resources, with spec.encryption on the destination, to mirror them encrypted)"
 	}
 	return condition{ready: true, reason: "Watching", message: msg}
+}
+
+// serviceAccountRefuses says whether the rule's ServiceAccount keeps it from mirroring sels, and
+// the condition that says why: a WatchRule reads Secrets only as a ServiceAccount, one it names
+// must have agreed to act for it, and the ServiceAccount must be allowed to list and watch them.
+func (m *Manager) serviceAccountRefuses(ctx context.Context, ref ruleRef, sels []Selection) (bool, condition) {
+	if ref.kind == crds.KindWatchRule && ref.serviceAccount == "" && slices.ContainsFunc(sels, isSecrets) {
+		return true, notReady(ReasonServiceAccountNotAllowed, "the rules select Secrets, which the daemon never reads for a WatchRule with its own rights: "+
+			"name a ServiceAccount of namespace %s that may list and watch secrets there in spec.serviceAccountName (or set the daemon's --default-service-account)",
+			ref.meta.Namespace)
+	}
+	if ref.named {
+		sa := crds.ServiceAccountReference{Namespace: ref.meta.Namespace, Name: ref.serviceAccount}
+		if why := m.access.consentMissing(ctx, sa, ref.meta.Name); why != "" {
+			return true, notReady(ReasonServiceAccountConsentMissing, "%s", why)
+		}
+	}
+	if ref.serviceAccount != "" {
+		if why := m.access.unreadable(ctx, ref.meta.Namespace, ref.serviceAccount, sels); why != "" {
+			return true, notReady(ReasonServiceAccountNotAllowed, "%s", why)
+		}
+	}
+	return false, condition{}
 }
 
 func (m *Manager) warnSecrets(ref ruleRef) {

@@ -73,19 +73,7 @@ func (c *Controller) decide(ctx context.Context, namespace, name string) error {
 	case crds.DecisionReject:
 		return c.reject(ctx, d, p, live)
 	case crds.DecisionIgnore:
-		if p.Status.Phase == crds.PhaseIgnored {
-			return nil
-		}
-		who, _, _, err := c.approver(ctx, p)
-		if err != nil {
-			return err
-		}
-		_, err = c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
-			s.Phase, s.ReviewedBy, s.DecidedAt = crds.PhaseIgnored, reviewer(who), now()
-			s.Message = "ignored: the file stays as written in Git until it is edited again or the live object changes"
-			setApplied(s, metav1.ConditionFalse, reasonIgnored, s.Message)
-		})
-		return err
+		return c.ignore(ctx, p)
 	case crds.DecisionApprove:
 		return c.approve(ctx, d, p)
 	case crds.DecisionNone:
@@ -94,6 +82,23 @@ func (c *Controller) decide(ctx context.Context, namespace, name string) error {
 		}
 	}
 	return nil
+}
+
+// ignore leaves the live object and the file as they are.
+func (c *Controller) ignore(ctx context.Context, p *crds.Proposal) error {
+	if p.Status.Phase == crds.PhaseIgnored {
+		return nil
+	}
+	who, _, _, err := c.approver(ctx, p)
+	if err != nil {
+		return err
+	}
+	_, err = c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
+		s.Phase, s.ReviewedBy, s.DecidedAt = crds.PhaseIgnored, reviewer(who), now()
+		s.Message = "ignored: the file stays as written in Git until it is edited again or the live object changes"
+		setApplied(s, metav1.ConditionFalse, reasonIgnored, s.Message)
+	})
+	return err
 }
 
 // approve applies an approved proposal when nothing forbids it.
