@@ -70,7 +70,8 @@ func TestMissingNamespaceDegradesAttributionAndTheMirrorRuns(t *testing.T) {
 	const daemonNS, ns = "degraded-daemon", "degraded-mirror"
 	// The daemon creates its namespace when it may: here it may not, as with a kubeconfig that
 	// may not create namespaces.
-	lift := deny(t, "no-"+daemonNS, "", "namespaces", admissionregistrationv1.Create, fmt.Sprintf("object.metadata.name != %q", daemonNS))
+	lift := deny(t, "no-"+daemonNS, "", "namespaces", admissionregistrationv1.Create, fmt.Sprintf("object.metadata.name != %q", daemonNS),
+		namespaceProbe(t, daemonNS))
 	srv, kube := mirrorSetup(t, ns)
 	home := t.TempDir()
 	d := startLocalDaemon(t, home, daemonNS, true)

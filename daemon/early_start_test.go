@@ -8,7 +8,9 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/configbutler/gitops-reverser/crds"
@@ -20,8 +22,9 @@ import (
 const notEnforcedYet = "approver policies not enforced yet"
 
 // deny makes the apiserver refuse, for as long as the test runs, the operations on resources
-// (of group) whose object fails expression (CEL).
-func deny(t *testing.T, name, group, resource string, operation admissionregistrationv1.OperationType, expression string) (lift func()) {
+// (of group) whose object fails expression (CEL); it returns once probe, an attempt of such an
+// operation (a dry run), is refused by the policy.
+func deny(t *testing.T, name, group, resource string, operation admissionregistrationv1.OperationType, expression string, probe func() error) (lift func()) {
 	t.Helper()
 	ctx := context.Background()
 	vap := kubernetes.NewForConfigOrDie(planes.Of(t).AdminConfig()).AdmissionregistrationV1()
@@ -47,7 +50,21 @@ func deny(t *testing.T, name, group, resource string, operation admissionregistr
 		_ = vap.ValidatingAdmissionPolicies().Delete(context.Background(), name, metav1.DeleteOptions{})
 	}
 	t.Cleanup(lift)
+	testenv.Eventually(t, time.Minute, "the policy "+name+" in force", func() (bool, string) {
+		err := probe()
+		return err != nil && strings.Contains(err.Error(), name), fmt.Sprint(err)
+	})
 	return lift
+}
+
+// namespaceProbe tries to create the namespace name (a dry run).
+func namespaceProbe(t *testing.T, name string) func() error {
+	kube := kubernetes.NewForConfigOrDie(planes.Of(t).AdminConfig())
+	return func() error {
+		_, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}},
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}
 }
 
 // firstFileBefore waits for path on the world's remote and fails the test when the daemon had
@@ -74,7 +91,7 @@ func firstFileBefore(w *wbWorld, path, late string) {
 func TestMirrorStartsWithoutItsNamespace(t *testing.T) {
 	planes.Lend(t)
 	const home = "gr-nowhere"
-	deny(t, "no-"+home, "", "namespaces", admissionregistrationv1.Create, fmt.Sprintf("object.metadata.name != %q", home))
+	deny(t, "no-"+home, "", "namespaces", admissionregistrationv1.Create, fmt.Sprintf("object.metadata.name != %q", home), namespaceProbe(t, home))
 	w := prepareWBWorld(t, "homeless", crds.WriteBack{})
 	w.d = startDaemon(t, t.TempDir(), "--git-batch-quiet-ms", "200", "--namespace", home)
 	firstFileBefore(w, w.cmPath("seed"), notEnforcedYet)
@@ -93,8 +110,27 @@ func TestMirrorStartsWithoutItsNamespace(t *testing.T) {
 func TestMirrorStartsBeforeThePoliciesAreEnforced(t *testing.T) {
 	planes.Lend(t)
 	const home = "gr-new-home"
+	dyn := dynamic.NewForConfigOrDie(planes.Of(t).AdminConfig())
+	if err := crds.Install(context.Background(), planes.Of(t).AdminConfig(), discardLogger()); err != nil {
+		t.Fatal(err)
+	}
+	probe := func() error { // a Proposal such as the daemon's probe of its policies, in a namespace that exists
+		p, err := crds.ToUnstructured(&crds.Proposal{
+			TypeMeta:   metav1.TypeMeta{APIVersion: crds.GroupVersion.String(), Kind: crds.KindProposal},
+			ObjectMeta: metav1.ObjectMeta{Name: "policy-probe", Namespace: "default"},
+			Spec: crds.ProposalSpec{DestinationRef: crds.LocalReference{Name: "approver-probe"}, Change: crds.ChangeCreate,
+				Target: crds.ProposalTarget{APIVersion: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "default", Name: "probe"},
+				Path:   "probe.yaml", SourceCommit: strings.Repeat("0", 40), Author: crds.GitAuthor{Name: "probe", Email: "probe@invalid"},
+				Desired: "kind: ConfigMap\n", Diff: "-\n"},
+		})
+		if err != nil {
+			return err
+		}
+		_, err = dyn.Resource(crds.Proposals).Namespace("default").Create(context.Background(), p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}
 	lift := deny(t, "no-approver-probe", crds.Group, "proposals", admissionregistrationv1.Create,
-		"object.spec.destinationRef.name != 'approver-probe'")
+		"object.spec.destinationRef.name != 'approver-probe'", probe)
 	w := prepareWBWorld(t, "early-start", crds.WriteBack{Enabled: true})
 	w.d = startDaemon(t, t.TempDir(), "--git-batch-quiet-ms", "200", "--namespace", home)
 	firstFileBefore(w, w.cmPath("seed"), notEnforcedYet)

@@ -74,26 +74,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	log.Info("started", "host", restCfg.Host, "installCRDs", cfg.InstallCRDs, "watchIngestion", cfg.Mirror.Enabled)
 
 	if cfg.Mirror.Enabled {
-		// The mirror returns when ctx ends, or early when it cannot start at all (e.g. the
-		// cluster's identity cannot be read): then the daemon exits instead of staying up, ready
-		// and idle, so the failure shows as a restarting Pod. Attribution never ends it.
-		// With leader election it runs only while this replica leads.
-		work := func(ctx context.Context, fence gitops.Fence) error {
-			var fences gitops.Fences
-			if fence != nil {
-				fences = func(string, string) gitops.Fence { return fence }
-			}
-			parts, err := buildLeaderParts(ctx, s, cfg, leaderDeps{fences: fences, crds: inst})
-			if err != nil {
-				return err
-			}
-			return parts.Run(ctx)
-		}
-		run := func() error { return leadOrStandBy(ctx, s, cfg.Leader, ready, work) }
-		if cfg.Leader.Shards {
-			run = func() error { return runSharded(ctx, s, cfg, ready, inst) }
-		}
-		if err := run(); err != nil {
+		if err := runMirror(ctx, s, cfg, ready, inst); err != nil {
 			log.Error("mirror stopped", "err", err)
 			return errors.Join(err, stopServers())
 		}
@@ -101,6 +82,28 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	<-ctx.Done()
 	log.Info("shutting down")
 	return stopServers()
+}
+
+// runMirror runs the mirror and the parts beside it: while this replica leads (with leader
+// election), or on the shards it owns. It returns when ctx ends, or early when the mirror cannot
+// start at all (e.g. the cluster's identity cannot be read): then the daemon exits instead of
+// staying up, ready and idle, so the failure shows as a restarting Pod. Attribution never ends it.
+func runMirror(ctx context.Context, s shared, cfg Config, ready *readiness, inst *crdInstall) error {
+	if cfg.Leader.Shards {
+		return runSharded(ctx, s, cfg, ready, inst)
+	}
+	work := func(ctx context.Context, fence gitops.Fence) error {
+		var fences gitops.Fences
+		if fence != nil {
+			fences = func(string, string) gitops.Fence { return fence }
+		}
+		parts, err := buildLeaderParts(ctx, s, cfg, leaderDeps{fences: fences, crds: inst})
+		if err != nil {
+			return err
+		}
+		return parts.Run(ctx)
+	}
+	return leadOrStandBy(ctx, s, cfg.Leader, ready, work)
 }
 
 // leadOrStandBy runs work while this replica leads: always without --leader-elect, else while it

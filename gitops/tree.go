@@ -166,18 +166,12 @@ func (s *store) updateDir(tree plumbing.Hash, ops []op, off int) (plumbing.Hash,
 			for end < len(ops) && strings.HasPrefix(ops[end].path[off:], key) {
 				end++
 			}
-			var sub plumbing.Hash
-			if cur != nil {
-				sub = cur.Hash
-			}
-			h, err := s.updateDir(sub, ops[k:end], off+len(key))
-			if err != nil {
+			var sub bool
+			var err error
+			if out, sub, err = s.applySubdir(out, cur, ops[k:end], off, key); err != nil {
 				return plumbing.ZeroHash, err
 			}
-			changed = changed || h != sub
-			if !h.IsZero() {
-				out = append(out, TreeEntry{Name: key[:len(key)-1], Mode: dirMode, Hash: h})
-			}
+			changed = changed || sub
 			k = end
 			continue
 		}
@@ -198,6 +192,24 @@ func (s *store) updateDir(tree plumbing.Hash, ops []op, off int) (plumbing.Hash,
 	}
 	data := encodeTree(out)
 	return s.putDelta(plumbing.TreeObject, data, tree, treeDelta(entries, out, len(data))), nil
+}
+
+// applySubdir applies ops, all below the subdirectory key ("name/") whose entry is cur (nil when
+// missing), appending its new entry to out unless it ended up empty; changed says whether it did
+// change.
+func (s *store) applySubdir(out []TreeEntry, cur *TreeEntry, ops []op, off int, key string) (_ []TreeEntry, changed bool, _ error) {
+	var sub plumbing.Hash
+	if cur != nil {
+		sub = cur.Hash
+	}
+	h, err := s.updateDir(sub, ops, off+len(key))
+	if err != nil {
+		return out, false, err
+	}
+	if !h.IsZero() {
+		out = append(out, TreeEntry{Name: key[:len(key)-1], Mode: dirMode, Hash: h})
+	}
+	return out, h != sub, nil
 }
 
 // applyFileOp applies o to the file entry cur (nil when missing) named name, appending the

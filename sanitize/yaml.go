@@ -121,18 +121,7 @@ func (r *renderer) node(v any, level int) (*yaml.Node, error) {
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		n := &yaml.Node{Kind: yaml.MappingNode, Content: make([]*yaml.Node, 0, 2*len(x))}
-		for _, k := range keys {
-			if err := r.appendPair(n, k, x[k], level+1); err != nil {
-				return nil, err
-			}
-		}
-		return n, nil
+		return r.mapping(x, level)
 	case []any:
 		n := &yaml.Node{Kind: yaml.SequenceNode, Content: make([]*yaml.Node, len(x))}
 		for i, e := range x {
@@ -143,6 +132,29 @@ func (r *renderer) node(v any, level int) (*yaml.Node, error) {
 			n.Content[i] = c
 		}
 		return n, nil
+	}
+	return scalarOf(v)
+}
+
+// mapping builds the node of a map, its keys sorted.
+func (r *renderer) mapping(x map[string]any, level int) (*yaml.Node, error) {
+	keys := make([]string, 0, len(x))
+	for k := range x {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	n := &yaml.Node{Kind: yaml.MappingNode, Content: make([]*yaml.Node, 0, 2*len(x))}
+	for _, k := range keys {
+		if err := r.appendPair(n, k, x[k], level+1); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// scalarOf builds the node of a value that is neither a map nor a list.
+func scalarOf(v any) (*yaml.Node, error) {
+	switch x := v.(type) {
 	case string:
 		return stringNode(x), nil
 	case bool:
@@ -166,14 +178,13 @@ func (r *renderer) node(v any, level int) (*yaml.Node, error) {
 			return nil, fmt.Errorf("number %q: %w", x, err)
 		}
 		return floatNode(f), nil
-	default:
-		// Not produced by JSON decoding; let yaml.v3 reflect on it rather than fail.
-		n := &yaml.Node{}
-		if err := n.Encode(x); err != nil {
-			return nil, fmt.Errorf("encode %T: %w", x, err)
-		}
-		return n, nil
 	}
+	// Not produced by JSON decoding; let yaml.v3 reflect on it rather than fail.
+	n := &yaml.Node{}
+	if err := n.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode %T: %w", v, err)
+	}
+	return n, nil
 }
 
 func scalar(tag, value string) *yaml.Node {

@@ -1,6 +1,7 @@
 package sops
 
 import (
+	"crypto/cipher"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -46,7 +47,29 @@ func Decrypt(doc []byte, identities []string) ([]byte, error) {
 
 	m.Content = slices.Delete(m.Content, idx, idx+2)
 	mac := newMAC(md.MACOnlyEncrypted)
-	err = walk(m, nil, func(n *yaml.Node, path []string) error {
+	if err := decryptLeaves(m, r, gcm, mac); err != nil {
+		return nil, fmt.Errorf("sops decrypt: %w", err)
+	}
+
+	_, stored, err := decryptValue(gcm, md.MAC, lastModified.Format(time.RFC3339))
+	if err != nil {
+		return nil, fmt.Errorf("sops decrypt: decrypt the mac: %w", err)
+	}
+	storedMAC, ok := stored.(string)
+	if !ok || subtle.ConstantTimeCompare([]byte(storedMAC), []byte(mac.sum())) != 1 {
+		return nil, errors.New("sops decrypt: MAC mismatch: the document was modified or corrupted")
+	}
+	out, err := encodeYAML(m, 2)
+	if err != nil {
+		return nil, fmt.Errorf("sops decrypt: %w", err)
+	}
+	return out, nil
+}
+
+// decryptLeaves replaces every value of m that r says is encrypted by its plaintext, adding each
+// value to mac as it goes.
+func decryptLeaves(m *yaml.Node, r rules, gcm cipher.AEAD, mac *macHash) error {
+	return walk(m, nil, func(n *yaml.Node, path []string) error {
 		v, err := leafValue(n, path)
 		if err != nil || v == nil {
 			return err
@@ -71,21 +94,4 @@ func Decrypt(doc []byte, identities []string) ([]byte, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("sops decrypt: %w", err)
-	}
-
-	_, stored, err := decryptValue(gcm, md.MAC, lastModified.Format(time.RFC3339))
-	if err != nil {
-		return nil, fmt.Errorf("sops decrypt: decrypt the mac: %w", err)
-	}
-	storedMAC, ok := stored.(string)
-	if !ok || subtle.ConstantTimeCompare([]byte(storedMAC), []byte(mac.sum())) != 1 {
-		return nil, errors.New("sops decrypt: MAC mismatch: the document was modified or corrupted")
-	}
-	out, err := encodeYAML(m, 2)
-	if err != nil {
-		return nil, fmt.Errorf("sops decrypt: %w", err)
-	}
-	return out, nil
 }

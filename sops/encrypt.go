@@ -1,6 +1,7 @@
 package sops
 
 import (
+	"crypto/cipher"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -44,28 +45,8 @@ func encryptMapping(m *yaml.Node, recipients []string, now time.Time) ([]byte, e
 	if err != nil {
 		return nil, fmt.Errorf("sops encrypt: %w", err)
 	}
-	r := rules{encryptedRegex: encryptedRegex}
 	mac := newMAC(false)
-	err = walk(m, nil, func(n *yaml.Node, path []string) error {
-		v, err := leafValue(n, path)
-		if err != nil || v == nil {
-			return err
-		}
-		enc := r.encrypted(path)
-		if err := mac.add(v, enc); err != nil {
-			return fmt.Errorf("the value at %q: %w", additionalData(path), err)
-		}
-		if !enc {
-			return nil
-		}
-		s, err := encryptValue(gcm, v, additionalData(path))
-		if err != nil {
-			return fmt.Errorf("encrypt the value at %q: %w", additionalData(path), err)
-		}
-		*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
-		return nil
-	})
-	if err != nil {
+	if err := encryptLeaves(m, rules{encryptedRegex: encryptedRegex}, gcm, mac); err != nil {
 		return nil, fmt.Errorf("sops encrypt: %w", err)
 	}
 
@@ -94,4 +75,28 @@ func encryptMapping(m *yaml.Node, recipients []string, now time.Time) ([]byte, e
 		return nil, fmt.Errorf("sops encrypt: %w", err)
 	}
 	return out, nil
+}
+
+// encryptLeaves replaces every value of m that r says is to be encrypted by its encryption,
+// adding each plaintext value to mac as it goes.
+func encryptLeaves(m *yaml.Node, r rules, gcm cipher.AEAD, mac *macHash) error {
+	return walk(m, nil, func(n *yaml.Node, path []string) error {
+		v, err := leafValue(n, path)
+		if err != nil || v == nil {
+			return err
+		}
+		enc := r.encrypted(path)
+		if err := mac.add(v, enc); err != nil {
+			return fmt.Errorf("the value at %q: %w", additionalData(path), err)
+		}
+		if !enc {
+			return nil
+		}
+		s, err := encryptValue(gcm, v, additionalData(path))
+		if err != nil {
+			return fmt.Errorf("encrypt the value at %q: %w", additionalData(path), err)
+		}
+		*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+		return nil
+	})
 }

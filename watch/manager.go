@@ -187,6 +187,19 @@ func (m *Manager) Run(ctx context.Context) error {
 	defer informers.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if err := m.startInformers(ctx, &informers); err != nil {
+		return err
+	}
+	m.cacheNamespaces = m.namespaceCache(ctx, &informers)
+	if !m.ready(ctx, &informers) {
+		return nil
+	}
+	defer m.stopAll()
+	return m.follow(ctx)
+}
+
+// startInformers caches the configuration kinds; every change of one asks for a reconcile.
+func (m *Manager) startInformers(ctx context.Context, informers *sync.WaitGroup) error {
 	m.informers = map[schema.GroupVersionResource]cache.SharedIndexInformer{}
 	poke := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { m.poke() },
@@ -201,13 +214,17 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.informers[gvr] = inf
 		informers.Go(func() { inf.RunWithContext(ctx) })
 	}
-	// Namespaces are cached for the namespaceSelector of accessPolicies and ClusterWatchRules,
-	// from the first reconcile that meets one: a relabelled namespace is then admitted or refused,
-	// selected or not, at once. Without such a selector they cost nothing. Only the rules that
-	// select by namespace labels wait for them.
-	var startNamespaces sync.Once
-	m.cacheNamespaces = func() {
-		startNamespaces.Do(func() {
+	return nil
+}
+
+// namespaceCache returns what starts the cache of namespaces. Namespaces are cached for the
+// namespaceSelector of accessPolicies and ClusterWatchRules, from the first reconcile that meets
+// one: a relabelled namespace is then admitted or refused, selected or not, at once. Without such
+// a selector they cost nothing. Only the rules that select by namespace labels wait for them.
+func (m *Manager) namespaceCache(ctx context.Context, informers *sync.WaitGroup) func() {
+	var start sync.Once
+	return func() {
+		start.Do(func() {
 			inf := m.configInformer(namespacesGVR)
 			if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 				AddFunc: func(any) { m.poke() },
@@ -230,21 +247,31 @@ func (m *Manager) Run(ctx context.Context) error {
 			})
 		})
 	}
+}
+
+// ready waits until the configuration is cached, discovery has been read (beside the caches'
+// first lists) and the files of waiting proposals are held; false when ctx ended first.
+func (m *Manager) ready(ctx context.Context, informers *sync.WaitGroup) bool {
 	discovered := make(chan struct{})
-	informers.Go(func() { m.rediscover(ctx); close(discovered) }) // beside the caches' first lists
+	informers.Go(func() { m.rediscover(ctx); close(discovered) })
 	for _, inf := range m.informers {
 		cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
 	}
 	<-discovered
-	if m.opts.Writable != nil {
-		select {
-		case <-m.opts.Writable:
-		case <-ctx.Done():
-			return nil
-		}
+	if m.opts.Writable == nil {
+		return ctx.Err() == nil
 	}
-	defer m.stopAll()
+	select {
+	case <-m.opts.Writable:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
 
+// follow reconciles whenever the configuration, the pool or discovery changes, and on its timers,
+// until ctx ends; a failed reconcile is tried again with backoff.
+func (m *Manager) follow(ctx context.Context) error {
 	refresh := time.NewTicker(m.opts.DiscoveryRefresh)
 	defer refresh.Stop()
 	progress := time.NewTicker(progressInterval)

@@ -48,42 +48,8 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		byName[d.name()] = d
 	}
 	specs := map[string]*watcherSpec{}
-	var errs []error
-	for _, r := range list[crds.WatchRule](m, crds.WatchRules) {
-		rules := make([]ruleSpec, len(r.Spec.Rules))
-		var invalid error
-		for i, rr := range r.Spec.Rules {
-			scope, err := scopeOf(rr.ObjectSelector, nil)
-			invalid = cmp.Or(invalid, ruleError(i, err))
-			rules[i] = ruleSpec{ResourceRule: rr, namespace: r.Namespace, scope: scope}
-		}
-		dest := byName[r.Spec.DestinationRef.NamespaceOr(r.Namespace)+"/"+r.Spec.DestinationRef.Name]
-		var cond condition
-		if why := m.refusedDestination(r.Namespace, dest); why != "" {
-			cond = notReady(ReasonReferenceNotAllowed, "%s", why)
-		} else if invalid != nil {
-			cond = notReady("InvalidSelector", "%v", invalid)
-		} else {
-			cond = m.addRule(ctx, specs, ruleRef{crds.KindWatchRule, &r.ObjectMeta, m.serviceAccountOf(r), r.Spec.ServiceAccountName != "", m.watchRuleWriter(r)}, rules, dest)
-		}
-		m.tell(refused, crds.KindWatchRule, r, cond)
-		errs = append(errs, m.reporter.report(ctx, watchRuleKind, r, r.Status, cond))
-	}
-	for _, r := range list[crds.ClusterWatchRule](m, crds.ClusterWatchRules) {
-		rules := make([]ruleSpec, len(r.Spec.Rules))
-		var invalid error
-		for i, rr := range r.Spec.Rules {
-			scope, err := scopeOf(rr.ObjectSelector, rr.NamespaceSelector)
-			invalid = cmp.Or(invalid, ruleError(i, err))
-			rules[i] = ruleSpec{ResourceRule: rr.ResourceRule, clusterScoped: rr.Scope == crds.ScopeCluster, scope: scope}
-		}
-		dest := byName[r.Spec.DestinationRef.NamespaceOr(r.Namespace)+"/"+r.Spec.DestinationRef.Name]
-		cond := notReady("InvalidSelector", "%v", invalid)
-		if invalid == nil {
-			cond = m.addRule(ctx, specs, ruleRef{kind: crds.KindClusterWatchRule, meta: &r.ObjectMeta, writer: clusterWatchRuleWriter(r)}, rules, dest)
-		}
-		errs = append(errs, m.reporter.report(ctx, clusterWatchRuleKind, r, r.Status, cond))
-	}
+	errs := m.addWatchRules(ctx, specs, byName, refused)
+	errs = append(errs, m.addClusterWatchRules(ctx, specs, byName)...)
 	for _, d := range dests {
 		m.tell(refused, crds.KindGitDestination, d.obj, d.cond)
 	}
@@ -113,6 +79,53 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	m.dests = dests
 	errs = append(errs, m.reportProgress(ctx, dests))
 	return errors.Join(errs...)
+}
+
+// addWatchRules expands every WatchRule into specs and reports its condition.
+func (m *Manager) addWatchRules(ctx context.Context, specs map[string]*watcherSpec, byName map[string]*destination, refused *refusals) []error {
+	var errs []error
+	for _, r := range list[crds.WatchRule](m, crds.WatchRules) {
+		rules := make([]ruleSpec, len(r.Spec.Rules))
+		var invalid error
+		for i, rr := range r.Spec.Rules {
+			scope, err := scopeOf(rr.ObjectSelector, nil)
+			invalid = cmp.Or(invalid, ruleError(i, err))
+			rules[i] = ruleSpec{ResourceRule: rr, namespace: r.Namespace, scope: scope}
+		}
+		dest := byName[r.Spec.DestinationRef.NamespaceOr(r.Namespace)+"/"+r.Spec.DestinationRef.Name]
+		var cond condition
+		if why := m.refusedDestination(r.Namespace, dest); why != "" {
+			cond = notReady(ReasonReferenceNotAllowed, "%s", why)
+		} else if invalid != nil {
+			cond = notReady("InvalidSelector", "%v", invalid)
+		} else {
+			cond = m.addRule(ctx, specs, ruleRef{crds.KindWatchRule, &r.ObjectMeta, m.serviceAccountOf(r), r.Spec.ServiceAccountName != "", m.watchRuleWriter(r)}, rules, dest)
+		}
+		m.tell(refused, crds.KindWatchRule, r, cond)
+		errs = append(errs, m.reporter.report(ctx, watchRuleKind, r, r.Status, cond))
+	}
+	return errs
+}
+
+// addClusterWatchRules expands every ClusterWatchRule into specs and reports its condition.
+func (m *Manager) addClusterWatchRules(ctx context.Context, specs map[string]*watcherSpec, byName map[string]*destination) []error {
+	var errs []error
+	for _, r := range list[crds.ClusterWatchRule](m, crds.ClusterWatchRules) {
+		rules := make([]ruleSpec, len(r.Spec.Rules))
+		var invalid error
+		for i, rr := range r.Spec.Rules {
+			scope, err := scopeOf(rr.ObjectSelector, rr.NamespaceSelector)
+			invalid = cmp.Or(invalid, ruleError(i, err))
+			rules[i] = ruleSpec{ResourceRule: rr.ResourceRule, clusterScoped: rr.Scope == crds.ScopeCluster, scope: scope}
+		}
+		dest := byName[r.Spec.DestinationRef.NamespaceOr(r.Namespace)+"/"+r.Spec.DestinationRef.Name]
+		cond := notReady("InvalidSelector", "%v", invalid)
+		if invalid == nil {
+			cond = m.addRule(ctx, specs, ruleRef{kind: crds.KindClusterWatchRule, meta: &r.ObjectMeta, writer: clusterWatchRuleWriter(r)}, rules, dest)
+		}
+		errs = append(errs, m.reporter.report(ctx, clusterWatchRuleKind, r, r.Status, cond))
+	}
+	return errs
 }
 
 // shareOut tells the shards which (repository, branch) pairs the usable destinations ask for, and

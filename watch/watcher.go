@@ -276,81 +276,112 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 		w.tooLarge(obj, len(content))
 		return paths, h, nil // its file, if any, stays as it was
 	}
-	// Who made the change is asked only once a target takes it: a record taken is gone, and
-	// another watcher of the object (a rule whose labels select it) may need it.
-	var credit gitops.Credit
-	var user string
-	var managers []string
-	asked := false
-	ask := func() {
-		if asked || opName == "" || h == skip {
-			return
-		}
-		asked = true
-		managers = newestManagers(obj)
-		if _, off := w.authors.(noAuthors); off {
-			return
-		}
-		// Authors key on the canonical JSON, as the admission webhook saw the object.
-		canon, err := sanitize.JSON(clean)
-		if err != nil {
-			return // credited to the bot
-		}
-		var known bool
-		credit, known = w.authors.Author(opName, w.groupKind(), obj.GetNamespace(), obj.GetName(), canon)
-		if !known && opName == "CREATE" && w.selection.server != nil { // it may have been relabelled into the selector
-			credit, known = w.authors.Author("UPDATE", w.groupKind(), obj.GetNamespace(), obj.GetName(), canon)
-		}
-		if known {
-			user = credit.Author.Name
-		}
-	}
-	gen := generated(w.sel, obj)
+	e := &event{obj: obj, opName: opName, op: op, content: content, h: h, skip: skip, gen: generated(w.sel, obj),
+		author: author{w: w, obj: obj, clean: clean, opName: opName, unchanged: h == skip}}
 	for i, t := range w.targets {
-		if gen == "" || t.filter.keepGenerated {
-			w.skipped.setGenerated(i, key(obj), "") // it may have lost its controller owner
-		} else {
-			// Never written, so not live either: a file of it from before is deleted as an orphan.
-			paths[i] = ""
-			w.skipped.setGenerated(i, key(obj), gen)
-			if h != skip {
-				w.metrics.ChangesSkipped.WithLabelValues(gen).Inc()
-			}
-			continue
-		}
-		selected, left := w.selects(i, obj)
-		left = left && opName != "" // a re-list leaves what it no longer selects to the orphan sync
-		if !selected {
-			paths[i] = "" // not live: a file of it from before is deleted as an orphan
-		}
-		if !left && (!selected || t.ops&op.bits == 0 || h == skip) {
-			continue
-		}
-		ask()
-		if why := t.filter.excludes(user, managers); why != "" {
-			w.skipped.changeSkipped(i, why)
-			w.metrics.ChangesSkipped.WithLabelValues(why).Inc()
-			continue
-		}
-		if left { // relabelled out of the selection: its file leaves Git as a delete would
-			if t.ops&opDelete != 0 {
-				if err := t.sink.Enqueue(gitops.Change{Path: w.path(t, obj), Credit: credit, Summary: "delete " + w.describe(obj) + " (no longer selected)"}); err != nil {
-					return nil, h, err
-				}
-			}
-			continue
-		}
-		c := gitops.Change{Path: paths[i], Credit: credit, Summary: op.verb + " " + w.describe(obj)}
-		if c.Content, c.Keep, err = seal(w.sealer, w.sel, t.recipients, content); err != nil {
-			// The error never holds the plaintext; the file, if any, stays as it was.
-			w.log.Error("seal object; skipped", "object", w.describe(obj), "destination", t.destination, "err", err)
-			continue
-		}
-		if err := t.sink.Enqueue(c); err != nil {
+		if err := w.toTarget(i, t, e, paths); err != nil {
 			return nil, h, err
 		}
 	}
 	return paths, h, nil
+}
+
+// event is one object write hands to its targets.
+type event struct {
+	obj     *unstructured.Unstructured
+	opName  string
+	op      writeOp
+	content []byte
+	h, skip uint64
+	gen     string // why the cluster generated it; "" when it did not
+	author  author
+}
+
+// toTarget hands e to target i (t), or records why not; paths[i] becomes "" when the object is
+// not live for it.
+func (w *watcher) toTarget(i int, t target, e *event, paths []string) error {
+	obj := e.obj
+	if e.gen == "" || t.filter.keepGenerated {
+		w.skipped.setGenerated(i, key(obj), "") // it may have lost its controller owner
+	} else {
+		// Never written, so not live either: a file of it from before is deleted as an orphan.
+		paths[i] = ""
+		w.skipped.setGenerated(i, key(obj), e.gen)
+		if e.h != e.skip {
+			w.metrics.ChangesSkipped.WithLabelValues(e.gen).Inc()
+		}
+		return nil
+	}
+	selected, left := w.selects(i, obj)
+	left = left && e.opName != "" // a re-list leaves what it no longer selects to the orphan sync
+	if !selected {
+		paths[i] = "" // not live: a file of it from before is deleted as an orphan
+	}
+	if !left && (!selected || t.ops&e.op.bits == 0 || e.h == e.skip) {
+		return nil
+	}
+	credit, user, managers := e.author.get()
+	if why := t.filter.excludes(user, managers); why != "" {
+		w.skipped.changeSkipped(i, why)
+		w.metrics.ChangesSkipped.WithLabelValues(why).Inc()
+		return nil
+	}
+	if left { // relabelled out of the selection: its file leaves Git as a delete would
+		if t.ops&opDelete == 0 {
+			return nil
+		}
+		return t.sink.Enqueue(gitops.Change{Path: w.path(t, obj), Credit: credit, Summary: "delete " + w.describe(obj) + " (no longer selected)"})
+	}
+	c := gitops.Change{Path: paths[i], Credit: credit, Summary: e.op.verb + " " + w.describe(obj)}
+	var err error
+	if c.Content, c.Keep, err = seal(w.sealer, w.sel, t.recipients, e.content); err != nil {
+		// The error never holds the plaintext; the file, if any, stays as it was.
+		w.log.Error("seal object; skipped", "object", w.describe(obj), "destination", t.destination, "err", err)
+		return nil
+	}
+	return t.sink.Enqueue(c)
+}
+
+// author is who made a change, asked only once a target takes it: a record taken is gone, and
+// another watcher of the object (a rule whose labels select it) may need it.
+type author struct {
+	w         *watcher
+	obj       *unstructured.Unstructured
+	clean     map[string]any
+	opName    string
+	unchanged bool // a listed object, or a status-only update: nobody to credit
+
+	asked    bool
+	credit   gitops.Credit
+	user     string
+	managers []string
+}
+
+// get asks once, and returns the credit, the user credited and the object's newest field managers.
+func (a *author) get() (gitops.Credit, string, []string) {
+	if a.asked || a.opName == "" || a.unchanged {
+		return a.credit, a.user, a.managers
+	}
+	a.asked = true
+	a.managers = newestManagers(a.obj)
+	w := a.w
+	if _, off := w.authors.(noAuthors); off {
+		return a.credit, a.user, a.managers
+	}
+	// Authors key on the canonical JSON, as the admission webhook saw the object.
+	canon, err := sanitize.JSON(a.clean)
+	if err != nil {
+		return a.credit, a.user, a.managers // credited to the bot
+	}
+	var known bool
+	a.credit, known = w.authors.Author(a.opName, w.groupKind(), a.obj.GetNamespace(), a.obj.GetName(), canon)
+	if !known && a.opName == "CREATE" && w.selection.server != nil { // it may have been relabelled into the selector
+		a.credit, known = w.authors.Author("UPDATE", w.groupKind(), a.obj.GetNamespace(), a.obj.GetName(), canon)
+	}
+	if known {
+		a.user = a.credit.Author.Name
+	}
+	return a.credit, a.user, a.managers
 }
 
 // tooLarge reports an object whose file would exceed the cap: one such object must not bloat
@@ -369,12 +400,15 @@ func (w *watcher) tooLarge(obj *unstructured.Unstructured, size int) {
 	}, corev1.EventTypeWarning, "TooLargeForGit", msg)
 }
 
-// writeOps are the operations a write counts as, and its verb in commit messages, by what the
-// watch saw ("" for a listed object, which may be new or changed).
-var writeOps = map[string]struct {
+// writeOp is the operations a write counts as, and its verb in commit messages.
+type writeOp struct {
 	bits ops
 	verb string
-}{
+}
+
+// writeOps are the writeOp of what the watch saw ("" for a listed object, which may be new or
+// changed).
+var writeOps = map[string]writeOp{
 	"CREATE": {opCreate, "create"},
 	"UPDATE": {opUpdate, "update"},
 	"":       {opCreate | opUpdate, "sync"},

@@ -39,39 +39,10 @@ func (c *Controller) evaluate(ctx context.Context, d *dest, sels []Selection, e 
 	if e.Deleted {
 		return c.evaluateDeleted(ctx, d, sels, e)
 	}
-	if e.Link {
-		return nil, &Refused{Reason: ReasonNotAFile, Message: "a symbolic link or a submodule, not a file: only files are read"}
-	}
-	if e.Size > MaxDocumentBytes || e.Content == nil {
-		return nil, &Refused{Reason: ReasonTooLarge, Message: fmt.Sprintf("%d bytes, over the %d-byte limit", e.Size, MaxDocumentBytes)}
-	}
-	doc, err := ParseDocument(e.Content)
+	obj, gvr, err := admit(d, sels, e)
 	if err != nil {
 		return nil, err
 	}
-	obj := doc.Object
-	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
-	if err != nil {
-		return nil, &Refused{Reason: ReasonNotAnObject, Message: fmt.Sprintf("apiVersion %q: %v", obj.GetAPIVersion(), err)}
-	}
-	if gv.Group == "" && obj.GetKind() == "Secret" {
-		return nil, &Refused{Reason: ReasonSecret, Message: "Secrets are never proposed nor applied from Git"}
-	}
-	resource := resourceOf(sels, gv.Group, obj.GetKind())
-	if resource == "" {
-		return nil, notSelected(d, gv.Group, obj.GetKind(), obj.GetNamespace())
-	}
-	if _, err := CheckPath(d.folder, e.Path, obj, resource); err != nil {
-		return nil, err
-	}
-	sel := selectKind(sels, gv.Group, obj.GetKind(), obj.GetNamespace())
-	if sel == nil {
-		return nil, notSelected(d, gv.Group, obj.GetKind(), obj.GetNamespace())
-	}
-	if !sel.selectsLabels(obj) {
-		return nil, labelsNotSelected(d, e.Path, "the file's")
-	}
-	gvr := gv.WithResource(resource)
 	live, err := c.get(ctx, gvr, obj.GetNamespace(), obj.GetName())
 	if err != nil {
 		return nil, err
@@ -103,6 +74,46 @@ func (c *Controller) evaluate(ctx context.Context, d *dest, sels []Selection, e 
 	cand.liveRV, cand.liveDigest = live.GetResourceVersion(), digest(liveYAML)
 	cand.diff = UnifiedDiff(liveYAML, desiredYAML, "live", e.Path)
 	return cand, nil
+}
+
+// admit reads an edited file as the object write-back may act on, and its resource: a *Refused
+// error for a link, a file too large or unparseable, a Secret, or an object at a path that is not
+// its own or that the destination's rules do not select.
+func admit(d *dest, sels []Selection, e gitedits.Edit) (*unstructured.Unstructured, schema.GroupVersionResource, error) {
+	var none schema.GroupVersionResource
+	if e.Link {
+		return nil, none, &Refused{Reason: ReasonNotAFile, Message: "a symbolic link or a submodule, not a file: only files are read"}
+	}
+	if e.Size > MaxDocumentBytes || e.Content == nil {
+		return nil, none, &Refused{Reason: ReasonTooLarge, Message: fmt.Sprintf("%d bytes, over the %d-byte limit", e.Size, MaxDocumentBytes)}
+	}
+	doc, err := ParseDocument(e.Content)
+	if err != nil {
+		return nil, none, err
+	}
+	obj := doc.Object
+	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
+	if err != nil {
+		return nil, none, &Refused{Reason: ReasonNotAnObject, Message: fmt.Sprintf("apiVersion %q: %v", obj.GetAPIVersion(), err)}
+	}
+	if gv.Group == "" && obj.GetKind() == "Secret" {
+		return nil, none, &Refused{Reason: ReasonSecret, Message: "Secrets are never proposed nor applied from Git"}
+	}
+	resource := resourceOf(sels, gv.Group, obj.GetKind())
+	if resource == "" {
+		return nil, none, notSelected(d, gv.Group, obj.GetKind(), obj.GetNamespace())
+	}
+	if _, err := CheckPath(d.folder, e.Path, obj, resource); err != nil {
+		return nil, none, err
+	}
+	sel := selectKind(sels, gv.Group, obj.GetKind(), obj.GetNamespace())
+	if sel == nil {
+		return nil, none, notSelected(d, gv.Group, obj.GetKind(), obj.GetNamespace())
+	}
+	if !sel.selectsLabels(obj) {
+		return nil, none, labelsNotSelected(d, e.Path, "the file's")
+	}
+	return obj, gv.WithResource(resource), nil
 }
 
 // evaluateDeleted handles a file a person removed: a destroy of the live object, if any.

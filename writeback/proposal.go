@@ -58,22 +58,7 @@ func (c *Controller) open(ctx context.Context, d *dest, cand *candidate, auto bo
 			return old, false, nil // the same difference is already waiting
 		}
 	}
-	p := &crds.Proposal{
-		TypeMeta: metav1.TypeMeta{APIVersion: crds.GroupVersion.String(), Kind: crds.KindProposal},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      proposalName(d.obj.Name, cand.edit.Path, cand.edit.Commit, cand.desired),
-			Namespace: d.obj.Namespace,
-			Labels:    map[string]string{crds.LabelDestination: d.obj.Name},
-		},
-		Spec: crds.ProposalSpec{
-			DestinationRef: crds.LocalReference{Name: d.obj.Name},
-			Change:         cand.change, Target: cand.target, Path: cand.edit.Path,
-			SourceCommit: cand.edit.Commit,
-			Author:       crds.GitAuthor{Name: cand.edit.Author.Name, Email: cand.edit.Author.Email},
-			Desired:      string(cand.desired), Diff: cand.diff,
-			LiveResourceVersion: cand.liveRV, LiveDigest: cand.liveDigest,
-		},
-	}
+	p := newProposal(d, cand)
 	if err := c.mayWrite(d); err != nil {
 		return nil, false, err
 	}
@@ -113,6 +98,32 @@ func (c *Controller) open(ctx context.Context, d *dest, cand *candidate, auto bo
 	c.cfg.Metrics.ProposalsOpened.WithLabelValues(string(p.Spec.Change)).Inc()
 	c.recorder.Eventf(crds.ObjectReference(crds.KindProposal, p), corev1.EventTypeNormal, "Opened",
 		"%s %s from commit %s by %s", p.Spec.Change, targetName(p.Spec.Target), short(p.Spec.SourceCommit), p.Spec.Author.Name)
+	return p, true, c.supersede(ctx, d, p)
+}
+
+// newProposal is the Proposal of a candidate of destination d, as it is created.
+func newProposal(d *dest, cand *candidate) *crds.Proposal {
+	return &crds.Proposal{
+		TypeMeta: metav1.TypeMeta{APIVersion: crds.GroupVersion.String(), Kind: crds.KindProposal},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      proposalName(d.obj.Name, cand.edit.Path, cand.edit.Commit, cand.desired),
+			Namespace: d.obj.Namespace,
+			Labels:    map[string]string{crds.LabelDestination: d.obj.Name},
+		},
+		Spec: crds.ProposalSpec{
+			DestinationRef: crds.LocalReference{Name: d.obj.Name},
+			Change:         cand.change, Target: cand.target, Path: cand.edit.Path,
+			SourceCommit: cand.edit.Commit,
+			Author:       crds.GitAuthor{Name: cand.edit.Author.Name, Email: cand.edit.Author.Email},
+			Desired:      string(cand.desired), Diff: cand.diff,
+			LiveResourceVersion: cand.liveRV, LiveDigest: cand.liveDigest,
+		},
+	}
+}
+
+// supersede ends the older waiting proposals of p's file in its destination: p says what the
+// file says now.
+func (c *Controller) supersede(ctx context.Context, d *dest, p *crds.Proposal) error {
 	for _, old := range c.proposalsAt(p.Spec.Path) {
 		if old.Name == p.Name || old.Namespace != p.Namespace || old.Spec.DestinationRef.Name != d.obj.Name || !waiting(old) {
 			continue
@@ -122,10 +133,10 @@ func (c *Controller) open(ctx context.Context, d *dest, cand *candidate, auto bo
 			s.Message = "a newer edit of " + p.Spec.Path + " superseded it: " + p.Name
 			setApplied(s, metav1.ConditionFalse, reasonSuperseded, s.Message)
 		}); err != nil {
-			return p, true, err
+			return err
 		}
 	}
-	return p, true, nil
+	return nil
 }
 
 // setStatus writes a proposal's status (read fresh, changed by f, retried on conflicts) and

@@ -18,35 +18,13 @@ import (
 // auto-apply what may be, and record it all in a SyncRun. enabled is false when the destination
 // is gone or does not enable write-back (it is then not scheduled again).
 func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enabled bool, err error) {
-	namespace, name, _ := strings.Cut(key, "/")
-	d, err := c.destination(namespace, name)
-	if errors.Is(err, errNotWriteBack) {
-		return false, nil
-	}
-	if err != nil {
-		return true, err
-	}
-	if !d.writeBack().Enabled {
-		return false, nil
-	}
-	if admitted, err := c.admitted(d); !admitted {
-		return true, err // its repository does not admit it: write-back reads none of it either
-	}
-	if !c.owns(d) || c.mayWrite(d) != nil {
-		// Another replica owns its branch, or this one lost the branch's Lease: Resync runs it
-		// should this one take it (again).
-		return true, nil
+	d, enabled, err := c.runnable(key)
+	if d == nil {
+		return enabled, err
 	}
 	c.retryWriterless(d)
 	since := d.status().LastRevision
-	git := gitedits.Branch{Git: c.cfg.Git, URL: d.url, Name: d.branch}
-	q := gitedits.Query{Folder: d.folder, Since: since, Ours: c.cfg.Ours, MaxBytes: MaxDocumentBytes}
-	res, err := git.Edits(ctx, q)
-	lost := errors.Is(err, gitedits.ErrUnknownRevision) || errors.Is(err, gitedits.ErrHistoryTooLong)
-	if lost { // the history since the last run is gone (force-push) or too long: compare every file
-		q.Whole = true
-		res, err = git.Edits(ctx, q)
-	}
+	res, lost, err := c.edits(ctx, d, since)
 	switch {
 	case errors.Is(err, gitops.ErrStopped):
 		// The mirror has not started the destination's Git worker (yet): nothing to record, retry.
@@ -62,22 +40,67 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 		// idleRunSpacing, but the destination moves on.
 		return true, c.recordDestination(ctx, d, t, res.Tip, "")
 	}
+	return true, c.runEdits(ctx, d, t, since, res, lost, err)
+}
+
+// runnable is the destination "namespace/name" when this replica is to run its write-back now;
+// nil when not, with enabled false when it is gone or does not enable write-back (it is then not
+// scheduled again).
+func (c *Controller) runnable(key string) (d *dest, enabled bool, err error) {
+	namespace, name, _ := strings.Cut(key, "/")
+	d, err = c.destination(namespace, name)
+	switch {
+	case errors.Is(err, errNotWriteBack):
+		return nil, false, nil
+	case err != nil:
+		return nil, true, err
+	case !d.writeBack().Enabled:
+		return nil, false, nil
+	}
+	if admitted, err := c.admitted(d); !admitted {
+		return nil, true, err // its repository does not admit it: write-back reads none of it either
+	}
+	if !c.owns(d) || c.mayWrite(d) != nil {
+		// Another replica owns its branch, or this one lost the branch's Lease: Resync runs it
+		// should this one take it (again).
+		return nil, true, nil
+	}
+	return d, true, nil
+}
+
+// edits reads what people pushed to d since the revision since; lost says the history since
+// then is gone (force-push) or too long, so every file was read.
+func (c *Controller) edits(ctx context.Context, d *dest, since string) (gitedits.Result, bool, error) {
+	git := gitedits.Branch{Git: c.cfg.Git, URL: d.url, Name: d.branch}
+	q := gitedits.Query{Folder: d.folder, Since: since, Ours: c.cfg.Ours, MaxBytes: MaxDocumentBytes}
+	res, err := git.Edits(ctx, q)
+	lost := errors.Is(err, gitedits.ErrUnknownRevision) || errors.Is(err, gitedits.ErrHistoryTooLong)
+	if lost {
+		q.Whole = true
+		res, err = git.Edits(ctx, q)
+	}
+	return res, lost, err
+}
+
+// runEdits records a SyncRun of the edits read (readErr when they could not be), opening and
+// auto-applying their proposals, and moves the destination on when the run was complete.
+func (c *Controller) runEdits(ctx context.Context, d *dest, t trigger, since string, res gitedits.Result, lost bool, readErr error) error {
 	base := since
 	if res.Base != "" {
 		base = res.Base
 	}
-	run, runErr := c.startRun(ctx, d, t.kind, base)
-	if errors.Is(runErr, ErrFenced) {
-		return true, nil // deposed meanwhile: the owner runs it
+	run, err := c.startRun(ctx, d, t.kind, base)
+	if errors.Is(err, ErrFenced) {
+		return nil // deposed meanwhile: the owner runs it
 	}
-	if runErr != nil {
-		return true, runErr
+	if err != nil {
+		return err
 	}
 	run.obj.Status.Revision = res.Tip
 	switch {
-	case err != nil:
+	case readErr != nil:
 		run.obj.Status.Revision = ""
-		run.fail(fmt.Errorf("read the edits of %s@%s: %w", d.url, d.obj.Spec.Branch, err))
+		run.fail(fmt.Errorf("read the edits of %s@%s: %w", d.url, d.obj.Spec.Branch, readErr))
 	case lost:
 		run.note = fmt.Sprintf("revision %s is no longer in the history of %s (force-pushed?) or too far from its tip: "+
 			"every file under the folder was compared with the cluster", short(since), d.obj.Spec.Branch)
@@ -99,7 +122,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 		// whole folder again), and the proposals it already opened are found, not opened twice.
 		next = run.obj.Status.Revision
 	}
-	return true, errors.Join(finishErr, c.recordDestination(ctx, d, t, next, run.obj.Name))
+	return errors.Join(finishErr, c.recordDestination(ctx, d, t, next, run.obj.Name))
 }
 
 // consider turns the edits into proposals, at most MaxPerTick new ones.

@@ -74,6 +74,33 @@ func (c *Controller) startRun(ctx context.Context, d *dest, trigger, base string
 // finishRun completes the SyncRun: its phase, counts, error, condition and an Event.
 func (c *Controller) finishRun(ctx context.Context, d *dest, r *runRecord) error {
 	st := &r.obj.Status
+	message := r.complete()
+	if c.mayWrite(d) != nil {
+		return nil // deposed meanwhile: the run stays as it was, the owner runs again
+	}
+	c.cfg.Metrics.SyncRuns.WithLabelValues(strings.ToLower(string(st.Phase))).Inc()
+	u, err := crds.ToUnstructured(r.obj)
+	if err != nil {
+		return err
+	}
+	if _, err := c.dyn.Resource(crds.SyncRuns).Namespace(r.obj.Namespace).Update(ctx, u, metav1.UpdateOptions{FieldManager: crds.FieldManager}); err != nil {
+		return fmt.Errorf("complete SyncRun %s/%s: %w", r.obj.Namespace, r.obj.Name, err)
+	}
+	eventType := corev1.EventTypeNormal
+	if st.Phase == crds.SyncRunFailed {
+		eventType = corev1.EventTypeWarning
+	}
+	c.recorder.Event(crds.ObjectReference(crds.KindSyncRun, r.obj), eventType, string(st.Phase), message)
+	c.cfg.Log.Info("write-back run", "destination", d.key, "run", r.obj.Name, "phase", st.Phase, "revision", short(st.Revision),
+		"differences", st.DifferenceTotal, "opened", st.ProposalsOpened, "applied", st.Applied, "refused", st.RefusedTotal, "error", st.Error)
+	c.prune(ctx, d)
+	return nil
+}
+
+// complete fills the run's status as it ended (its differences, phase and Complete condition),
+// and returns what it says of it.
+func (r *runRecord) complete() string {
+	st := &r.obj.Status
 	completed := metav1.Now()
 	st.CompletedAt = &completed
 	for k, n := range r.counts {
@@ -112,26 +139,7 @@ func (c *Controller) finishRun(ctx context.Context, d *dest, r *runRecord) error
 		Type: crds.ConditionComplete, Status: status, Reason: string(st.Phase), Message: truncate(message, 32<<10),
 		ObservedGeneration: r.obj.Generation,
 	})
-	if c.mayWrite(d) != nil {
-		return nil // deposed meanwhile: the run stays as it was, the owner runs again
-	}
-	c.cfg.Metrics.SyncRuns.WithLabelValues(strings.ToLower(string(st.Phase))).Inc()
-	u, err := crds.ToUnstructured(r.obj)
-	if err != nil {
-		return err
-	}
-	if _, err := c.dyn.Resource(crds.SyncRuns).Namespace(r.obj.Namespace).Update(ctx, u, metav1.UpdateOptions{FieldManager: crds.FieldManager}); err != nil {
-		return fmt.Errorf("complete SyncRun %s/%s: %w", r.obj.Namespace, r.obj.Name, err)
-	}
-	eventType := corev1.EventTypeNormal
-	if st.Phase == crds.SyncRunFailed {
-		eventType = corev1.EventTypeWarning
-	}
-	c.recorder.Event(crds.ObjectReference(crds.KindSyncRun, r.obj), eventType, string(st.Phase), message)
-	c.cfg.Log.Info("write-back run", "destination", d.key, "run", r.obj.Name, "phase", st.Phase, "revision", short(st.Revision),
-		"differences", st.DifferenceTotal, "opened", st.ProposalsOpened, "applied", st.Applied, "refused", st.RefusedTotal, "error", st.Error)
-	c.prune(ctx, d)
-	return nil
+	return message
 }
 
 // recordDestination writes the destination's write-back status: the revision the next run starts
