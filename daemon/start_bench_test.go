@@ -18,10 +18,10 @@ import (
 
 // BenchmarkStartToFirstFile applies the configuration and 2,000 ConfigMaps before the daemon
 // starts and prints how long after the process starts the first file and then all 2,000 are on
-// the remote, and the CPU the process used by then, in two shapes: a restart as in production
+// the remote, and the CPU the process used by then, in three shapes: a restart as in production
 // (the daemon's namespace there, write-back off), and a newcomer's local run (its namespace
-// missing, which the daemon creates, and write-back on while its admission policies are being
-// installed). With GITOPS_REVERSER_BENCH_LOG=1 it also prints the daemon's log, to see what the
+// missing, which the daemon creates), with write-back off and with it on while its admission
+// policies are being installed. With GITOPS_REVERSER_BENCH_LOG=1 it also prints the daemon's log, to see what the
 // start waits for.
 func BenchmarkStartToFirstFile(b *testing.B) {
 	planes.Lend(b)
@@ -33,8 +33,10 @@ func BenchmarkStartToFirstFile(b *testing.B) {
 			before    string
 		}{
 			{"a restart with the config in place", false, nil, beforeFirstFile},
-			{"a local run, its namespace missing, write-back on", true,
+			{"a local run, its namespace missing, write-back off", false,
 				[]string{"--namespace", fmt.Sprintf("bench-home-%d-%d", i, time.Now().UnixNano()%1e6)}, beforeFirstFileNewcomer},
+			{"a local run, its namespace missing, write-back on", true,
+				[]string{"--namespace", fmt.Sprintf("bench-home-wb-%d-%d", i, time.Now().UnixNano()%1e6)}, beforeFirstFileNewcomer},
 		} {
 			m := newMirrorBench(b, fmt.Sprintf("bench-start-%d", time.Now().UnixNano()))
 			if shape.writeBack {
