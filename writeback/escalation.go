@@ -132,13 +132,16 @@ func (q permission) String() string {
 }
 
 // permissions spells rules out one verb, group, resource and name at a time ("*" stays "*",
-// which RBAC's authorizer matches only against a rule that grants "*"), in namespace ns.
+// which RBAC's authorizer matches only against a rule that grants "*"), in namespace ns. Bound in a
+// namespace, a ClusterRole's non-resource URLs grant nothing, so they are asked only cluster-wide.
 func permissions(rules []rbacv1.PolicyRule, ns string) []permission {
 	var out []permission
 	for _, r := range rules {
 		for _, verb := range r.Verbs {
 			for _, url := range r.NonResourceURLs {
-				out = append(out, permission{nonResource: &authorizationv1.NonResourceAttributes{Path: url, Verb: verb}})
+				if ns == "" {
+					out = append(out, permission{nonResource: &authorizationv1.NonResourceAttributes{Path: url, Verb: verb}})
+				}
 			}
 			names := r.ResourceNames
 			if len(names) == 0 {

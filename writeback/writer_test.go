@@ -1,8 +1,11 @@
 package writeback
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -64,5 +67,29 @@ func TestWritesAsConditionSaysWhatToAdd(t *testing.T) {
 	missing := writersCondition([]Selection{{GVR: cms, Writers: []Writer{named, {Rule: "WatchRule team-a/extra"}}}})
 	if missing.Status != metav1.ConditionFalse || missing.Reason != ReasonNoServiceAccount || !strings.Contains(missing.Message, "WatchRule team-a/extra names no ServiceAccount") {
 		t.Errorf("with a rule naming none: %+v", missing)
+	}
+}
+
+// TestPermissionsSpellOutARole: a Role's rules become one SubjectAccessReview per verb, group,
+// resource (with its subresource) and name, "*" kept as "*"; a ClusterRole's non-resource URLs only
+// where it is bound cluster-wide.
+func TestPermissionsSpellOutARole(t *testing.T) {
+	rules := []rbacv1.PolicyRule{
+		{Verbs: []string{"get", "patch"}, APIGroups: []string{""}, Resources: []string{"pods/log"}, ResourceNames: []string{"a"}},
+		{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}},
+		{Verbs: []string{"get"}, NonResourceURLs: []string{"/healthz"}},
+	}
+	spell := func(ns string) []string {
+		var out []string
+		for _, q := range permissions(rules, ns) {
+			out = append(out, q.String())
+		}
+		return out
+	}
+	if got, want := spell("team-a"), []string{"get pods/log/a", "patch pods/log/a", "* *.*"}; !slices.Equal(got, want) {
+		t.Errorf("in a namespace: %q, want %q", got, want)
+	}
+	if got := spell(""); len(got) != 4 || got[3] != "get /healthz" {
+		t.Errorf("cluster-wide: %q, want the non-resource URL last", got)
 	}
 }
