@@ -193,7 +193,8 @@ var notExercised = map[string]string{
 	"list watchrules.configbutler.ai":        "the configuration informers, on apiservers without WatchList",
 	"list clusterwatchrules.configbutler.ai": "the configuration informers, on apiservers without WatchList",
 	"list secrets":                           "the credentials Secret watch, on apiservers without WatchList",
-	// The write-back controller is not wired into the daemon yet.
+	// This scenario enables write-back on no destination: TestShippedWriteBackActsOnlyAsTheRulesServiceAccount
+	// runs it under the shipped RBAC.
 	"get proposals.configbutler.ai":                    writeBackExercised,
 	"list proposals.configbutler.ai":                   writeBackExercised,
 	"watch proposals.configbutler.ai":                  writeBackExercised,
@@ -227,7 +228,7 @@ var notExercised = map[string]string{
 
 const approverPoliciesRemoved = "--approver-policy=validating or none removes the daemon's own policies (crds.InstallApproverPolicies)"
 
-const writeBackExercised = "write-back (writeback package) — exercised by writeback tests"
+const writeBackExercised = "write-back — exercised by TestShippedWriteBackActsOnlyAsTheRulesServiceAccount and the writeback tests"
 
 const receiversExercised = "receivers (issue 10) — exercised once the receiver server lands"
 
