@@ -96,8 +96,9 @@ func buildLeaderParts(ctx context.Context, s shared, cfg Config, d leaderDeps) (
 // instead of failing, so only the mirror's own errors end it. The mirror starts once its own kinds
 // are served and the files of waiting proposals are held (where write-back is on, once the
 // Proposal kind is served); the parts beside it once every CRD is established and the approver
-// policies are enforced: the mirror waits for neither. The mirror stops first (it flushes its workers), then the parts beside it;
-// attribution last: the mirror reads the correlation store until its last watch event.
+// policies are enforced: the mirror waits for neither. The mirror stops first (it flushes its
+// workers), then the parts beside it; attribution last: the mirror reads the correlation store
+// until its last watch event.
 func (p *leaderParts) Run(ctx context.Context) error {
 	inst := p.crds
 	errs := make([]error, len(p.beside)+2)
