@@ -336,3 +336,48 @@ func (h *heist) allowed(user, verb, group, resource string) {
 		return err == nil && got.Status.Allowed, fmt.Sprint(err)
 	})
 }
+
+// TestClusterWatchRuleWritesBackAsItsServiceAccount: a ClusterWatchRule that names no
+// ServiceAccount writes nothing back: an edit its destination would auto-apply waits
+// (NoServiceAccount, saying to set spec.serviceAccountRef), and the cluster stays as it was. Once
+// the rule names one, the waiting proposal is applied at the next run, as that ServiceAccount:
+// nothing was lost on the way, as for a destination that wrote back before the upgrade.
+func TestClusterWatchRuleWritesBackAsItsServiceAccount(t *testing.T) {
+	planes.Lend(t)
+	const ns, rule = "cwr-wb", "cwr-wb-configmaps"
+	ctx := context.Background()
+	w := newWBWorld(t, ns, crds.WriteBack{Enabled: true, AutoApply: true}, func(w *wbWorld) {
+		if err := w.dyn.Resource(crds.WatchRules).Namespace(ns).Delete(ctx, "cms", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		createAs(t, w.dyn, crds.ClusterWatchRules, &crds.ClusterWatchRule{ObjectMeta: metav1.ObjectMeta{Name: rule},
+			Spec: crds.ClusterWatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "dest", Namespace: ns}, Rules: []crds.ClusterResourceRule{{
+				ResourceRule: crds.ResourceRule{Resources: []string{"configmaps"}}, Scope: crds.ScopeNamespaced,
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}}}}})
+		t.Cleanup(func() { _ = w.dyn.Resource(crds.ClusterWatchRules).Delete(context.Background(), rule, metav1.DeleteOptions{}) })
+	})
+	w.configMap("tuned", map[string]string{"color": "blue"})
+	path := w.cmPath("tuned")
+	w.edit(map[string]string{path: w.replace(w.liveYAML("tuned"), "color: blue", "color: green")})
+	w.syncNow()
+	p := w.waitProposal(path, "the auto-apply waiting for a ServiceAccount", func(p *crds.Proposal) bool {
+		c := conditionOf(p, crds.ConditionApplied)
+		return p.Status.Phase == crds.PhasePending && c != nil && c.Reason == writeback.ReasonNoServiceAccount
+	})
+	if !strings.Contains(p.Status.Message, "spec.serviceAccountRef") || !strings.Contains(p.Status.Message, "ClusterWatchRule "+rule) {
+		t.Errorf("the waiting proposal does not say what to add: %s", p.Status.Message)
+	}
+	if got := w.liveColor("tuned"); got != "blue" {
+		t.Fatalf("a rule naming no ServiceAccount changed the cluster: color %q", got)
+	}
+
+	if _, err := w.dyn.Resource(crds.ClusterWatchRules).Patch(ctx, rule, types.MergePatchType,
+		[]byte(`{"spec":{"serviceAccountRef":{"name":"writer","namespace":"`+ns+`"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "the waiting proposal applied as the rule's ServiceAccount", func() (bool, string) {
+		w.syncNow() // the selections follow the rule a moment after its change; each run tries again
+		return w.liveColor("tuned") == "green", "color " + w.liveColor("tuned")
+	}, w.d.FailFast())
+	w.waitProposal(path, "the proposal applied", func(q *crds.Proposal) bool { return q.Name == p.Name && q.Status.Phase == crds.PhaseApplied })
+}
