@@ -354,7 +354,9 @@ func TestClusterWatchRuleWritesBackAsItsServiceAccount(t *testing.T) {
 			Spec: crds.ClusterWatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "dest", Namespace: ns}, Rules: []crds.ClusterResourceRule{{
 				ResourceRule: crds.ResourceRule{Resources: []string{"configmaps"}}, Scope: crds.ScopeNamespaced,
 				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}}}}})
-		t.Cleanup(func() { _ = w.dyn.Resource(crds.ClusterWatchRules).Delete(context.Background(), rule, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = w.dyn.Resource(crds.ClusterWatchRules).Delete(context.Background(), rule, metav1.DeleteOptions{})
+		})
 	})
 	w.configMap("tuned", map[string]string{"color": "blue"})
 	path := w.cmPath("tuned")
