@@ -91,9 +91,9 @@ func writerOf(d *dest, sels []Selection, target crds.ProposalTarget) (sa crds.Se
 		for _, w := range s.Writers {
 			switch {
 			case w.ServiceAccount == crds.ServiceAccountReference{}:
-				unnamed = appendWriter(unnamed, w)
+				unnamed = append(unnamed, w)
 			case !slices.ContainsFunc(named, func(n Writer) bool { return n.ServiceAccount == w.ServiceAccount }):
-				named = appendWriter(named, w)
+				named = append(named, w)
 			}
 		}
 	}
@@ -122,13 +122,6 @@ func nameAServiceAccount(rule string) string {
 	ns, name, _ := strings.Cut(strings.TrimPrefix(rule, crds.KindWatchRule+" "), "/")
 	return fmt.Sprintf("set spec.serviceAccountName on WatchRule %s/%s to a ServiceAccount of %s that may make the change, and annotate it "+
 		"%s=%s (or start the daemon with --default-service-account); docs/write-back.md has a ready Role", ns, name, ns, crds.AnnotationWatchRules, name)
-}
-
-func appendWriter(ws []Writer, w Writer) []Writer {
-	if slices.Contains(ws, w) {
-		return ws
-	}
-	return append(ws, w)
 }
 
 // writersCondition is ConditionWritesAs for a destination's selections.
