@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
 	"github.com/cloudevents/sdk-go/v2/binding"
-	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 )
 
 // cdeventsTypePrefix starts every CDEvents type; any other CloudEvent is not a CDEvent.
@@ -99,11 +97,10 @@ type cdeventBody struct {
 // Authentication is not checked here: the server verifies the token or HMAC
 // before calling. Every error is a *CDEventRefusal.
 func ParseCDEvent(r *http.Request, body []byte, events []string) (CDEvent, error) {
-	if cehttp.IsHTTPBatch(r.Header) {
+	if isCloudEventBatch(r.Header) {
 		return CDEvent{}, cdeventRefuse(http.StatusBadRequest, cdeventUnparseable, "batched CloudEvents are not accepted")
 	}
-	msg := cehttp.NewMessage(r.Header, io.NopCloser(bytes.NewReader(body)))
-	ev, err := binding.ToEvent(r.Context(), msg)
+	ev, err := binding.ToEvent(r.Context(), newRequestMessage(r.Header, body))
 	if err != nil {
 		if errors.Is(err, binding.ErrUnknownEncoding) {
 			return CDEvent{}, cdeventRefuse(http.StatusBadRequest, cdeventUnparseable,

@@ -5,8 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"reflect"
 
-	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -63,7 +63,7 @@ func (c *Controller) evaluate(ctx context.Context, d *dest, sels []Selection, e 
 		return cand, nil
 	}
 	liveClean := sanitize.Object(live.Object)
-	if cmp.Equal(desired, liveClean) {
+	if reflect.DeepEqual(desired, liveClean) {
 		return nil, nil
 	}
 	liveYAML, err := sanitize.YAML(liveClean)
