@@ -17,6 +17,7 @@ func Object(obj map[string]any) map[string]any {
 		return nil
 	}
 	service := obj["apiVersion"] == "v1" && obj["kind"] == "Service"
+	job := obj["apiVersion"] == "batch/v1" && obj["kind"] == "Job"
 	out := make(map[string]any, len(obj))
 	for k, v := range obj {
 		switch k {
@@ -35,7 +36,45 @@ func Object(obj map[string]any) map[string]any {
 		}
 		out[k] = copyValue(v)
 	}
+	if job {
+		dropGeneratedJobFields(out)
+	}
 	return out
+}
+
+// jobUIDLabels are the labels the apiserver derives from a Job's uid and puts on the Job and its
+// Pod template. A Job created again gets a new uid, so it cannot carry them.
+var jobUIDLabels = []string{"controller-uid", "batch.kubernetes.io/controller-uid"}
+
+// dropGeneratedJobFields removes from a Job (a copy of ours) what the apiserver generated from its
+// uid, unless spec.manualSelector says the user chose the selector: the selector and the uid
+// labels. Kept, they make the file unrestorable: the apiserver refuses a Job whose selector it
+// did not generate ("`selector` not auto-generated").
+func dropGeneratedJobFields(job map[string]any) {
+	spec, _ := job["spec"].(map[string]any)
+	if spec == nil || spec["manualSelector"] == true {
+		return
+	}
+	delete(spec, "selector")
+	if template, _ := spec["template"].(map[string]any); template != nil {
+		dropJobUIDLabels(template)
+	}
+	dropJobUIDLabels(job)
+}
+
+// dropJobUIDLabels removes jobUIDLabels from the metadata of obj, and labels when none is left.
+func dropJobUIDLabels(obj map[string]any) {
+	meta, _ := obj["metadata"].(map[string]any)
+	labels, _ := meta["labels"].(map[string]any)
+	if labels == nil {
+		return
+	}
+	for _, k := range jobUIDLabels {
+		delete(labels, k)
+	}
+	if len(labels) == 0 {
+		delete(meta, "labels")
+	}
 }
 
 // metadata copies ObjectMeta without the fields the apiserver or controllers set.

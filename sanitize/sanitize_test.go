@@ -182,3 +182,36 @@ func TestServiceLosesAllocatedIPsButKeepsHeadless(t *testing.T) {
 		})
 	}
 }
+
+// A Job as the apiserver returns it carries a selector and labels made from its uid; created
+// again from its file, it would be refused. Unless the user chose the selector (manualSelector).
+func TestJobLosesWhatTheApiserverMadeFromItsUID(t *testing.T) {
+	job := func(manual bool) map[string]any {
+		uidLabels := func(extra map[string]any) map[string]any {
+			m := map[string]any{"controller-uid": "u-1", "batch.kubernetes.io/controller-uid": "u-1", "job-name": "pi"}
+			for k, v := range extra {
+				m[k] = v
+			}
+			return m
+		}
+		spec := map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]any{"batch.kubernetes.io/controller-uid": "u-1"}},
+			"template": map[string]any{"metadata": map[string]any{"labels": uidLabels(map[string]any{"app": "pi"})}},
+		}
+		if manual {
+			spec["manualSelector"] = true
+		}
+		return map[string]any{"apiVersion": "batch/v1", "kind": "Job",
+			"metadata": map[string]any{"name": "pi", "labels": uidLabels(nil)}, "spec": spec}
+	}
+	got := Object(job(false))
+	want := map[string]any{"apiVersion": "batch/v1", "kind": "Job",
+		"metadata": map[string]any{"name": "pi", "labels": map[string]any{"job-name": "pi"}},
+		"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "pi", "job-name": "pi"}}}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("generated selector (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(job(true), Object(job(true))); diff != "" {
+		t.Errorf("a manual selector is the user's (-want +got):\n%s", diff)
+	}
+}

@@ -154,10 +154,27 @@ func matches(patterns []string, value string) bool {
 }
 
 func selectsResource(patterns []string, res APIResource, watchAll bool) bool {
+	if slices.Contains(patterns, res.Resource) {
+		return true
+	}
+	if apiserverMade[res.GroupResource()] {
+		return false // only when named
+	}
 	if len(patterns) == 0 {
 		return watchAll || inDefaultSet(res)
 	}
-	return slices.Contains(patterns, "*") || slices.Contains(patterns, res.Resource)
+	return slices.Contains(patterns, "*")
+}
+
+// apiserverMade are resources whose objects the apiserver makes and keeps for itself: API
+// priority and fairness' suggested and mandatory configuration, which it rewrites, and the
+// Service IP allocations and ranges. A rule selects them only by naming them, "*" included:
+// restored into another cluster, they would fight that cluster's own (docs/restore.md).
+var apiserverMade = map[schema.GroupResource]bool{
+	{Group: "flowcontrol.apiserver.k8s.io", Resource: "flowschemas"}:                 true,
+	{Group: "flowcontrol.apiserver.k8s.io", Resource: "prioritylevelconfigurations"}: true,
+	{Group: "networking.k8s.io", Resource: "ipaddresses"}:                            true,
+	{Group: "networking.k8s.io", Resource: "servicecidrs"}:                           true,
 }
 
 // pickVersion chooses the preferred version when the rule allows it, else the first allowed one.

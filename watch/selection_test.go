@@ -21,6 +21,8 @@ var served = []APIResource{
 	{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Kind: "ClusterRole", Versions: []string{"v1"}},
 	{Group: "coordination.k8s.io", Resource: "leases", Kind: "Lease", Versions: []string{"v1"}, Namespaced: true},
 	{Group: "example.com", Resource: "widgets", Kind: "Widget", Versions: []string{"v2", "v1"}, Namespaced: true},
+	{Group: "flowcontrol.apiserver.k8s.io", Resource: "flowschemas", Kind: "FlowSchema", Versions: []string{"v1"}},
+	{Group: "networking.k8s.io", Resource: "ipaddresses", Kind: "IPAddress", Versions: []string{"v1"}},
 }
 
 // names lists the selections as resource.group@version/namespace, sorted.
@@ -86,6 +88,17 @@ func TestExpandRules(t *testing.T) {
 			name:  "cluster scope selects only cluster-scoped resources",
 			rules: []ruleSpec{{clusterScoped: true}},
 			want:  []string{"clusterroles.rbac.authorization.k8s.io@v1/", "namespaces@v1/"},
+		},
+		{
+			name:  "what the apiserver makes for itself is left out of everything, wildcard and watch-all too",
+			rules: []ruleSpec{{clusterScoped: true, ResourceRule: crds.ResourceRule{Resources: []string{"*"}}}},
+			opts:  ExpandOptions{WatchAll: true},
+			want:  []string{"clusterroles.rbac.authorization.k8s.io@v1/", "namespaces@v1/"},
+		},
+		{
+			name:  "what the apiserver makes for itself is selected when a rule names it",
+			rules: []ruleSpec{{clusterScoped: true, ResourceRule: crds.ResourceRule{Resources: []string{"flowschemas", "ipaddresses"}}}},
+			want:  []string{"flowschemas.flowcontrol.apiserver.k8s.io@v1/", "ipaddresses.networking.k8s.io@v1/"},
 		},
 		{
 			name:  "apiVersions picks a non-preferred version when asked",
