@@ -71,6 +71,7 @@ func Commands() []*cli.Command {
 			Flags:     kubeFlags(),
 			Action:    run(syncNow),
 		},
+		restoreCommand(),
 	}
 	setUsageErrors(cmds)
 	return cmds

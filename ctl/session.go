@@ -29,7 +29,8 @@ var errNoKubeconfig = errors.New("no kubeconfig found: give --kubeconfig or set 
 
 // session is one command's connection to the cluster as the user, and where it writes.
 type session struct {
-	dyn dynamic.Interface
+	dyn    dynamic.Interface
+	config *rest.Config // as the user, for what dyn does not do (restore's discovery)
 	// namespace is the one to read and write in; "" with allNamespaces.
 	namespace     string
 	allNamespaces bool
@@ -80,6 +81,7 @@ func newSession(c *cli.Context) (*session, error) {
 	}
 	cfg.Timeout = requestTimeout
 	cfg.WarningHandler = rest.NewWarningWriter(s.stderr, rest.WarningWriterOptions{Deduplicate: true})
+	s.config = cfg
 	if s.dyn, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, &exitError{err: fmt.Errorf("build a client: %w", err), code: exitFailed}
 	}

@@ -1,0 +1,225 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+)
+
+// applier applies the objects of one restore.
+type applier struct {
+	opts    Options
+	dyn     dynamic.Interface
+	mapper  *restmapper.DeferredDiscoveryRESTMapper
+	workers int
+
+	mu          sync.Mutex
+	done, total int
+}
+
+var (
+	crdGVR  = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	crdKind = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
+)
+
+// choose marks what is left out (by default or by the selectors) and returns the items to apply.
+func (a *applier) choose(items []item) []*item {
+	var todo []*item
+	for i := range items {
+		it := &items[i]
+		if it.obj == nil || it.Outcome != "" {
+			continue
+		}
+		if reason := leftOutByDefault(it.obj, a.opts.IncludeConfiguration); reason != "" {
+			it.Outcome, it.Reason = LeftOut, reason
+			continue
+		}
+		if !selected(it.obj, a.opts.Only, a.opts.Exclude) {
+			it.Outcome, it.Reason = LeftOut, "not selected (--only, --exclude)"
+			continue
+		}
+		todo = append(todo, it)
+	}
+	return todo
+}
+
+// splitCRDs separates the CustomResourceDefinitions, applied first.
+func splitCRDs(items []*item) (crds, rest []*item) {
+	for _, it := range items {
+		if it.obj.GroupVersionKind().GroupKind() == crdKind {
+			it.gvr, it.wave = crdGVR, waveCRDs
+			crds = append(crds, it)
+		} else {
+			rest = append(rest, it)
+		}
+	}
+	return crds, rest
+}
+
+// awaitEstablished waits until every CRD restored is Established (or the wait times out: their
+// custom resources then fail, each saying the kind is not served), then forgets discovery so the
+// new kinds are found.
+func (a *applier) awaitEstablished(ctx context.Context, crds []*item) {
+	if len(crds) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, crdEstablishTimeout)
+	defer cancel()
+	for _, it := range crds {
+		if it.Outcome == Failed || a.opts.DryRun {
+			continue
+		}
+		for ctx.Err() == nil {
+			live, err := a.dyn.Resource(crdGVR).Get(ctx, it.Name, metav1.GetOptions{})
+			if err == nil && established(live) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	a.mapper.Reset()
+}
+
+func established(crd *unstructured.Unstructured) bool {
+	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// resolve finds each item's resource and scope in discovery, and so its wave; an item whose kind
+// the cluster does not serve fails here.
+func (a *applier) resolve(items []*item) []*item {
+	var ok []*item
+	for _, it := range items {
+		gvk := it.obj.GroupVersionKind()
+		m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			reason := fmt.Sprintf("the cluster does not serve %s: %v", gvk.GroupVersion().WithKind(gvk.Kind), err)
+			if meta.IsNoMatchError(err) {
+				reason = fmt.Sprintf("the cluster does not serve %s (its CRD is not in the folder, or the API is off)", gvk.GroupVersion().WithKind(gvk.Kind))
+			}
+			a.finish(it, Failed, reason)
+			continue
+		}
+		it.gvr, it.namespaced = m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace
+		it.wave = waveOf(it.obj, it.namespaced)
+		ok = append(ok, it)
+	}
+	return ok
+}
+
+// applyWave applies items, a.workers at a time, and returns when all are done.
+func (a *applier) applyWave(ctx context.Context, items []*item) {
+	next := make(chan *item)
+	var wg sync.WaitGroup
+	for range min(a.workers, len(items)) {
+		wg.Go(func() {
+			for it := range next {
+				outcome, reason := a.apply(ctx, it)
+				a.finish(it, outcome, reason)
+			}
+		})
+	}
+	for _, it := range items {
+		next <- it
+	}
+	close(next)
+	wg.Wait()
+}
+
+// apply applies one object with server-side apply as FieldManager, forcing ownership of the
+// fields the file sets (the file is what the object is to be), and says what changed: compared
+// with the object before, apart from its bookkeeping (resourceVersion, managedFields).
+func (a *applier) apply(ctx context.Context, it *item) (Outcome, string) {
+	obj := prepared(it.obj, it.namespaced)
+	if it.namespaced && obj.GetNamespace() == "" {
+		return Failed, "a namespaced object without metadata.namespace"
+	}
+	client := a.dyn.Resource(it.gvr).Namespace(obj.GetNamespace())
+	before, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return Failed, fromServer("read", err)
+	}
+	if err != nil {
+		before = nil
+	}
+	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	if a.opts.DryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	after, err := client.Apply(ctx, obj.GetName(), obj, opts)
+	if err != nil {
+		return Failed, fromServer("apply", err)
+	}
+	switch {
+	case before == nil:
+		return Created, ""
+	case sameContent(before, after):
+		return Unchanged, ""
+	}
+	return Changed, ""
+}
+
+// prepared is the object to send: what the file holds, without the fields the server assigns
+// (should a file carry them) and without a namespace for a cluster-scoped kind.
+func prepared(obj *unstructured.Unstructured, namespaced bool) *unstructured.Unstructured {
+	out := obj.DeepCopy()
+	for _, f := range []string{"resourceVersion", "uid", "generation", "creationTimestamp", "managedFields", "selfLink"} {
+		unstructured.RemoveNestedField(out.Object, "metadata", f)
+	}
+	unstructured.RemoveNestedField(out.Object, "status")
+	if !namespaced {
+		out.SetNamespace("")
+	}
+	return out
+}
+
+// sameContent compares two states of an object apart from its bookkeeping.
+func sameContent(a, b *unstructured.Unstructured) bool {
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		c := u.DeepCopy()
+		for _, f := range []string{"resourceVersion", "managedFields", "generation"} {
+			unstructured.RemoveNestedField(c.Object, "metadata", f)
+		}
+		return c.Object
+	}
+	return reflect.DeepEqual(strip(a), strip(b))
+}
+
+// fromServer says what failed and, for an answer of the apiserver, its reason as kubectl does.
+func fromServer(doing string, err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Reason != "" {
+		return fmt.Sprintf("%s: error from server (%s): %s", doing, status.Status().Reason, status.Status().Message)
+	}
+	return fmt.Sprintf("%s: %v", doing, err)
+}
+
+// finish records an item's outcome and tells the progress.
+func (a *applier) finish(it *item, outcome Outcome, reason string) {
+	it.Outcome, it.Reason = outcome, reason
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.done++
+	if a.opts.Progress != nil {
+		a.opts.Progress(a.done, a.total, it.Result)
+	}
+}
