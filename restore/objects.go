@@ -50,6 +50,14 @@ func parse(files []file, identities []string) []item {
 			items = append(items, failedFile(f.path, nil, fmt.Sprintf("not YAML a Kubernetes object can be read from: %v", err)))
 			continue
 		}
+		if sops.IsEncrypted(f.data) {
+			for _, obj := range objs { // the mirror's record of the plaintext, not the Secret's
+				unstructured.RemoveNestedField(obj.Object, "metadata", "annotations", sops.DigestAnnotation)
+				if len(obj.GetAnnotations()) == 0 {
+					unstructured.RemoveNestedField(obj.Object, "metadata", "annotations")
+				}
+			}
+		}
 		for _, obj := range objs {
 			it := item{obj: obj, Result: Result{Path: f.path, Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}}
 			if obj.GetAPIVersion() == "" || obj.GetName() == "" {
@@ -116,7 +124,7 @@ func failedFile(path string, data []byte, reason string) item {
 // cluster's folder). "" restores it.
 func leftOutByDefault(obj *unstructured.Unstructured, includeConfiguration bool) string {
 	group, kind := obj.GroupVersionKind().Group, obj.GetKind()
-	if group == crds.Group && !includeConfiguration {
+	if !includeConfiguration && daemonsOwn(group, obj) {
 		return reasonConfiguration
 	}
 	if apiserverMade(group, kind, obj) {
@@ -130,9 +138,17 @@ func leftOutByDefault(obj *unstructured.Unstructured, includeConfiguration bool)
 	return ""
 }
 
+// daemonsOwn says whether obj is gitops-reverser's configuration or made by the daemon for itself:
+// the configbutler.ai objects, what it labels as managed by it, and its admission webhook and
+// policies (the daemon in the new cluster registers its own).
+func daemonsOwn(group string, obj *unstructured.Unstructured) bool {
+	return group == crds.Group || obj.GetLabels()["app.kubernetes.io/managed-by"] == "gitops-reverser" ||
+		group == "admissionregistration.k8s.io" && strings.HasPrefix(obj.GetName(), "gitops-reverser")
+}
+
 // The reasons objects are left out by default.
 const (
-	reasonConfiguration = "gitops-reverser's own configuration (--include-configuration brings it in)"
+	reasonConfiguration = "gitops-reverser's own configuration and what the daemon makes for itself (--include-configuration brings them in)"
 	reasonAPIServer     = "made and kept by the apiserver"
 	reasonToken         = "a ServiceAccount token: the new cluster issues its own"
 )
@@ -140,7 +156,7 @@ const (
 // apiserverMade says whether the apiserver (or the controllers every cluster runs) makes obj for
 // itself: the suggested and mandatory API priority and fairness objects it keeps updated, the
 // Service IP allocations, the default ServiceCIDR, the kubernetes Service and its Endpoints, the
-// root CA ConfigMap of each namespace, the RBAC and PriorityClasses it bootstraps, and the
+// root CA ConfigMap of each namespace and the apiserver's own ConfigMaps in kube-system, the RBAC and PriorityClasses it bootstraps, and the
 // APIServices of its built-in groups. docs/restore.md lists them.
 func apiserverMade(group, kind string, obj *unstructured.Unstructured) bool {
 	name, ns := obj.GetName(), obj.GetNamespace()
@@ -152,7 +168,8 @@ func apiserverMade(group, kind string, obj *unstructured.Unstructured) bool {
 	case "networking.k8s.io/ServiceCIDR":
 		return name == "kubernetes"
 	case "/ConfigMap":
-		return name == "kube-root-ca.crt"
+		return name == "kube-root-ca.crt" || ns == "kube-system" &&
+			(name == "extension-apiserver-authentication" || name == "kube-apiserver-legacy-service-account-token-tracking")
 	case "/Service", "/Endpoints", "discovery.k8s.io/EndpointSlice":
 		return ns == "default" && name == "kubernetes"
 	case "rbac.authorization.k8s.io/ClusterRole", "rbac.authorization.k8s.io/ClusterRoleBinding",
