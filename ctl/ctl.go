@@ -1,5 +1,5 @@
 // Package ctl is the command line of gitops-reverser for people: `status`, `proposals
-// list|diff|approve|reject|ignore` and `sync`, subcommands of the daemon's own binary, which also
+// list|diff|approve|reject|ignore`, `sync` and `restore` (package restore), subcommands of the daemon's own binary, which also
 // runs as the kubectl plugin `kubectl gitops-reverser` when it is installed as
 // kubectl-gitops_reverser.
 //
