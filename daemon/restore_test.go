@@ -111,13 +111,7 @@ func TestRestoreRecreatesTheMirroredCluster(t *testing.T) {
 	if !strings.Contains(out, "\nTOTAL") || summaryCount(out, "CREATED") != 0 || summaryCount(out, "CHANGED") != 0 {
 		t.Errorf("the second restore created or changed objects:\n%s", out)
 	}
-	after := resourceVersions(t, targetDyn, source)
-	// A PersistentVolumeClaim's resourceVersion moves once on the second apply with every field,
-	// managedFields included, unchanged (kube-apiserver 1.36): not yet explained, so not hidden.
-	pvc := "persistentvolumeclaims 7-digits/scratch"
-	delete(before, pvc)
-	delete(after, pvc)
-	if !reflect.DeepEqual(before, after) {
+	if after := resourceVersions(t, targetDyn, source); !reflect.DeepEqual(before, after) {
 		t.Errorf("the second restore wrote objects: resourceVersions before %v, after %v\n%s", before, after, out)
 	}
 

@@ -147,7 +147,10 @@ func (a *applier) applyWave(ctx context.Context, items []*item) {
 
 // apply applies one object with server-side apply as FieldManager, forcing ownership of the
 // fields the file sets (the file is what the object is to be), and says what changed: compared
-// with the object before, apart from its bookkeeping (resourceVersion, managedFields).
+// with the object before, apart from its bookkeeping (resourceVersion, managedFields). An object
+// that exists is applied with the server's dry run first, and not written when that changes
+// nothing: a restore run again writes nothing (an apply that changes nothing visible can still be
+// stored: the apiserver rewrites a PersistentVolumeClaim on its first update after creation).
 func (a *applier) apply(ctx context.Context, it *item) (Outcome, string) {
 	obj := prepared(it.obj, it.namespaced)
 	if it.namespaced && obj.GetNamespace() == "" {
@@ -161,19 +164,25 @@ func (a *applier) apply(ctx context.Context, it *item) (Outcome, string) {
 	if err != nil {
 		before = nil
 	}
-	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
-	if a.opts.DryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
+	dryRun := metav1.ApplyOptions{FieldManager: FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}
+	if before != nil || a.opts.DryRun {
+		after, err := client.Apply(ctx, obj.GetName(), obj, dryRun)
+		switch {
+		case err != nil:
+			return Failed, fromServer("apply", err)
+		case before == nil:
+			return Created, ""
+		case sameContent(before, after):
+			return Unchanged, ""
+		case a.opts.DryRun:
+			return Changed, ""
+		}
 	}
-	after, err := client.Apply(ctx, obj.GetName(), obj, opts)
-	if err != nil {
+	if _, err := client.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
 		return Failed, fromServer("apply", err)
 	}
-	switch {
-	case before == nil:
+	if before == nil {
 		return Created, ""
-	case sameContent(before, after):
-		return Unchanged, ""
 	}
 	return Changed, ""
 }
