@@ -98,9 +98,15 @@ func TestRestoreRecreatesTheMirroredCluster(t *testing.T) {
 		}
 	}
 	targetDyn := dynamic.NewForConfigOrDie(target.AdminConfig())
+	equal := 0
 	for _, o := range source {
-		compareObjects(t, dyn, targetDyn, o)
+		if compareObjects(t, dyn, targetDyn, o) {
+			equal++
+		}
 	}
+	t.Logf("round trip: %d files, %d created, %d left out, %d skipped, %d failed; of the %d objects made, %d equal, %d differ",
+		summaryCount(out, "TOTAL"), summaryCount(out, "CREATED"), summaryCount(out, "LEFT_OUT"), summaryCount(out, "SKIPPED"),
+		summaryCount(out, "FAILED"), len(source), equal, len(source)-equal)
 
 	// Run twice, a restore changes nothing.
 	before := resourceVersions(t, targetDyn, source)
@@ -167,11 +173,21 @@ func TestRestoreRecreatesTheMirroredCluster(t *testing.T) {
 	}
 }
 
-// summaryCount reads the TOTAL row of a restore's summary table in the column named column.
+// summaryCount reads the TOTAL row of a restore's summary table in the column named column
+// (LEFT_OUT for LEFT OUT); column TOTAL is the row's sum.
 func summaryCount(out, column string) int {
 	var head []string
 	for _, line := range strings.Split(out, "\n") {
-		fields := strings.Fields(line)
+		fields := strings.Fields(strings.Replace(line, "LEFT OUT", "LEFT_OUT", 1))
+		if column == "TOTAL" && len(fields) > 1 && fields[0] == "TOTAL" {
+			sum := 0
+			for _, f := range fields[1:] {
+				n := 0
+				_, _ = fmt.Sscan(f, &n)
+				sum += n
+			}
+			return sum
+		}
 		switch {
 		case len(fields) > 0 && fields[0] == "KIND":
 			head = fields
@@ -251,8 +267,8 @@ func mapperOf(t *testing.T, cfg *rest.Config) *restmapper.DeferredDiscoveryRESTM
 }
 
 // compareObjects fails when o differs between the two clusters apart from what the server
-// assigns (sanitize.Object drops it, as the mirror does).
-func compareObjects(t *testing.T, from, to dynamic.Interface, o restoredObject) {
+// assigns (sanitize.Object drops it, as the mirror does), and says whether they are equal.
+func compareObjects(t *testing.T, from, to dynamic.Interface, o restoredObject) bool {
 	t.Helper()
 	ctx := context.Background()
 	a, err := from.Resource(o.gvr).Namespace(o.namespace).Get(ctx, o.name, metav1.GetOptions{})
@@ -262,13 +278,15 @@ func compareObjects(t *testing.T, from, to dynamic.Interface, o restoredObject) 
 	b, err := to.Resource(o.gvr).Namespace(o.namespace).Get(ctx, o.name, metav1.GetOptions{})
 	if err != nil {
 		t.Errorf("%s %s/%s was not restored: %v", o.gvr.Resource, o.namespace, o.name, err)
-		return
+		return false
 	}
 	want, _ := sanitize.YAML(sanitize.Object(a.Object))
 	got, _ := sanitize.YAML(sanitize.Object(b.Object))
 	if !bytes.Equal(want, got) {
 		t.Errorf("%s %s/%s differs after restore:\nsource:\n%s\nrestored:\n%s", o.gvr.Resource, o.namespace, o.name, want, got)
+		return false
 	}
+	return true
 }
 
 func resourceVersions(t *testing.T, dyn dynamic.Interface, objs []restoredObject) map[string]string {
