@@ -12,9 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/pager"
 )
 
 // applier applies the objects of one restore.
@@ -126,8 +128,46 @@ func (a *applier) resolve(items []*item) []*item {
 	return ok
 }
 
+// listLive reads what exists of items with one list (of pages) for each resource and namespace
+// they are in, instead of a read for each: a restore into a cluster that has few of them, or all,
+// then costs a request an object. Where a list is refused or fails, each object is read alone.
+func (a *applier) listLive(ctx context.Context, items []*item) {
+	type place struct {
+		gvr       schema.GroupVersionResource
+		namespace string
+	}
+	groups := map[place][]*item{}
+	for _, it := range items {
+		p := place{it.gvr, it.obj.GetNamespace()}
+		if !it.namespaced {
+			p.namespace = ""
+		}
+		groups[p] = append(groups[p], it)
+	}
+	for p, group := range groups {
+		if len(group) < 2 {
+			continue
+		}
+		live := map[string]*unstructured.Unstructured{}
+		err := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return a.dyn.Resource(p.gvr).Namespace(p.namespace).List(ctx, opts)
+		}).EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+			u := obj.(*unstructured.Unstructured)
+			live[u.GetName()] = u
+			return nil
+		})
+		if err != nil {
+			continue
+		}
+		for _, it := range group {
+			it.live, it.listed = live[it.obj.GetName()], true
+		}
+	}
+}
+
 // applyWave applies items, a.workers at a time, and returns when all are done.
 func (a *applier) applyWave(ctx context.Context, items []*item) {
+	a.listLive(ctx, items)
 	next := make(chan *item)
 	var wg sync.WaitGroup
 	for range min(a.workers, len(items)) {
@@ -157,12 +197,14 @@ func (a *applier) apply(ctx context.Context, it *item) (Outcome, string) {
 		return Failed, "a namespaced object without metadata.namespace"
 	}
 	client := a.dyn.Resource(it.gvr).Namespace(obj.GetNamespace())
-	before, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return Failed, fromServer("read", err)
-	}
-	if err != nil {
-		before = nil
+	before := it.live
+	if !it.listed {
+		var err error
+		if before, err = client.Get(ctx, obj.GetName(), metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			before = nil
+		} else if err != nil {
+			return Failed, fromServer("read", err)
+		}
 	}
 	dryRun := metav1.ApplyOptions{FieldManager: FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}
 	if before != nil || a.opts.DryRun {

@@ -24,6 +24,10 @@ type item struct {
 	gvr        schema.GroupVersionResource
 	namespaced bool
 	wave       int
+	// live is the object in the cluster, nil when absent, once listed says it was read by a list
+	// (listLive); else apply reads it.
+	live   *unstructured.Unstructured
+	listed bool
 }
 
 // parse reads the objects of files: one a document, SOPS documents decrypted with identities

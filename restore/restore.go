@@ -113,13 +113,19 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	return sum, nil
 }
 
-// newApplier connects to the cluster as opts.Config says, faster than client-go's default of 5
-// requests a second: a restore is thousands of them, and the apiserver's priority and fairness
-// keeps it from crowding out others.
+// Client limits of a restore, unless the config sets its own: far above client-go's default of 5
+// requests a second, since a restore is thousands of them; the apiserver's priority and fairness
+// keeps one person's restore from crowding out the others.
+const (
+	clientQPS   = 500
+	clientBurst = 1000
+)
+
+// newApplier connects to the cluster as opts.Config says.
 func newApplier(opts Options) (*applier, error) {
 	cfg := rest.CopyConfig(opts.Config)
 	if cfg.QPS == 0 {
-		cfg.QPS, cfg.Burst = 100, 200
+		cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
