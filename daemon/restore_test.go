@@ -87,7 +87,23 @@ func TestRestoreRecreatesTheMirroredCluster(t *testing.T) {
 	}
 	restoreArgs := []string{"restore", "--kubeconfig", admin, "--repo", srv.AuthURL("state"), "--branch", "main", "--path", "cluster"}
 	key := "SOPS_AGE_KEY=" + identity.String()
-	out, code := runRestore(t, key, restoreArgs...)
+	targetDyn := dynamic.NewForConfigOrDie(target.AdminConfig())
+
+	// A dry run says what would be created, and stores nothing.
+	out, code := runRestore(t, key, append(restoreArgs, "--dry-run")...)
+	if code != 0 || summaryCount(out, "FAILED") != 0 {
+		t.Fatalf("dry run exited %d:\n%s", code, out)
+	}
+	for _, want := range []string{"deployment/web in apps would be created", "widget/gear in apps would be created (its CRD is in the folder"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the dry run does not say %q:\n%s", want, out)
+		}
+	}
+	if _, err := targetDyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(ctx, "apps", metav1.GetOptions{}); err == nil {
+		t.Errorf("the dry run created namespace apps")
+	}
+
+	out, code = runRestore(t, key, restoreArgs...)
 	if code != 0 {
 		t.Fatalf("restore exited %d:\n%s", code, out)
 	}
@@ -97,7 +113,6 @@ func TestRestoreRecreatesTheMirroredCluster(t *testing.T) {
 			t.Errorf("the summary does not say it left out %q:\n%s", want, out)
 		}
 	}
-	targetDyn := dynamic.NewForConfigOrDie(target.AdminConfig())
 	equal := 0
 	for _, o := range source {
 		if compareObjects(t, dyn, targetDyn, o) {
@@ -174,11 +189,12 @@ func TestRestoreRecreatesTheMirroredCluster(t *testing.T) {
 }
 
 // summaryCount reads the TOTAL row of a restore's summary table in the column named column
-// (LEFT_OUT for LEFT OUT); column TOTAL is the row's sum.
+// (LEFT_OUT for LEFT OUT, WOULD_BE_CREATED for WOULD BE CREATED); column TOTAL is the row's sum;
+// -1 when the table has no such column.
 func summaryCount(out, column string) int {
 	var head []string
 	for _, line := range strings.Split(out, "\n") {
-		fields := strings.Fields(strings.Replace(line, "LEFT OUT", "LEFT_OUT", 1))
+		fields := strings.Fields(strings.NewReplacer("LEFT OUT", "LEFT_OUT", "WOULD BE ", "WOULD_BE_").Replace(line))
 		if column == "TOTAL" && len(fields) > 1 && fields[0] == "TOTAL" {
 			sum := 0
 			for _, f := range fields[1:] {

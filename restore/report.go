@@ -139,6 +139,9 @@ func Lines(w io.Writer, dryRun bool) func(done, total int, r Result) {
 func lineOf(r Result, dryRun bool) string {
 	switch r.Outcome {
 	case Created, Changed:
+		if r.Reason != "" {
+			return fmt.Sprintf("%s %s (%s)", describe(r), wouldBe(r.Outcome, dryRun), r.Reason)
+		}
 		return fmt.Sprintf("%s %s", describe(r), wouldBe(r.Outcome, dryRun))
 	case Failed:
 		return fmt.Sprintf("%s failed: %s", describe(r), r.Reason)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -101,7 +102,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	items := parse(files, opts.Identities)
 	todo := a.choose(items)
 	a.total = len(todo)
-	crds, rest := splitCRDs(todo)
+	crds, rest := a.splitCRDs(todo)
 	a.applyWave(ctx, crds)
 	a.awaitEstablished(ctx, crds)
 	for _, wave := range waves(a.resolve(rest)) {
@@ -140,7 +141,7 @@ func newApplier(opts Options) (*applier, error) {
 		workers = 16
 	}
 	return &applier{opts: opts, dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
-		workers: workers}, nil
+		workers: workers, crdKinds: map[schema.GroupKind]bool{}, newNamespaces: map[string]bool{}}, nil
 }
 
 // Print writes the summary table: a row a kind with its count of each outcome, a total, then

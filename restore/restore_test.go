@@ -256,3 +256,27 @@ func TestSourceReadsTheFolderAtACommitOrTime(t *testing.T) {
 		t.Errorf("an --at that is neither: %v", err)
 	}
 }
+
+// On a terminal: each object created, changed or failed on a line of its own above the bar, which
+// is drawn again in place and ends with the last object.
+func TestBarDrawsOverItselfAndSaysWhatHappened(t *testing.T) {
+	var buf strings.Builder
+	bar := NewBar(&buf, true)
+	bar.Progress(1, 3, Result{Kind: "Deployment", Namespace: "a", Name: "web", Outcome: Created})
+	bar.Progress(2, 3, Result{Kind: "ConfigMap", Namespace: "a", Name: "s", Outcome: Unchanged})
+	bar.Progress(3, 3, Result{Kind: "Secret", Namespace: "b", Name: "db", Outcome: Failed, Reason: "apply: error from server (Forbidden): no"})
+	got := buf.String()
+	for _, want := range []string{
+		"\r\033[Kdeployment/web in a would be created\n",
+		"\r\033[Krestoring [==========                    ] 1/3",
+		"\r\033[Ksecret/db in b failed: apply: error from server (Forbidden): no\n",
+		"\r\033[Krestoring [==============================] 3/3\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the bar's output lacks %q:\n%q", want, got)
+		}
+	}
+	if strings.Contains(got, "configmap/s") {
+		t.Errorf("an unchanged object has a line: %q", got)
+	}
+}
