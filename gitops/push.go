@@ -14,6 +14,29 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 )
 
+// pusher moves the references of one remote: what the worker's pushes learned of it.
+type pusher struct {
+	url          string
+	auth         transport.AuthMethod
+	branch, head plumbing.ReferenceName // refs/heads/{Remote.Branch}, and {Remote.Head} when set
+	caps         *capability.List       // receive-pack capabilities, once advertised
+	thinFailures int                    // thin packs in a row the remote failed to unpack
+}
+
+func newPusher(r Remote) pusher {
+	p := pusher{url: r.URL, auth: r.Auth, branch: plumbing.NewBranchReferenceName(r.Branch)}
+	if r.Head != "" {
+		p.head = plumbing.NewBranchReferenceName(r.Head)
+	}
+	return p
+}
+
+// setAuth replaces the credentials of later pushes.
+func (p *pusher) setAuth(auth transport.AuthMethod) {
+	p.auth = auth
+	p.caps = nil
+}
+
 // errRemoteMoved means the branch is no longer where our commits start: fetch and replay.
 var errRemoteMoved = errors.New("remote branch moved")
 
@@ -32,19 +55,19 @@ type packFunc func(thin bool) ([]byte, error)
 // errRemoteMoved otherwise: a compare and swap. tip descends from old by construction, so an
 // accepted update is a fast-forward, but for a rebuilt head branch, which overwrites nothing it
 // did not see.
-func (r *repo) updateRef(ctx context.Context, ref plumbing.ReferenceName, old, tip plumbing.Hash, encode packFunc) error {
-	thin := r.thinFailures < maxThinFailures
-	err := r.sendPack(ctx, ref, old, tip, encode, &thin)
+func (p *pusher) updateRef(ctx context.Context, ref plumbing.ReferenceName, old, tip plumbing.Hash, encode packFunc) error {
+	thin := p.thinFailures < maxThinFailures
+	err := p.sendPack(ctx, ref, old, tip, encode, &thin)
 	var unpack *unpackError
 	switch {
 	case thin && errors.As(err, &unpack):
 		// A remote that lacks a base (its history was rewritten), or that refuses thin packs
 		// without saying so: this push goes whole, and every later one after the second time.
-		r.thinFailures++
+		p.thinFailures++
 		thin = false
-		err = r.sendPack(ctx, ref, old, tip, encode, &thin)
+		err = p.sendPack(ctx, ref, old, tip, encode, &thin)
 	case thin && err == nil:
-		r.thinFailures = 0
+		p.thinFailures = 0
 	}
 	return err
 }
@@ -60,8 +83,8 @@ func (e *unpackError) Error() string { return "send pack: remote could not unpac
 
 // sendPack is one receive-pack session of updateRef. *thin says whether to send a thin pack,
 // and comes back false when the remote's capabilities say not to.
-func (r *repo) sendPack(ctx context.Context, ref plumbing.ReferenceName, old, tip plumbing.Hash, encode packFunc, thin *bool) (err error) {
-	ep, err := transport.NewEndpoint(r.url)
+func (p *pusher) sendPack(ctx context.Context, ref plumbing.ReferenceName, old, tip plumbing.Hash, encode packFunc, thin *bool) (err error) {
+	ep, err := transport.NewEndpoint(p.url)
 	if err != nil {
 		return fmt.Errorf("parse remote url: %w", err)
 	}
@@ -69,7 +92,7 @@ func (r *repo) sendPack(ctx context.Context, ref plumbing.ReferenceName, old, ti
 	if err != nil {
 		return fmt.Errorf("remote client: %w", err)
 	}
-	sess, err := cl.NewReceivePackSession(ep, r.auth)
+	sess, err := cl.NewReceivePackSession(ep, p.auth)
 	if err != nil {
 		return fmt.Errorf("open receive-pack session: %w", err)
 	}
@@ -78,7 +101,7 @@ func (r *repo) sendPack(ctx context.Context, ref plumbing.ReferenceName, old, ti
 			err = fmt.Errorf("close receive-pack session: %w", cerr)
 		}
 	}()
-	caps, err := r.pushCapabilities(ctx, sess, ep, ref, old)
+	caps, err := p.pushCapabilities(ctx, sess, ep, ref, old)
 	if err != nil {
 		return err
 	}
@@ -94,7 +117,7 @@ func (r *repo) sendPack(ctx context.Context, ref plumbing.ReferenceName, old, ti
 	}
 	report, err := sess.ReceivePack(ctx, req)
 	if report == nil {
-		r.caps = nil // look again next time
+		p.caps = nil // look again next time
 		if err == nil {
 			err = errors.New("no report status")
 		}
@@ -117,11 +140,11 @@ func (r *repo) sendPack(ctx context.Context, ref plumbing.ReferenceName, old, ti
 // stands alone, so once they are known the ref advertisement (one round trip and one server
 // process) is skipped: the remote still refuses the update if the branch is not at old.
 // Otherwise the advertisement is read and a moved branch is reported before sending anything.
-func (r *repo) pushCapabilities(ctx context.Context, sess transport.ReceivePackSession,
+func (p *pusher) pushCapabilities(ctx context.Context, sess transport.ReceivePackSession,
 	ep *transport.Endpoint, ref plumbing.ReferenceName, old plumbing.Hash) (*capability.List, error) {
 	stateless := ep.Protocol == "http" || ep.Protocol == "https"
-	if stateless && r.caps != nil {
-		return r.caps, nil
+	if stateless && p.caps != nil {
+		return p.caps, nil
 	}
 	ar, err := sess.AdvertisedReferencesContext(ctx)
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
@@ -134,7 +157,7 @@ func (r *repo) pushCapabilities(ctx context.Context, sess transport.ReceivePackS
 	} else {
 		_ = caps.Set(capability.ReportStatus) // an empty remote over HTTP: git always has it
 	}
-	r.caps = caps
+	p.caps = caps
 	if advertised != old {
 		return nil, fmt.Errorf("%w: remote %s is at %s, our commits start at %s", errRemoteMoved, ref, advertised, old)
 	}

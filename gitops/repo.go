@@ -13,7 +13,6 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
@@ -34,10 +33,8 @@ type repo struct {
 	head, headTracking plumbing.ReferenceName
 	sto                *filesystem.Storage
 	remote             *git.Remote
-	caps               *capability.List // receive-pack capabilities, once advertised
-	thinFailures       int              // thin packs in a row the remote failed to unpack
-	tail               *tail            // the pack the next push extends; nil: a new one
-	located            locator          // where the clone holds the blobs the next changes read
+	tail               *tail   // the pack the next push extends; nil: a new one
+	located            locator // where the clone holds the blobs the next changes read
 	// keep is the commits of history a first fetch brings (see KeptCommits); fresh says the
 	// clone was just created and has not fetched yet.
 	keep  int
@@ -136,11 +133,8 @@ func (r *repo) depth() int {
 	return 0
 }
 
-// setAuth replaces the credentials of later fetches and pushes.
-func (r *repo) setAuth(auth transport.AuthMethod) {
-	r.auth = auth
-	r.caps = nil
-}
+// setAuth replaces the credentials of later fetches.
+func (r *repo) setAuth(auth transport.AuthMethod) { r.auth = auth }
 
 // tip is the last known remote tip, zero when the branch does not exist (yet).
 func (r *repo) tip() (plumbing.Hash, error) { return r.ref(r.tracking) }

@@ -75,7 +75,7 @@ func (w *Worker) pushHeadOnce(ctx context.Context) error {
 		return w.dropHead(ctx)
 	case tip != w.headTip:
 		var pack encodedPack
-		if err := w.sendRef(ctx, w.repo.head, w.headTip, tip, w.encoder(&pack)); err != nil {
+		if err := w.sendRef(ctx, w.pusher.head, w.headTip, tip, w.encoder(&pack)); err != nil {
 			return err
 		}
 		w.headLanded(tip, pack)
@@ -181,7 +181,7 @@ func (w *Worker) dropHead(ctx context.Context) error {
 	w.pending, w.built = nil, build{}
 	w.store.dropOverlay()
 	if !w.headTip.IsZero() {
-		if err := w.sendRef(ctx, w.repo.head, w.headTip, plumbing.ZeroHash, nil); err != nil {
+		if err := w.sendRef(ctx, w.pusher.head, w.headTip, plumbing.ZeroHash, nil); err != nil {
 			return err
 		}
 		w.log.Info("the target has every change of the head branch: head branch deleted", "head", w.remote.Head)
@@ -304,7 +304,7 @@ func (w *Worker) sendRef(ctx context.Context, ref plumbing.ReferenceName, old, t
 	if err != nil {
 		return err
 	}
-	return w.repo.updateRef(ctx, ref, old, tip, encode)
+	return w.pusher.updateRef(ctx, ref, old, tip, encode)
 }
 
 // encoder encodes the commits built for a push into *pack, thin or not as the remote takes them.

@@ -144,7 +144,7 @@ func (w *Worker) pushPending(ctx context.Context) error {
 			return nil // nothing changes the tree
 		}
 		var pack encodedPack
-		err := w.sendRef(ctx, w.repo.branch, w.base, w.built.tip, w.encoder(&pack))
+		err := w.sendRef(ctx, w.pusher.branch, w.base, w.built.tip, w.encoder(&pack))
 		if err == nil {
 			w.landed(pack)
 			return nil

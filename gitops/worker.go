@@ -50,6 +50,7 @@ type Worker struct {
 	// Owned by the Run goroutine.
 	repo        *repo
 	store       *store
+	pusher      pusher
 	base        plumbing.Hash // the remote tip our commits start from
 	needFetch   bool
 	batch       batch
@@ -111,6 +112,7 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		delivery:    cfg.Delivery,
 		ours:        cfg.Ours,
 		requestPoll: cfg.RequestPoll,
+		pusher:      newPusher(cfg.Remote),
 		renew:       newRenewal(cfg.KeepCommits, cfg.RenewFloor),
 		status:      WorkerStatus{URL: redactURL(cfg.Remote.URL), Branch: cfg.Remote.Branch, Head: cfg.Remote.Head},
 	}
@@ -190,6 +192,7 @@ func (w *Worker) absorb(ctx context.Context, items []item, controls []control) {
 			c.run(ctx)
 		case c.auth != nil:
 			w.repo.setAuth(c.auth.auth)
+			w.pusher.setAuth(c.auth.auth)
 			if w.retrying { // the failure may have been the old credentials: try again now
 				w.retryTimer.Stop()
 				w.retrying, w.pushWanted = false, true
