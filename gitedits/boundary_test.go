@@ -14,7 +14,7 @@ import (
 )
 
 // TestWalksEndAtTheClonesBoundary: once the worker's clone keeps only the newest commits of the
-// branch (gitops.KeptCommits, two here), edits since a commit it still has are found as before,
+// branch (gitstore.KeptCommits, two here), edits since a commit it still has are found as before,
 // edits since an older one are an unknown revision (write-back then compares the whole folder,
 // as after a force-push) rather than a failure to read a parent, the baseline of a first look is
 // found within what is kept, a comparison of the whole folder ends its walk at the boundary, and

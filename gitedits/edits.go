@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/gitstore"
 )
 
 // Errors of Edits and File; each comes wrapped with what was asked. Without a worker for the
@@ -33,7 +34,7 @@ var (
 
 // DefaultMaxCommits bounds the walk of Edits when Query.MaxCommits is not set: the commits a
 // worker's clone keeps, so that a walk within the bound never meets the clone's boundary.
-const DefaultMaxCommits = gitops.KeptCommits
+const DefaultMaxCommits = gitstore.KeptCommits
 
 // Query asks which files under Folder commits not written by the daemon changed since a
 // revision.

@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/gitstore"
 )
 
 // history walks the commits between two revisions of a clone and diffs their trees.
@@ -193,7 +194,7 @@ func (h *history) folderTree(root plumbing.Hash) (plumbing.Hash, error) {
 			return plumbing.ZeroHash, err
 		}
 		name, rest, _ := strings.Cut(dir, "/")
-		e := gitops.FindDir(entries, name)
+		e := gitstore.FindDir(entries, name)
 		if e == nil {
 			return plumbing.ZeroHash, nil
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/gitstore"
 )
 
 // gitlinkMode is the mode of a submodule entry, whose hash names a commit of another repository.
@@ -37,13 +38,13 @@ func commitTree(r gitops.Reader, h plumbing.Hash) (plumbing.Hash, error) {
 
 // lookupFile returns the entry of the file at p below root, nil when there is none (or a
 // directory is there).
-func lookupFile(r gitops.Reader, root plumbing.Hash, p string) (*gitops.TreeEntry, error) {
+func lookupFile(r gitops.Reader, root plumbing.Hash, p string) (*gitstore.TreeEntry, error) {
 	dir, name := path.Split(p)
 	entries, err := r.Dir(root, strings.TrimSuffix(dir, "/"))
 	if err != nil {
 		return nil, err
 	}
-	return gitops.FindFile(entries, name), nil
+	return gitstore.FindFile(entries, name), nil
 }
 
 // cleanFolder checks a base folder and returns it without a leading or trailing "/", "" for

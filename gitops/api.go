@@ -1,11 +1,12 @@
 // Package gitops owns the Git side of the mirror: one worker per (repository, branch) keeps a
-// bare clone, turns batches of file-level changes into commits built directly from objects
-// (blob → tree → commit → ref, never a work tree), signs them, and pushes them fast-forward
-// only, replaying the pending changes on the new tip when another writer moved the branch. The
-// Pool owns the workers and keeps the mirror off the files held for write-back's review. It is
-// Git only: it is handed parsed credentials and Signers (package gitsecrets reads them from
-// Secrets and checks that the remotes answer), the path of an object's file is package
-// layout's, and write-back reads history through Reader (package gitedits).
+// bare clone (package gitstore, the object store below it), turns batches of file-level changes
+// into commits built directly from objects (blob → tree → commit → ref, never a work tree), signs
+// them, and pushes them fast-forward only, replaying the pending changes on the new tip when
+// another writer moved the branch. The Pool owns the workers and keeps the mirror off the files
+// held for write-back's review. It is Git only: it is handed parsed credentials and Signers
+// (package gitsecrets reads them from Secrets and checks that the remotes answer), the path of an
+// object's file is package layout's, and write-back reads history through Reader (package
+// gitedits).
 package gitops
 
 import (
@@ -15,6 +16,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
+	"github.com/configbutler/gitops-reverser/gitstore"
 	"github.com/configbutler/gitops-reverser/metrics"
 )
 
@@ -136,6 +138,11 @@ func (r Remote) Lane() string {
 	return r.Branch
 }
 
+// clone is the remote as the worker's clone follows it.
+func (r Remote) clone() gitstore.Remote {
+	return gitstore.Remote{URL: r.URL, Branch: r.Branch, Head: r.Head, Auth: r.Auth}
+}
+
 // WorkerConfig is everything a Worker needs. Slots, Metrics, Log and OnStatus may be nil.
 type WorkerConfig struct {
 	Remote   Remote
@@ -161,9 +168,9 @@ type WorkerConfig struct {
 	// RequestPoll is how often a worker with a head branch looks at the remote when nothing else
 	// makes it; 0 is DefaultRequestPoll.
 	RequestPoll time.Duration
-	// KeepCommits is how many commits of history the clone keeps (0 is KeptCommits), and
-	// RenewFloor the size in bytes below which it is never renewed (0 is 256 MiB): see
-	// KeptCommits. Tests and benchmarks make them small.
+	// KeepCommits is how many commits of history the clone keeps (0 is gitstore.KeptCommits),
+	// and RenewFloor the size in bytes below which it is never renewed (0 is 256 MiB): see
+	// gitstore.KeptCommits. Tests and benchmarks make them small.
 	KeepCommits int
 	RenewFloor  int64
 }

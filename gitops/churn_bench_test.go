@@ -3,12 +3,15 @@ package gitops
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/configbutler/gitops-reverser/gitstore"
 )
 
 // BenchmarkChurnBytes is issue 33's measure of what a commit costs as a folder churns: n
@@ -66,10 +69,20 @@ var beforeChurn = map[int]string{
 	100000: "before: clone 2515.3 KiB, pushed 2514.0 KiB, git 78.6 KiB; 559 ms, CPU 103.2 ms",
 }
 
-// mustDirSize is dirSize or the end of the test.
+// mustDirSize is the bytes of the files under dir, or the end of the test.
 func mustDirSize(tb testing.TB, dir string) int64 {
 	tb.Helper()
-	n, err := dirSize(dir)
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -99,9 +112,9 @@ func mustGit(tb testing.TB, args ...string) {
 
 // BenchmarkCloneOverTime is a week of churn, compressed: the clone's size as commits pile up in a
 // folder of 2,000 ConfigMaps, 1,000 commits of 50 written. A week at one commit every 2.5 s is
-// 241,920 commits, and the clone keeps the newest 10,000 (KeptCommits) once it passed 256 MiB
-// (renewFloor); here both are scaled down a hundredfold (100 commits, 2.5 MiB), so that the
-// thousand commits renew the clone as a week would. It prints the size every 100 commits, the
+// 241,920 commits, and the clone keeps the newest 10,000 (gitstore.KeptCommits) once it passed
+// 256 MiB (renewFloor); here both are scaled down a hundredfold (100 commits, 2.5 MiB), so that
+// the thousand commits renew the clone as a week would. It prints the size every 100 commits, the
 // largest in the second half against the first (levelled off: about the same), and what the
 // clone would grow to in a week without renewals.
 func BenchmarkCloneOverTime(b *testing.B) {
@@ -110,7 +123,7 @@ func BenchmarkCloneOverTime(b *testing.B) {
 		srv := MustGitServer(b)
 		url := MustRepo(b, srv, fmt.Sprint("week-", round))
 		w := StartWorker(b, url, "", BatchLimits{}, func(c *WorkerConfig) {
-			c.Log, c.KeepCommits, c.RenewFloor = nil, KeptCommits/100, renewFloor/100
+			c.Log, c.KeepCommits, c.RenewFloor = nil, gitstore.KeptCommits/100, renewFloor/100
 		})
 		name := func(i int) string { return fmt.Sprintf("cm-%06d", i) }
 		for i := range files {
@@ -143,7 +156,7 @@ func BenchmarkCloneOverTime(b *testing.B) {
 		_ = w.stop()
 		fmt.Printf("gitops: the clone over a week compressed, %d commits of %d files in a folder of %d, keeping %d commits past %.1f MiB: %s MiB; "+
 			"largest %.1f MiB in the first half, %.1f MiB in the second; without renewals %.1f KiB a commit, %.1f GiB a week (%s)\n",
-			commits, perCommit, files, KeptCommits/100, float64(renewFloor/100)/(1<<20), strings.Join(sizes, ", "),
+			commits, perCommit, files, gitstore.KeptCommits/100, float64(renewFloor/100)/(1<<20), strings.Join(sizes, ", "),
 			float64(firstHalf)/(1<<20), float64(secondHalf)/(1<<20), float64(grown)/commits/1024, float64(grown)/commits*241920/(1<<30), beforeCloneOverTime)
 	}
 }
@@ -155,7 +168,7 @@ func cloneSize(tb testing.TB, w *testWorker) int64 {
 	var n int64
 	err := w.Read(context.Background(), func(Reader) error {
 		var err error
-		n, err = dirSize(w.dir)
+		n, err = w.repo.Size()
 		return err
 	})
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configbutler/gitops-reverser/gitstore"
 )
 
 // item is one pending intent, in arrival order: a change, a sync when sync is set, or the end of
@@ -41,11 +43,11 @@ const maxBodyLines = 50
 // commitRun turns a run into one commit on parent and returns the new tip, or parent itself
 // when nothing in the run changes the tree.
 func (w *Worker) commitRun(parent plumbing.Hash, r run, stats *buildStats) (plumbing.Hash, error) {
-	tree, err := w.store.commitTree(parent)
+	tree, err := w.store.CommitTree(parent)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	ops, err := w.resolveOps(tree, r)
+	ro, err := w.resolveOps(tree, r)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -54,24 +56,24 @@ func (w *Worker) commitRun(parent plumbing.Hash, r run, stats *buildStats) (plum
 		c := r.items[0].release.out // a release alone credits what it commits
 		author, trailers = c.credited(w.identity.Bot), c.Trailers
 	}
-	newTree, err := w.store.updateTree(tree, ops)
+	newTree, err := w.store.UpdateTree(tree, ro.ops)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("update tree: %w", err)
 	}
 	var s buildStats
-	for i := range ops {
-		switch ops[i].effect {
-		case effectWritten:
+	for i := range ro.ops {
+		switch ro.ops[i].Effect {
+		case gitstore.Written:
 			s.written++
-			s.bytes += int64(len(ops[i].data))
-		case effectDeleted:
+			s.bytes += int64(len(ro.ops[i].Data))
+		case gitstore.Deleted:
 			s.deleted++
 		}
 	}
 	if s.written+s.deleted == 0 {
 		return parent, nil
 	}
-	msg := w.message(ops, s.written+s.deleted, trailers)
+	msg := w.message(&ro, s.written+s.deleted, trailers)
 	data := encodeCommit(commitFields{tree: newTree, parent: parent, author: author, committer: w.identity.Committer, at: time.Now()}, msg)
 	if w.signer != nil {
 		// A commit that cannot be signed is not made: pushing it unsigned would pass a check the
@@ -81,7 +83,7 @@ func (w *Worker) commitRun(parent plumbing.Hash, r run, stats *buildStats) (plum
 		}
 		stats.signed++
 	}
-	h := w.store.put(plumbing.CommitObject, data)
+	h := w.store.PutCommit(data)
 	stats.commits++
 	stats.written += s.written
 	stats.deleted += s.deleted
@@ -89,24 +91,36 @@ func (w *Worker) commitRun(parent plumbing.Hash, r run, stats *buildStats) (plum
 	return h, nil
 }
 
+// runOps is what a run does to the tree: one op per path, sorted by path, and what the commit
+// message says of each.
+type runOps struct {
+	ops       []gitstore.Op
+	summaries []string       // in the order their paths first came
+	at        map[string]int // path → its summary
+}
+
+// summary is what the commit message says of o.
+func (r *runOps) summary(o *gitstore.Op) string { return r.summaries[r.at[o.Path]] }
+
 // resolveOps turns a run's items into one op per path (the last intent wins), sorted by path.
 // A sync deletes every *.yaml file under its scopes that is not live, as the tree stands at
 // that point of the run. The writes and deletes of a held path are remembered by its hold
 // instead, until the hold's release marker, which commits the latest of them (or the restore).
-func (w *Worker) resolveOps(tree plumbing.Hash, r run) ([]op, error) {
+func (w *Worker) resolveOps(tree plumbing.Hash, r run) (runOps, error) {
 	holds := w.holds
 	if !holds.active() {
 		holds = nil // the common case: one atomic load per run
 	}
-	index := make(map[string]int, len(r.items))
-	ops := make([]op, 0, len(r.items))
-	set := func(o op) {
-		if i, ok := index[o.path]; ok {
-			ops[i] = o
+	at := make(map[string]int, len(r.items))
+	ops := make([]gitstore.Op, 0, len(r.items))
+	summaries := make([]string, 0, len(r.items))
+	set := func(o gitstore.Op, summary string) {
+		if i, ok := at[o.Path]; ok {
+			ops[i], summaries[i] = o, summary
 			return
 		}
-		index[o.path] = len(ops)
-		ops = append(ops, o)
+		at[o.Path] = len(ops)
+		ops, summaries = append(ops, o), append(summaries, summary)
 	}
 	for i := range r.items {
 		it := &r.items[i]
@@ -124,41 +138,42 @@ func (w *Worker) resolveOps(tree plumbing.Hash, r run) ([]op, error) {
 		}
 		orphans, err := w.orphans(tree, it.sync)
 		if err != nil {
-			return nil, err
+			return runOps{}, err
 		}
 		for _, p := range orphans {
 			summary := "delete orphan " + p
 			if holds == nil || !holds.remember(&Change{Path: p, Summary: summary}) {
-				set(op{path: p, summary: summary})
+				set(gitstore.Op{Path: p}, summary)
 			}
 		}
-		for i := range ops {
-			if !ops[i].blob.IsZero() && orphaned(ops[i].path, it.sync) {
-				ops[i] = op{path: ops[i].path, summary: "delete orphan " + ops[i].path}
+		for i := range ops { // before the sort below, ops[i]'s summary is summaries[i]
+			if !ops[i].Blob.IsZero() && orphaned(ops[i].Path, it.sync) {
+				ops[i], summaries[i] = gitstore.Op{Path: ops[i].Path}, "delete orphan "+ops[i].Path
 			}
 		}
 		if holds != nil {
 			holds.orphanRemembered(it.sync)
 		}
 	}
-	slices.SortFunc(ops, func(a, b op) int { return strings.Compare(a.path, b.path) })
-	return ops, nil
+	slices.SortFunc(ops, func(a, b gitstore.Op) int { return strings.Compare(a.Path, b.Path) })
+	return runOps{ops: ops, summaries: summaries, at: at}, nil
 }
 
-func changeOp(c Change) op {
-	o := op{path: c.Path, summary: c.Summary, keep: c.Keep}
+// changeOp is the op of a change, and what the commit message says of it.
+func changeOp(c Change) (gitstore.Op, string) {
+	o, summary := gitstore.Op{Path: c.Path, Keep: c.Keep}, c.Summary
 	if c.Content != nil {
-		o.data = c.Content
-		o.blob = objectHash(plumbing.BlobObject, c.Content)
+		o.Data = c.Content
+		o.Blob = gitstore.BlobHash(c.Content)
 	}
-	if o.summary == "" {
+	if summary == "" {
 		verb := "write "
 		if c.Content == nil {
 			verb = "delete "
 		}
-		o.summary = verb + c.Path
+		summary = verb + c.Path
 	}
-	return o
+	return o, summary
 }
 
 // orphans lists the *.yaml files of tree under the sync's scopes that are not live. Only the
@@ -174,11 +189,11 @@ func (w *Worker) orphans(tree plumbing.Hash, s *Sync) ([]string, error) {
 		scopes = append(scopes, expanded...)
 	}
 	for _, scope := range scopes {
-		entries, err := w.store.lookupDir(tree, strings.TrimSuffix(scope, "/"))
+		entries, err := w.store.Dir(tree, strings.TrimSuffix(scope, "/"))
 		if err != nil {
 			return nil, fmt.Errorf("read scope %q: %w", scope, err)
 		}
-		err = w.store.walkFiles(entries, []byte(scope), func(p []byte) {
+		err = w.store.WalkFiles(entries, []byte(scope), func(p []byte) {
 			if _, live := s.Live[string(p)]; !live && strings.HasSuffix(string(p), ".yaml") {
 				out = append(out, string(p))
 			}
@@ -197,7 +212,7 @@ func (w *Worker) expandScope(tree plumbing.Hash, scope string) ([]string, error)
 	if !wild {
 		return []string{scope}, nil
 	}
-	entries, err := w.store.lookupDir(tree, strings.TrimSuffix(prefix, "/"))
+	entries, err := w.store.Dir(tree, strings.TrimSuffix(prefix, "/"))
 	if err != nil {
 		return nil, fmt.Errorf("read scope %q: %w", scope, err)
 	}
@@ -254,22 +269,22 @@ func orphaned(path string, s *Sync) bool {
 
 // message is the commit message: a subject, the list of changes, then the identity's trailers
 // and the run's.
-func (w *Worker) message(ops []op, n int, trailers [][2]string) string {
+func (w *Worker) message(r *runOps, n int, trailers [][2]string) string {
 	var b strings.Builder
 	lines := 0
-	for i := range ops {
-		if ops[i].effect == effectNone {
+	for i := range r.ops {
+		if r.ops[i].Effect == gitstore.Unchanged {
 			continue
 		}
 		if lines == 0 {
-			b.WriteString(oneLine(ops[i].summary))
+			b.WriteString(oneLine(r.summary(&r.ops[i])))
 			if n > 1 {
 				fmt.Fprintf(&b, " (+%d more)\n", n-1)
 			}
 			b.WriteString("\n")
 		}
 		if n > 1 && lines < maxBodyLines {
-			b.WriteString("- " + oneLine(ops[i].summary) + "\n")
+			b.WriteString("- " + oneLine(r.summary(&r.ops[i])) + "\n")
 		}
 		lines++
 	}

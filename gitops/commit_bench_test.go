@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configbutler/gitops-reverser/gitstore"
 )
 
 // offlineWorker is a worker with an empty clone and no remote, for building commits without
@@ -12,12 +14,12 @@ import (
 func offlineWorker(tb testing.TB) *Worker {
 	tb.Helper()
 	w := NewWorker(WorkerConfig{Remote: Remote{URL: "http://example.invalid/r.git", Branch: "main"}, WorkDir: tb.TempDir()})
-	rp, err := openRepo(w.dir, w.remote, w.renew.keep, w.log)
+	rp, err := gitstore.Open(w.dir, w.remote.clone(), w.renew.keep, w.log)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(rp.close)
-	w.repo, w.store = rp, newStore(rp.sto)
+	tb.Cleanup(rp.Close)
+	w.repo, w.store = rp, rp.Store()
 	return w
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configbutler/gitops-reverser/gitstore"
 )
 
 // headBound bounds the walks of a head branch's own commits and of its target's first parents.
@@ -28,15 +30,11 @@ type commitInfo struct {
 	message            string
 }
 
-// readCommit reads and parses commit h from the overlay or the clone.
-func (s *store) readCommit(h plumbing.Hash) (commitInfo, error) {
-	data, ok := s.overlay[h]
-	raw := data.data
-	if !ok {
-		var err error
-		if raw, err = s.read(plumbing.CommitObject, h); err != nil {
-			return commitInfo{}, err
-		}
+// readCommit reads and parses commit h from the store: the commits built, or the clone.
+func readCommit(s *gitstore.Store, h plumbing.Hash) (commitInfo, error) {
+	raw, err := s.Commit(h)
+	if err != nil {
+		return commitInfo{}, err
 	}
 	c := commitInfo{hash: h}
 	header, msg, _ := bytes.Cut(raw, []byte("\n\n"))
@@ -47,7 +45,7 @@ func (s *store) readCommit(h plumbing.Hash) (commitInfo, error) {
 		case "tree":
 			_, _ = hex.Decode(c.tree[:], value)
 		case "parent":
-			if c.parent.IsZero() && !s.shallow[h] {
+			if c.parent.IsZero() && !s.Shallow(h) {
 				_, _ = hex.Decode(c.parent[:], value)
 			}
 		case "author":
@@ -98,7 +96,7 @@ func (w *Worker) walkHead(head plumbing.Hash, stop func(plumbing.Hash) bool, str
 	var chain []commitInfo
 	h := head
 	for ; !h.IsZero() && !stop(h); h = chain[len(chain)-1].parent {
-		c, err := w.store.readCommit(h)
+		c, err := readCommit(w.store, h)
 		if err != nil {
 			return nil, plumbing.ZeroHash, fmt.Errorf("read the head branch: %w", err)
 		}
@@ -121,7 +119,7 @@ func (w *Worker) firstParents(target plumbing.Hash) (map[plumbing.Hash]bool, err
 	marks := map[plumbing.Hash]bool{}
 	for h, n := target, 0; !h.IsZero() && n < headBound; n++ {
 		marks[h] = true
-		c, err := w.store.readCommit(h)
+		c, err := readCommit(w.store, h)
 		if err != nil {
 			return nil, fmt.Errorf("read the target branch: %w", err)
 		}
@@ -140,26 +138,26 @@ func (w *Worker) replay(onto plumbing.Hash, chain []commitInfo) (plumbing.Hash, 
 		var before plumbing.Hash
 		if !c.parent.IsZero() {
 			var err error
-			if before, err = w.store.commitTree(c.parent); err != nil {
+			if before, err = w.store.CommitTree(c.parent); err != nil {
 				return plumbing.ZeroHash, err
 			}
 		}
-		var ops []op
-		err := w.store.diffFiles(before, c.tree, "", func(path string, _, now *TreeEntry) {
-			o := op{path: path}
+		var ops []gitstore.Op
+		err := w.store.DiffFiles(before, c.tree, "", func(path string, _, now *gitstore.TreeEntry) {
+			o := gitstore.Op{Path: path}
 			if now != nil {
-				o.blob = now.Hash
+				o.Blob = now.Hash
 			}
 			ops = append(ops, o)
 		})
 		if err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("replay %s: %w", c.hash, err)
 		}
-		base, err := w.store.commitTree(tip)
+		base, err := w.store.CommitTree(tip)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		tree, err := w.store.updateTree(base, ops)
+		tree, err := w.store.UpdateTree(base, ops)
 		if err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("replay %s: %w", c.hash, err)
 		}
@@ -173,84 +171,7 @@ func (w *Worker) replay(onto plumbing.Hash, chain []commitInfo) (plumbing.Hash, 
 				return plumbing.ZeroHash, fmt.Errorf("sign commit: %w", err)
 			}
 		}
-		tip = w.store.put(plumbing.CommitObject, data)
+		tip = w.store.PutCommit(data)
 	}
 	return tip, nil
-}
-
-// diffFiles calls fn with the path of every file that differs between trees a and b (zero:
-// empty), and its entries on either side (nil where it is missing). Equal subtrees are skipped
-// unread.
-func (s *store) diffFiles(a, b plumbing.Hash, prefix string, fn func(path string, was, now *TreeEntry)) error {
-	if a == b {
-		return nil
-	}
-	var ea, eb []TreeEntry
-	var err error
-	if !a.IsZero() {
-		if ea, err = s.tree(a); err != nil {
-			return err
-		}
-	}
-	if !b.IsZero() {
-		if eb, err = s.tree(b); err != nil {
-			return err
-		}
-	}
-	side := func(e *TreeEntry, was bool) error { // an entry only one side has
-		if !e.IsDir() {
-			if was {
-				fn(prefix+e.Name, e, nil)
-			} else {
-				fn(prefix+e.Name, nil, e)
-			}
-			return nil
-		}
-		if was {
-			return s.diffFiles(e.Hash, plumbing.ZeroHash, prefix+e.Name+"/", fn)
-		}
-		return s.diffFiles(plumbing.ZeroHash, e.Hash, prefix+e.Name+"/", fn)
-	}
-	i, j := 0, 0
-	for err == nil && (i < len(ea) || j < len(eb)) {
-		switch c := entryOrder(ea, eb, i, j); {
-		case c < 0:
-			err = side(&ea[i], true)
-			i++
-		case c > 0:
-			err = side(&eb[j], false)
-			j++
-		default:
-			x, y := &ea[i], &eb[j]
-			switch {
-			case x.Hash == y.Hash && x.Mode == y.Mode:
-			case x.IsDir():
-				err = s.diffFiles(x.Hash, y.Hash, prefix+x.Name+"/", fn)
-			default:
-				fn(prefix+x.Name, x, y)
-			}
-			i++
-			j++
-		}
-	}
-	return err
-}
-
-// entryOrder compares ea[i] and eb[j] in Git's tree order; a side that ran out sorts last.
-func entryOrder(ea, eb []TreeEntry, i, j int) int {
-	switch {
-	case i == len(ea):
-		return 1
-	case j == len(eb):
-		return -1
-	}
-	return compareKey(ea[i].Name, ea[i].IsDir(), entryKey(&eb[j]))
-}
-
-// entryKey is the key compareKey sorts an entry by: its name, with a trailing "/" for a tree.
-func entryKey(e *TreeEntry) string {
-	if e.IsDir() {
-		return e.Name + "/"
-	}
-	return e.Name
 }

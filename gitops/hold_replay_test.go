@@ -6,25 +6,28 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configbutler/gitops-reverser/gitstore"
 )
 
 // mustFileAt reads path at commit from w's clone or overlay; "<none>" when there is no file.
 func mustFileAt(t *testing.T, w *Worker, commit plumbing.Hash, p string) string {
 	t.Helper()
-	root, err := w.store.commitTree(commit)
+	root, err := w.store.CommitTree(commit)
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := w.repo.Reader(t.Context())
 	dir, name := path.Split(p)
-	entries, err := w.store.lookupDir(root, strings.TrimSuffix(dir, "/"))
+	entries, err := r.Dir(root, strings.TrimSuffix(dir, "/"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := FindFile(entries, name)
+	e := gitstore.FindFile(entries, name)
 	if e == nil {
 		return "<none>"
 	}
-	data, err := w.store.blob(e.Hash)
+	data, err := r.Blob(e.Hash)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -223,34 +223,3 @@ func MustLargeRepo(tb testing.TB, srv *testenv.GitServer, name string, namespace
 	}
 	return url
 }
-
-func TestManyPushesKeepClonePacksBounded(t *testing.T) {
-	srv := MustGitServer(t)
-	url := MustRepo(t, srv, "packs")
-	workDir := t.TempDir()
-	w := StartWorker(t, url, workDir, BatchLimits{})
-	for i := range maxPacks + 8 {
-		MustEnqueue(t, w, Change{Path: cmPath(fmt.Sprint(i % 5)), Content: configMap("x", fmt.Sprint(i), 100)})
-		MustFlush(t, w)
-	}
-	packs, err := filepath.Glob(filepath.Join(workDir, WorkerKey(url, "main"), "objects", "pack", "*.pack"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(packs) > maxPacks {
-		t.Fatalf("clone has %d packs, want at most %d", len(packs), maxPacks)
-	}
-	if err := w.stop(); err != nil {
-		t.Fatal(err)
-	}
-	mustVerifyClone(t, filepath.Join(workDir, WorkerKey(url, "main")))
-	w = StartWorker(t, url, workDir, BatchLimits{}) // the compacted clone is still valid
-	MustEnqueue(t, w, Change{Path: cmPath("after"), Content: configMap("after", "1", 100)})
-	MustFlush(t, w)
-	if got := len(mustFiles(t, srv, "packs")); got != 6 {
-		t.Fatalf("files = %d, want 6", got)
-	}
-	if got := len(mustLog(t, srv, "packs")); got != maxPacks+9 {
-		t.Fatalf("commits = %d, want %d", got, maxPacks+9)
-	}
-}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configbutler/gitops-reverser/gitstore"
 )
 
 // DefaultRequestPoll is how often a worker that delivers by pull request looks at its branches
@@ -47,7 +49,7 @@ func (w *Worker) pushHead(ctx context.Context) error {
 }
 
 func (w *Worker) pushHeadOnce(ctx context.Context) error {
-	target, head, err := w.repo.fetchRefs(ctx)
+	target, head, err := w.repo.FetchRefs(ctx)
 	if err != nil {
 		w.needFetch = true
 		return err
@@ -74,7 +76,7 @@ func (w *Worker) pushHeadOnce(ctx context.Context) error {
 	case tip == w.base:
 		return w.dropHead(ctx)
 	case tip != w.headTip:
-		var pack encodedPack
+		var pack gitstore.Pack
 		if err := w.sendRef(ctx, w.pusher.head, w.headTip, tip, w.encoder(&pack)); err != nil {
 			return err
 		}
@@ -145,7 +147,7 @@ func (w *Worker) headStart(ctx context.Context) (start plumbing.Hash, open bool,
 	if err != nil {
 		return plumbing.ZeroHash, false, err
 	}
-	w.store.dropOverlay()
+	w.store.DropOverlay()
 	if start, err = w.replay(w.base, chain); err != nil {
 		w.built = build{}
 		return plumbing.ZeroHash, false, err
@@ -179,13 +181,13 @@ func (w *Worker) unmerged(ctx context.Context, chain []commitInfo, head Head) (_
 // dropHead deletes a head branch that holds nothing the target lacks, and withdraws its request.
 func (w *Worker) dropHead(ctx context.Context) error {
 	w.pending, w.built = nil, build{}
-	w.store.dropOverlay()
+	w.store.DropOverlay()
 	if !w.headTip.IsZero() {
 		if err := w.sendRef(ctx, w.pusher.head, w.headTip, plumbing.ZeroHash, nil); err != nil {
 			return err
 		}
 		w.log.Info("the target has every change of the head branch: head branch deleted", "head", w.remote.Head)
-		w.headLanded(plumbing.ZeroHash, encodedPack{})
+		w.headLanded(plumbing.ZeroHash, gitstore.Pack{})
 		w.headDeletedAt = time.Now()
 	}
 	if !w.deliverWanted {
@@ -281,16 +283,16 @@ func (w *Worker) headFiles() ([]HeadFile, error) {
 
 // filesBetween lists the files that differ between the trees of two commits.
 func (w *Worker) filesBetween(from, to plumbing.Hash) ([]HeadFile, error) {
-	a, err := w.store.commitTree(from)
+	a, err := w.store.CommitTree(from)
 	if err != nil {
 		return nil, err
 	}
-	b, err := w.store.commitTree(to)
+	b, err := w.store.CommitTree(to)
 	if err != nil {
 		return nil, err
 	}
 	var files []HeadFile
-	err = w.store.diffFiles(a, b, "", func(path string, was, now *TreeEntry) {
+	err = w.store.DiffFiles(a, b, "", func(path string, was, now *gitstore.TreeEntry) {
 		files = append(files, HeadFile{Path: path, Deleted: now == nil, Added: was == nil})
 	})
 	return files, err
@@ -308,32 +310,32 @@ func (w *Worker) sendRef(ctx context.Context, ref plumbing.ReferenceName, old, t
 }
 
 // encoder encodes the commits built for a push into *pack, thin or not as the remote takes them.
-func (w *Worker) encoder(pack *encodedPack) packFunc {
+func (w *Worker) encoder(pack *gitstore.Pack) packFunc {
 	return func(thin bool) ([]byte, error) {
 		var err error
-		*pack, err = w.store.encodePack(thin)
-		return pack.data, err
+		*pack, err = w.store.Pack(thin)
+		return pack.Bytes(), err
 	}
 }
 
 // headLanded records a head branch the remote accepted (zero: deleted).
-func (w *Worker) headLanded(tip plumbing.Hash, pack encodedPack) {
+func (w *Worker) headLanded(tip plumbing.Hash, pack gitstore.Pack) {
 	stats, author := w.built.stats, w.built.author
 	w.m.landed(stats)
 	w.pending, w.built, w.headTip = nil, build{}, tip
 	w.deliverWanted = true
 	var err error
-	if pack.data != nil {
-		err = w.repo.keepPushed(w.store, pack)
+	if pack.Bytes() != nil {
+		err = w.repo.KeepPushed(pack)
 	}
-	w.store.dropOverlay()
+	w.store.DropOverlay()
 	if err == nil {
-		err = w.repo.setRef(w.repo.headTracking, tip)
+		err = w.repo.SetHeadTip(tip)
 	}
 	if err != nil {
 		w.log.Error("record the pushed head branch", "err", err)
 		w.needFetch = true
-	} else if err := w.repo.compactIfNeeded(); err != nil {
+	} else if err := w.repo.Compact(); err != nil {
 		w.log.Warn("compact clone", "err", err)
 	}
 	if !tip.IsZero() {

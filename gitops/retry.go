@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configbutler/gitops-reverser/gitstore"
 )
 
 // retryPolicy is the exponential backoff between failed pushes.
@@ -130,7 +132,7 @@ func (w *Worker) pushPending(ctx context.Context) error {
 	}
 	for replays := 0; ; replays++ {
 		if w.needFetch {
-			tip, err := w.repo.fetch(ctx)
+			tip, err := w.repo.Fetch(ctx)
 			if err != nil {
 				return err
 			}
@@ -143,7 +145,7 @@ func (w *Worker) pushPending(ctx context.Context) error {
 			w.pending, w.built = nil, build{}
 			return nil // nothing changes the tree
 		}
-		var pack encodedPack
+		var pack gitstore.Pack
 		err := w.sendRef(ctx, w.pusher.branch, w.base, w.built.tip, w.encoder(&pack))
 		if err == nil {
 			w.landed(pack)
@@ -216,7 +218,7 @@ func (w *Worker) dropFenced(err error) {
 	runs := len(w.pending)
 	w.m.fenced()
 	w.pending, w.built = nil, build{}
-	w.store.dropOverlay()
+	w.store.DropOverlay()
 	w.needFetch = true
 	w.log.Warn("push dropped: this replica no longer holds the lease of this branch; the replica that does writes these changes", "runs", runs, "err", err)
 	w.notify(err)
@@ -229,7 +231,7 @@ func (w *Worker) buildPending() error { return w.buildOn(w.base) }
 // chain was built on another commit.
 func (w *Worker) buildOn(start plumbing.Hash) error {
 	if !w.built.valid || w.built.base != start {
-		w.store.dropOverlay()
+		w.store.DropOverlay()
 		w.built = build{valid: true, base: start, tip: start}
 	}
 	w.pending = append(w.pending[:w.built.runs], joinBotRuns(w.pending[w.built.runs:], w.identity.Bot)...)
@@ -251,19 +253,19 @@ func (w *Worker) buildOn(start plumbing.Hash) error {
 }
 
 // landed records a push the remote accepted: the objects join the clone as one pack.
-func (w *Worker) landed(pack encodedPack) {
+func (w *Worker) landed(pack gitstore.Pack) {
 	tip, stats, author := w.built.tip, w.built.stats, w.built.author
 	w.m.landed(stats)
 	w.pending, w.built, w.base = nil, build{}, tip
-	err := w.repo.keepPushed(w.store, pack)
-	w.store.dropOverlay()
+	err := w.repo.KeepPushed(pack)
+	w.store.DropOverlay()
 	if err != nil {
 		w.log.Error("keep pushed objects in the clone", "err", err)
 		w.needFetch = true
-	} else if err := w.repo.setTip(tip); err != nil {
+	} else if err := w.repo.SetTip(tip); err != nil {
 		w.log.Error("record pushed tip", "err", err)
 		w.needFetch = true
-	} else if err := w.repo.compactIfNeeded(); err != nil {
+	} else if err := w.repo.Compact(); err != nil {
 		w.log.Warn("compact clone", "err", err) // lookups get slower, nothing is lost
 	}
 	w.log.Info("pushed", "tip", tip, "commits", stats.commits, "written", stats.written, "deleted", stats.deleted)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configbutler/gitops-reverser/gitstore"
 )
 
 // Bot is the daemon in Git: the committer of every commit and the author of every change nobody
@@ -48,8 +50,8 @@ type Worker struct {
 	requestPoll time.Duration             // 0: DefaultRequestPoll
 
 	// Owned by the Run goroutine.
-	repo        *repo
-	store       *store
+	repo        *gitstore.Repo
+	store       *gitstore.Store // the repo's
 	pusher      pusher
 	base        plumbing.Hash // the remote tip our commits start from
 	needFetch   bool
@@ -122,16 +124,16 @@ func NewWorker(cfg WorkerConfig) *Worker {
 // and pushes what it holds, bounded by a short deadline, and returns.
 func (w *Worker) Run(ctx context.Context) error {
 	defer close(w.done)
-	rp, err := openRepo(w.dir, w.remote, w.renew.keep, w.log)
+	rp, err := gitstore.Open(w.dir, w.remote.clone(), w.renew.keep, w.log)
 	if err != nil {
 		w.in.close()
 		w.setFailing(err)
 		return err
 	}
-	defer rp.close()
+	defer rp.Close()
+	w.repo, w.store = rp, rp.Store()
 	defer w.stopRenewal()
-	w.repo, w.store = rp, rp.newStore()
-	if w.base, err = rp.tip(); err != nil {
+	if w.base, err = rp.Tip(); err != nil {
 		w.in.close()
 		return err
 	}
@@ -141,7 +143,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.needFetch = true
 	var poll <-chan time.Time // nil without a head branch: never ready
 	if w.remote.Head != "" {
-		if w.headTip, err = rp.ref(rp.headTracking); err != nil {
+		if w.headTip, err = rp.HeadTip(); err != nil {
 			w.in.close()
 			return err
 		}
@@ -191,7 +193,7 @@ func (w *Worker) absorb(ctx context.Context, items []item, controls []control) {
 		case c.run != nil:
 			c.run(ctx)
 		case c.auth != nil:
-			w.repo.setAuth(c.auth.auth)
+			w.repo.SetAuth(c.auth.auth)
 			w.pusher.setAuth(c.auth.auth)
 			if w.retrying { // the failure may have been the old credentials: try again now
 				w.retryTimer.Stop()
@@ -242,9 +244,9 @@ func (w *Worker) fetch(ctx context.Context) FetchResult {
 // to look at the head branch (rebuild it, or delete it once merged) at the next push.
 func (w *Worker) fetchTips(ctx context.Context) (plumbing.Hash, error) {
 	if w.remote.Head == "" {
-		return w.repo.fetch(ctx)
+		return w.repo.Fetch(ctx)
 	}
-	target, head, err := w.repo.fetchRefs(ctx)
+	target, head, err := w.repo.FetchRefs(ctx)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}

@@ -1,4 +1,4 @@
-package gitops
+package gitstore
 
 import (
 	"bytes"
@@ -103,30 +103,35 @@ func compareKey(name string, dir bool, key string) int {
 	}
 }
 
-// effect records what an op did to the tree.
-type effect uint8
-
-const (
-	effectNone effect = iota
-	effectWritten
-	effectDeleted
-)
-
-// op is one resolved file change inside a commit: write blob at path, or delete path when blob
-// is zero. data is the blob's content, nil for a blob the clone and the remote already have.
-type op struct {
-	path    string
-	blob    plumbing.Hash
-	data    []byte
-	summary string
-	effect  effect
-	keep    func(current []byte) bool // see Change.Keep
+// Op is one file change of a tree: write Blob at Path, or delete Path when Blob is zero.
+type Op struct {
+	Path string
+	Blob plumbing.Hash
+	// Data is the blob's content, nil for a blob the clone and the remote already have.
+	Data []byte
+	// Keep, when set, is asked about the blob the tree holds at Path when it is not Blob: true
+	// keeps it, as it already says the same.
+	Keep func(current []byte) bool
+	// Effect is what the op did to the tree, set by UpdateTree.
+	Effect Effect
 }
 
-// updateTree applies ops (sorted by path, one per path) to the tree root and returns the new
-// root. Only the trees along changed paths are rewritten; every other subtree is reused by hash.
-// An op that changes nothing (same blob, or deleting a missing file) is skipped.
-func (s *store) updateTree(root plumbing.Hash, ops []op) (plumbing.Hash, error) {
+// Effect records what an Op did to the tree.
+type Effect uint8
+
+// The effects of an Op: none (the tree held Blob already, Keep kept what it held, or there was
+// no file to delete), the file written, the file deleted.
+const (
+	Unchanged Effect = iota
+	Written
+	Deleted
+)
+
+// UpdateTree applies ops (sorted by path, one per path) to the tree root and returns the new
+// root, setting each op's Effect. Only the trees along changed paths are rewritten; every other
+// subtree is reused by hash. An op that changes nothing (same blob, or deleting a missing file)
+// is skipped.
+func (s *Store) UpdateTree(root plumbing.Hash, ops []Op) (plumbing.Hash, error) {
 	h, err := s.updateDir(root, ops, 0)
 	if err != nil || !h.IsZero() {
 		return h, err
@@ -136,7 +141,7 @@ func (s *store) updateTree(root plumbing.Hash, ops []op) (plumbing.Hash, error) 
 
 // updateDir applies ops whose paths, from byte off on, are relative to the directory tree. It
 // returns the zero hash when the directory ends up empty, so the caller drops it.
-func (s *store) updateDir(tree plumbing.Hash, ops []op, off int) (plumbing.Hash, error) {
+func (s *Store) updateDir(tree plumbing.Hash, ops []Op, off int) (plumbing.Hash, error) {
 	var entries []TreeEntry
 	if !tree.IsZero() {
 		var err error
@@ -147,7 +152,7 @@ func (s *store) updateDir(tree plumbing.Hash, ops []op, off int) (plumbing.Hash,
 	out := make([]TreeEntry, 0, len(entries)+len(ops))
 	changed, i := false, 0
 	for k := 0; k < len(ops); {
-		rel := ops[k].path[off:]
+		rel := ops[k].Path[off:]
 		key, dir := rel, false
 		if slash := strings.IndexByte(rel, '/'); slash >= 0 {
 			key, dir = rel[:slash+1], true
@@ -163,7 +168,7 @@ func (s *store) updateDir(tree plumbing.Hash, ops []op, off int) (plumbing.Hash,
 		}
 		if dir {
 			end := k + 1
-			for end < len(ops) && strings.HasPrefix(ops[end].path[off:], key) {
+			for end < len(ops) && strings.HasPrefix(ops[end].Path[off:], key) {
 				end++
 			}
 			var sub bool
@@ -176,7 +181,7 @@ func (s *store) updateDir(tree plumbing.Hash, ops []op, off int) (plumbing.Hash,
 			continue
 		}
 		out = s.applyFileOp(out, cur, &ops[k], key)
-		changed = changed || ops[k].effect != effectNone
+		changed = changed || ops[k].Effect != Unchanged
 		k++
 	}
 	if !changed {
@@ -197,7 +202,7 @@ func (s *store) updateDir(tree plumbing.Hash, ops []op, off int) (plumbing.Hash,
 // applySubdir applies ops, all below the subdirectory key ("name/") whose entry is cur (nil when
 // missing), appending its new entry to out unless it ended up empty; changed says whether it did
 // change.
-func (s *store) applySubdir(out []TreeEntry, cur *TreeEntry, ops []op, off int, key string) (_ []TreeEntry, changed bool, _ error) {
+func (s *Store) applySubdir(out []TreeEntry, cur *TreeEntry, ops []Op, off int, key string) (_ []TreeEntry, changed bool, _ error) {
 	var sub plumbing.Hash
 	if cur != nil {
 		sub = cur.Hash
@@ -214,23 +219,23 @@ func (s *store) applySubdir(out []TreeEntry, cur *TreeEntry, ops []op, off int, 
 
 // applyFileOp applies o to the file entry cur (nil when missing) named name, appending the
 // resulting entry to out and recording the op's effect.
-func (s *store) applyFileOp(out []TreeEntry, cur *TreeEntry, o *op, name string) []TreeEntry {
+func (s *Store) applyFileOp(out []TreeEntry, cur *TreeEntry, o *Op, name string) []TreeEntry {
 	switch {
-	case o.blob.IsZero():
+	case o.Blob.IsZero():
 		if cur != nil {
-			o.effect = effectDeleted
+			o.Effect = Deleted
 		}
 		return out
-	case cur != nil && cur.Hash == o.blob:
+	case cur != nil && cur.Hash == o.Blob:
 		return append(out, *cur)
-	case cur != nil && o.keep != nil && s.keeps(cur.Hash, o.keep):
+	case cur != nil && o.Keep != nil && s.keeps(cur.Hash, o.Keep):
 		return append(out, *cur)
 	default:
-		if o.data != nil { // nil: a blob the remote has already (a replayed commit's)
-			s.putBlob(o.data, cur)
+		if o.Data != nil { // nil: a blob the remote has already (a replayed commit's)
+			s.putBlob(o.Data, cur)
 		}
-		o.effect = effectWritten
-		return append(out, TreeEntry{Name: name, Mode: fileMode, Hash: o.blob})
+		o.Effect = Written
+		return append(out, TreeEntry{Name: name, Mode: fileMode, Hash: o.Blob})
 	}
 }
 
@@ -238,7 +243,7 @@ func (s *store) applyFileOp(out []TreeEntry, cur *TreeEntry, o *op, name string)
 // against cur's blob when that is less than half its size: an object's YAML changed in a few
 // lines. The old blob is read where the push that wrote it put it (see located.go), else from
 // the clone through go-git.
-func (s *store) putBlob(data []byte, cur *TreeEntry) {
+func (s *Store) putBlob(data []byte, cur *TreeEntry) {
 	if cur == nil || len(data) < blobDeltaMinSize {
 		s.put(plumbing.BlobObject, data)
 		return
@@ -259,14 +264,14 @@ func (s *store) putBlob(data []byte, cur *TreeEntry) {
 const blobDeltaMinSize = 128
 
 // keeps asks keep about the blob h; a blob that cannot be read is not kept, so it is rewritten.
-func (s *store) keeps(h plumbing.Hash, keep func([]byte) bool) bool {
+func (s *Store) keeps(h plumbing.Hash, keep func([]byte) bool) bool {
 	data, err := s.blob(h)
 	return err == nil && keep(data)
 }
 
-// lookupDir returns the entries of the directory at dir ("a/b", "" for the root) below root,
+// Dir returns the entries of the directory at dir ("a/b", "" for the root) below the tree root,
 // or nil when it does not exist.
-func (s *store) lookupDir(root plumbing.Hash, dir string) ([]TreeEntry, error) {
+func (s *Store) Dir(root plumbing.Hash, dir string) ([]TreeEntry, error) {
 	if root.IsZero() {
 		return nil, nil
 	}
@@ -313,10 +318,10 @@ func FindFile(entries []TreeEntry, name string) *TreeEntry {
 	return &entries[i]
 }
 
-// walkFiles calls fn with the path of every file below the directory entries, whose path
+// WalkFiles calls fn with the path of every file below the directory entries, whose path
 // (with a trailing "/", or empty for the root) is prefix. The path buffer is reused: fn must
 // copy it to keep it.
-func (s *store) walkFiles(entries []TreeEntry, prefix []byte, fn func(path []byte)) error {
+func (s *Store) WalkFiles(entries []TreeEntry, prefix []byte, fn func(path []byte)) error {
 	for i := range entries {
 		p := append(prefix, entries[i].Name...)
 		if !entries[i].IsDir() {
@@ -327,11 +332,88 @@ func (s *store) walkFiles(entries []TreeEntry, prefix []byte, fn func(path []byt
 		if err != nil {
 			return err
 		}
-		if err := s.walkFiles(sub, append(p, '/'), fn); err != nil {
+		if err := s.WalkFiles(sub, append(p, '/'), fn); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// DiffFiles calls fn with the path of every file that differs between trees a and b (zero:
+// empty), and its entries on either side (nil where it is missing). Equal subtrees are skipped
+// unread.
+func (s *Store) DiffFiles(a, b plumbing.Hash, prefix string, fn func(path string, was, now *TreeEntry)) error {
+	if a == b {
+		return nil
+	}
+	var ea, eb []TreeEntry
+	var err error
+	if !a.IsZero() {
+		if ea, err = s.tree(a); err != nil {
+			return err
+		}
+	}
+	if !b.IsZero() {
+		if eb, err = s.tree(b); err != nil {
+			return err
+		}
+	}
+	side := func(e *TreeEntry, was bool) error { // an entry only one side has
+		if !e.IsDir() {
+			if was {
+				fn(prefix+e.Name, e, nil)
+			} else {
+				fn(prefix+e.Name, nil, e)
+			}
+			return nil
+		}
+		if was {
+			return s.DiffFiles(e.Hash, plumbing.ZeroHash, prefix+e.Name+"/", fn)
+		}
+		return s.DiffFiles(plumbing.ZeroHash, e.Hash, prefix+e.Name+"/", fn)
+	}
+	i, j := 0, 0
+	for err == nil && (i < len(ea) || j < len(eb)) {
+		switch c := entryOrder(ea, eb, i, j); {
+		case c < 0:
+			err = side(&ea[i], true)
+			i++
+		case c > 0:
+			err = side(&eb[j], false)
+			j++
+		default:
+			x, y := &ea[i], &eb[j]
+			switch {
+			case x.Hash == y.Hash && x.Mode == y.Mode:
+			case x.IsDir():
+				err = s.DiffFiles(x.Hash, y.Hash, prefix+x.Name+"/", fn)
+			default:
+				fn(prefix+x.Name, x, y)
+			}
+			i++
+			j++
+		}
+	}
+	return err
+}
+
+// entryOrder compares ea[i] and eb[j] in Git's tree order; a side that ran out sorts last.
+func entryOrder(ea, eb []TreeEntry, i, j int) int {
+	switch {
+	case i == len(ea):
+		return 1
+	case j == len(eb):
+		return -1
+	}
+	return compareKey(ea[i].Name, ea[i].IsDir(), entryKey(&eb[j]))
+}
+
+// entryKey is the key compareKey sorts an entry by: its name, with a trailing "/" for a tree.
+func entryKey(e *TreeEntry) string {
+	if e.IsDir() {
+		return e.Name + "/"
+	}
+	return e.Name
 }
 
 // bytesString views b as a string without copying; b must never change afterwards.

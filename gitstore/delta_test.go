@@ -1,4 +1,4 @@
-package gitops
+package gitstore
 
 import (
 	"bytes"
@@ -101,28 +101,29 @@ func each(es []TreeEntry, step int, fn func(*TreeEntry)) {
 // measured. The folder's tree and the files go to the remote as deltas (a thin pack) and the
 // clone keeps the tree as one, so each commit costs the clone and the wire at most twice what
 // git gc needs for the same history. git fsck --strict accepts the remote and the clone, a plain git clone of the remote
-// reads the last version of every file, and so does a new worker from the clone alone.
+// reads the last version of every file, and so does the clone opened again alone.
 func TestChurnCostsWhatChanged(t *testing.T) {
-	srv := MustGitServer(t)
-	url := MustRepo(t, srv, "churn")
-	workDir := t.TempDir()
-	clone := filepath.Join(workDir, WorkerKey(url, "main"))
+	srv := mustGitServer(t)
+	url := mustRepo(t, srv, "churn")
+	clone := filepath.Join(t.TempDir(), "clone")
 	remote := filepath.Join(srv.Root, "churn.git")
-	w := StartWorker(t, url, workDir, BatchLimits{})
+	c := openClone(t, url, clone, 0)
 	const files, rounds, perRound = 2000, 30, 50
 	name := func(i int) string { return fmt.Sprintf("cm-%04d", i) }
+	seed := map[string][]byte{}
 	for i := range files {
-		MustEnqueue(t, w, Change{Path: cmPath(name(i)), Content: configMap(name(i), "0", 300)})
+		seed[cmPath(name(i))] = configMap(name(i), "0", 300)
 	}
-	MustFlush(t, w)
+	c.write(seed)
 	commits := len(mustLog(t, srv, "churn"))
 	cloneBefore, pushedBefore, gcBefore := mustDirSize(t, clone), srv.PushedBytes(), gcSize(t, remote)
 	for r := 1; r <= rounds; r++ {
+		changes := map[string][]byte{}
 		for k := range perRound {
 			i := (r*perRound + k*37) % files
-			MustEnqueue(t, w, Change{Path: cmPath(name(i)), Content: configMap(name(i), fmt.Sprint(r), 300)})
+			changes[cmPath(name(i))] = configMap(name(i), fmt.Sprint(r), 300)
 		}
-		MustFlush(t, w)
+		c.write(changes)
 	}
 	if n := len(mustLog(t, srv, "churn")) - commits; n != rounds {
 		t.Fatalf("%d commits, want %d", n, rounds)
@@ -135,9 +136,7 @@ func TestChurnCostsWhatChanged(t *testing.T) {
 	if !clonePacksHaveDeltas(t, clone) {
 		t.Fatal("the clone holds no delta")
 	}
-	if err := w.stop(); err != nil {
-		t.Fatal(err)
-	}
+	c.close()
 	mustVerifyClone(t, clone)
 	mustGit(t, "--git-dir="+remote, "fsck", "--strict", "--no-dangling", "--full")
 	plain := filepath.Join(t.TempDir(), "plain")
@@ -154,31 +153,7 @@ func TestChurnCostsWhatChanged(t *testing.T) {
 	if last := cmPath(name((rounds * perRound) % files)); !bytes.Equal(want[last], configMap(name((rounds*perRound)%files), fmt.Sprint(rounds), 300)) {
 		t.Fatalf("a plain clone reads %s as %q", last, want[last])
 	}
-	mustReadFilesOffline(t, srv, "churn", url, workDir, want)
-}
-
-// TestARemoteRefusingThinPacksGetsWholeOnes: a remote whose receive-pack refuses thin packs
-// (git's own switch for it) without saying so beforehand fails the first push of a changed
-// folder; the worker sends it again whole, and after a second such failure sends whole packs
-// from then on.
-func TestARemoteRefusingThinPacksGetsWholeOnes(t *testing.T) {
-	srv := MustGitServer(t)
-	url := MustRepo(t, srv, "thinless")
-	w := StartWorker(t, url, "", BatchLimits{})
-	for i := range 300 {
-		MustEnqueue(t, w, Change{Path: cmPath(fmt.Sprint("cm-", i)), Content: configMap("cm", "0", 200)})
-	}
-	MustFlush(t, w)
-	srv.SetRefusingThinPacks(true)
-	for r := 1; r <= 3; r++ {
-		MustEnqueue(t, w, Change{Path: cmPath(fmt.Sprint("cm-", r)), Content: configMap("cm", fmt.Sprint(r), 200)})
-		MustFlush(t, w)
-	}
-	got, err := srv.ReadFile("thinless", "main", cmPath("cm-3"))
-	if err != nil || !bytes.Equal(got, configMap("cm", "3", 200)) {
-		t.Fatalf("the remote holds %q (%v)", got, err)
-	}
-	mustGit(t, "--git-dir="+filepath.Join(srv.Root, "thinless.git"), "fsck", "--strict", "--no-dangling", "--full")
+	mustReadFilesOffline(t, srv, "churn", url, clone, want)
 }
 
 // TestBlobDeltaMakesTheNextFile: the delta of a file against its previous version, applied by

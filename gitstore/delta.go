@@ -1,4 +1,4 @@
-package gitops
+package gitstore
 
 import (
 	"bytes"

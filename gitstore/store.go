@@ -1,4 +1,4 @@
-package gitops
+package gitstore
 
 import (
 	"container/list"
@@ -12,23 +12,11 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
-// rawObject is an object created by the worker and not yet persisted in the clone.
-type rawObject struct {
-	typ plumbing.ObjectType
-	// hot marks a blob that is a new version of a file: the file's next change reads it. (Beside
-	// typ, it takes no room of its own: the overlay holds an entry per object of a seed.)
-	hot  bool
-	data []byte
-	// base is the object's previous version, which the remote and the clone have or the overlay
-	// holds, and delta makes data from it; both zero when the object has no base worth a delta.
-	base  plumbing.Hash
-	delta []byte
-}
-
-// store reads objects from the clone and keeps the objects of the commits being built in an
-// in-memory overlay: they are exactly what the next push sends, and they reach the clone's disk
-// as one pack once the remote accepted them (repo.keepPushed).
-type store struct {
+// Store reads objects from the clone and keeps the objects of the commits being built in an
+// in-memory overlay: they are exactly what the next push sends (Pack), and they reach the
+// clone's disk as one pack once the remote accepted them (Repo.KeepPushed). A Repo has one
+// Store, made anew in place when the clone is.
+type Store struct {
 	sto     *filesystem.Storage
 	located *locator // where the clone holds hot blobs; nil: go-git finds them all
 	overlay map[plumbing.Hash]rawObject
@@ -42,14 +30,29 @@ type store struct {
 	newest struct{ commit, tree plumbing.Hash }
 }
 
-func newStore(sto *filesystem.Storage) *store {
-	s := &store{sto: sto, overlay: map[plumbing.Hash]rawObject{}, trees: newTreeCache(treeCacheBytes)}
+// rawObject is an object built in the Store and not yet persisted in the clone.
+type rawObject struct {
+	typ plumbing.ObjectType
+	// hot marks a blob that is a new version of a file: the file's next change reads it. (Beside
+	// typ, it takes no room of its own: the overlay holds an entry per object of a seed.)
+	hot  bool
+	data []byte
+	// base is the object's previous version, which the remote and the clone have or the overlay
+	// holds, and delta makes data from it; both zero when the object has no base worth a delta.
+	base  plumbing.Hash
+	delta []byte
+}
+
+// newStore is a store of the clone sto that reads the blobs located says where to find itself
+// (nil: go-git finds them all).
+func newStore(sto *filesystem.Storage, located *locator) *Store {
+	s := &Store{sto: sto, located: located, overlay: map[plumbing.Hash]rawObject{}, trees: newTreeCache(treeCacheBytes)}
 	s.readShallow()
 	return s
 }
 
 // readShallow reads the boundary of a shallow clone again (after a deepen).
-func (s *store) readShallow() {
+func (s *Store) readShallow() {
 	s.shallow = nil
 	if hs, err := s.sto.Shallow(); err == nil && len(hs) > 0 {
 		s.shallow = make(map[plumbing.Hash]bool, len(hs))
@@ -62,6 +65,9 @@ func (s *store) readShallow() {
 // treeCacheBytes bounds the parsed trees kept between batches: enough for a folder of 100,000
 // files (about 10 MiB parsed) besides the smaller trees above it.
 const treeCacheBytes = 32 << 20
+
+// BlobHash is the Git object name of a file's content.
+func BlobHash(data []byte) plumbing.Hash { return objectHash(plumbing.BlobObject, data) }
 
 // objectHash is the Git object name of data with type typ.
 func objectHash(typ plumbing.ObjectType, data []byte) plumbing.Hash {
@@ -78,14 +84,17 @@ func objectHash(typ plumbing.ObjectType, data []byte) plumbing.Hash {
 	return out
 }
 
+// PutCommit adds a new commit, encoded as Git encodes it, to the overlay and returns its name.
+func (s *Store) PutCommit(data []byte) plumbing.Hash { return s.put(plumbing.CommitObject, data) }
+
 // put adds a new object to the overlay and returns its name.
-func (s *store) put(typ plumbing.ObjectType, data []byte) plumbing.Hash {
+func (s *Store) put(typ plumbing.ObjectType, data []byte) plumbing.Hash {
 	return s.putDelta(typ, data, plumbing.ZeroHash, nil)
 }
 
 // putDelta adds a new object that delta makes from base (none when delta is nil) to the overlay
 // and returns its name.
-func (s *store) putDelta(typ plumbing.ObjectType, data []byte, base plumbing.Hash, delta []byte) plumbing.Hash {
+func (s *Store) putDelta(typ plumbing.ObjectType, data []byte, base plumbing.Hash, delta []byte) plumbing.Hash {
 	h := objectHash(typ, data)
 	if h == base || delta == nil {
 		base, delta = plumbing.ZeroHash, nil
@@ -97,14 +106,14 @@ func (s *store) putDelta(typ plumbing.ObjectType, data []byte, base plumbing.Has
 	return h
 }
 
-// dropOverlay forgets the objects of the commits built: they were pushed and are in the clone
-// now, or will never be pushed (they are rebuilt on a new tip). The trees the newest commit
-// added stay in the tree cache, parsed: the next commits build on that tip, and reading a large
-// folder back from the clone costs inflating it every time.
-func (s *store) dropOverlay() {
+// DropOverlay forgets the objects of the commits built: they were pushed and are in the clone
+// now, or will never be pushed (they are rebuilt on a new tip). The trees the newest commit added
+// stay in the tree cache, parsed: the next commits build on that tip, and reading a large folder
+// back from the clone costs inflating it every time.
+func (s *Store) DropOverlay() {
 	for i := len(s.order) - 1; i >= 0; i-- {
 		if s.overlay[s.order[i]].typ == plumbing.CommitObject {
-			if tree, err := s.commitTree(s.order[i]); err == nil {
+			if tree, err := s.CommitTree(s.order[i]); err == nil {
 				s.cacheOverlayTrees(tree)
 				s.newest.commit, s.newest.tree = s.order[i], tree
 			}
@@ -117,7 +126,7 @@ func (s *store) dropOverlay() {
 
 // cacheOverlayTrees puts tree h and the trees below it that are in the overlay into the tree
 // cache.
-func (s *store) cacheOverlayTrees(h plumbing.Hash) {
+func (s *Store) cacheOverlayTrees(h plumbing.Hash) {
 	o, ok := s.overlay[h]
 	if !ok || o.typ != plumbing.TreeObject {
 		return
@@ -135,7 +144,7 @@ func (s *store) cacheOverlayTrees(h plumbing.Hash) {
 }
 
 // tree returns the parsed entries of tree h.
-func (s *store) tree(h plumbing.Hash) ([]TreeEntry, error) {
+func (s *Store) tree(h plumbing.Hash) ([]TreeEntry, error) {
 	if entries, ok := s.trees.get(h); ok {
 		return entries, nil
 	}
@@ -152,7 +161,7 @@ func (s *store) tree(h plumbing.Hash) ([]TreeEntry, error) {
 }
 
 // treeData is the encoding of tree h, from the overlay or the clone.
-func (s *store) treeData(h plumbing.Hash) ([]byte, error) {
+func (s *Store) treeData(h plumbing.Hash) ([]byte, error) {
 	if o, ok := s.overlay[h]; ok {
 		return o.data, nil
 	}
@@ -160,8 +169,13 @@ func (s *store) treeData(h plumbing.Hash) ([]byte, error) {
 }
 
 // read returns the content of an object stored in the clone.
-func (s *store) read(typ plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
-	obj, err := s.sto.EncodedObject(typ, h)
+func (s *Store) read(typ plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
+	return readObject(s.sto, typ, h)
+}
+
+// readObject returns the content of an object stored in sto.
+func readObject(sto *filesystem.Storage, typ plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
+	obj, err := sto.EncodedObject(typ, h)
 	if err != nil {
 		return nil, fmt.Errorf("read %s %s: %w", typ, h, err)
 	}
@@ -177,8 +191,8 @@ func (s *store) read(typ plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
 	return data, nil
 }
 
-// commitTree returns the root tree of commit h (zero for the zero commit).
-func (s *store) commitTree(h plumbing.Hash) (plumbing.Hash, error) {
+// CommitTree returns the root tree of commit h (zero for the zero commit).
+func (s *Store) CommitTree(h plumbing.Hash) (plumbing.Hash, error) {
 	if h.IsZero() {
 		return plumbing.ZeroHash, nil
 	}
@@ -203,6 +217,43 @@ func (s *store) commitTree(h plumbing.Hash) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, fmt.Errorf("commit %s has a malformed tree line", h)
 	}
 	return t, nil
+}
+
+// Commit returns the encoding of commit h (its headers, a blank line, its message), from the
+// overlay or the clone.
+func (s *Store) Commit(h plumbing.Hash) ([]byte, error) {
+	if o, ok := s.overlay[h]; ok {
+		return o.data, nil
+	}
+	return s.read(plumbing.CommitObject, h)
+}
+
+// Shallow reports whether commit h is at the boundary of the history the clone keeps (see
+// KeptCommits): its parents are not in the clone, and it reads as a root commit, as in git.
+func (s *Store) Shallow(h plumbing.Hash) bool { return s.shallow[h] }
+
+// blob returns the content of blob h, from the overlay or the clone.
+func (s *Store) blob(h plumbing.Hash) ([]byte, error) {
+	if o, ok := s.overlay[h]; ok {
+		return o.data, nil
+	}
+	if data, ok := s.located.read(h); ok {
+		return data, nil
+	}
+	return s.read(plumbing.BlobObject, h)
+}
+
+// size is the size of object h without reading it. (The storage's HasEncodedObject is not used:
+// with exclusive access it misses objects that are packed.)
+func (s *Store) size(h plumbing.Hash) (int64, error) {
+	if o, ok := s.overlay[h]; ok {
+		return int64(len(o.data)), nil
+	}
+	n, err := s.sto.EncodedObjectSize(h)
+	if err != nil {
+		return 0, fmt.Errorf("size of %s: %w", h, err)
+	}
+	return n, nil
 }
 
 // treeCache is a small LRU of parsed trees, bounded by the bytes of their encoding.

@@ -1,8 +1,7 @@
-package gitops
+package gitstore
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -15,19 +14,19 @@ import (
 // that is wrong is refused by the object's name and the file read through go-git; a version
 // superseded is forgotten. Over more pushes than the clone keeps packs (so packs are merged
 // away under the locator), every change lands: the remote holds the last version of each file
-// and git fsck --strict accepts it. A stopped worker leaves no pack open.
+// and git fsck --strict accepts it. A closed clone leaves no pack open.
 func TestTheNextChangeReadsItsFileWherePushed(t *testing.T) {
-	srv := MustGitServer(t)
-	url := MustRepo(t, srv, "located")
-	w := StartWorker(t, url, "", BatchLimits{})
+	srv := mustGitServer(t)
+	c := openClone(t, mustRepo(t, srv, "located"), filepath.Join(t.TempDir(), "clone"), 0)
 	const files = 20
 	name := func(i int) string { return fmt.Sprintf("cm-%02d", i) }
 	content := func(i, round int) []byte { return configMap(name(i), fmt.Sprint(round), 400) }
 	write := func(round int, which ...int) {
+		changes := map[string][]byte{}
 		for _, i := range which {
-			MustEnqueue(t, w, Change{Path: cmPath(name(i)), Content: content(i, round)})
+			changes[cmPath(name(i))] = content(i, round)
 		}
-		MustFlush(t, w)
+		c.write(changes)
 	}
 	all := make([]int, files)
 	for i := range all {
@@ -35,15 +34,14 @@ func TestTheNextChangeReadsItsFileWherePushed(t *testing.T) {
 	}
 	write(0, all...) // created: nothing reads these before their next change
 	write(1, all...)
-	// onWorker runs check on the worker's goroutine, where the store lives, and fails the test
-	// with its error.
-	onWorker := func(check func(s *store) error) {
+	// onStore runs check on the clone's store and fails the test with its error.
+	onStore := func(check func(s *Store) error) {
 		t.Helper()
-		if err := w.Read(context.Background(), func(r Reader) error { return check(r.s) }); err != nil {
+		if err := check(c.Store()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	onWorker(func(s *store) error {
+	onStore(func(s *Store) error {
 		for i := range files {
 			h := objectHash(plumbing.BlobObject, content(i, 1))
 			if _, ok := s.located.at[h]; !ok {
@@ -70,7 +68,7 @@ func TestTheNextChangeReadsItsFileWherePushed(t *testing.T) {
 		return nil
 	})
 	write(2, all...)
-	onWorker(func(s *store) error {
+	onStore(func(s *Store) error {
 		for i := range files {
 			if _, ok := s.located.at[objectHash(plumbing.BlobObject, content(i, 1))]; ok {
 				return fmt.Errorf("%s of round 1, superseded, is still located", name(i))
@@ -81,7 +79,7 @@ func TestTheNextChangeReadsItsFileWherePushed(t *testing.T) {
 	for round := 3; round < 3+maxPacks+8; round++ { // one push each: the clone merges its packs
 		write(round, round%files, (round+7)%files)
 	}
-	onWorker(func(s *store) error {
+	onStore(func(s *Store) error {
 		if packs, err := s.sto.ObjectPacks(); err != nil || len(packs) > maxPacks {
 			return fmt.Errorf("the clone has %d packs (%v): none were merged", len(packs), err)
 		}
@@ -101,10 +99,8 @@ func TestTheNextChangeReadsItsFileWherePushed(t *testing.T) {
 		}
 	}
 	mustGit(t, "--git-dir="+filepath.Join(srv.Root, "located.git"), "fsck", "--strict", "--no-dangling", "--full")
-	if err := w.stop(); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(w.repo.located.files); n != 0 {
-		t.Fatalf("a stopped worker keeps %d packs open", n)
+	c.close()
+	if n := len(c.located.files); n != 0 {
+		t.Fatalf("a closed clone keeps %d packs open", n)
 	}
 }

@@ -1,4 +1,4 @@
-package gitops
+package gitstore
 
 import (
 	"bufio"
@@ -23,7 +23,7 @@ import (
 //
 // A tail grown past tailMaxBytes is sealed: it stays, as any pack, and a new tail starts. The
 // tail and sealed tails are marked with a .keep file, as git marks packs not to repack: merging
-// packs (compactIfNeeded) copies whole objects and would expand their deltas.
+// packs (Compact) copies whole objects and would expand their deltas.
 
 // tailMaxBytes bounds the tail, and so the copy each push makes of it.
 const tailMaxBytes = 16 << 20
@@ -48,11 +48,12 @@ type tailObject struct {
 	depth  int
 }
 
-// keepPushed puts the objects of a push the remote accepted into the clone: its trees go to
-// the tail, the rest (blobs and commits) to a pack of their own, copied from the pack sent when
-// it went whole there (a blob sent as a delta is compressed again, whole). The
-// storage takes in both, and forgets the tail they replace, at once.
-func (r *repo) keepPushed(s *store, pack encodedPack) error {
+// KeepPushed puts the objects of a push the remote accepted, whose pack the Store made, into
+// the clone: its trees go to the tail, the rest (blobs and commits) to a pack of their own,
+// copied from the pack sent when it went whole there (a blob sent as a delta is compressed
+// again, whole). The storage takes in both, and forgets the tail they replace, at once.
+func (r *Repo) KeepPushed(pack Pack) error {
+	s := &r.store
 	var trees, rest []int // indexes into s.order and the pack's entries
 	for i, h := range s.order {
 		if s.overlay[h].typ == plumbing.TreeObject {
@@ -111,7 +112,7 @@ func (r *repo) keepPushed(s *store, pack encodedPack) error {
 // adopt: the new tail, and the one it replaces with an empty index, which no lookup finds
 // anything in (the storage has no other way to forget a pack than reading every index again, at
 // the cost of the whole clone).
-func (r *repo) extendTail(s *store, pack encodedPack, trees []int) ([]placedPack, error) {
+func (r *Repo) extendTail(s *Store, pack Pack, trees []int) ([]placedPack, error) {
 	dir := r.packDir()
 	old := r.tail
 	if old != nil && old.size > tailMaxBytes {
@@ -175,7 +176,7 @@ func (r *repo) extendTail(s *store, pack encodedPack, trees []int) ([]placedPack
 // add appends tree h (o, the i-th object of pack) to p: as a delta against its previous version
 // when the tail holds that within maxDepth, else whole, as the pack sent it when it went whole.
 // It returns the tree's depth.
-func (t *tail) add(p *packWriter, h plumbing.Hash, o rawObject, pack encodedPack, i int) (int, error) {
+func (t *tail) add(p *packWriter, h plumbing.Hash, o rawObject, pack Pack, i int) (int, error) {
 	if b, ok := t.objects[o.base]; ok && o.delta != nil && b.depth < maxDepth {
 		return b.depth + 1, p.addOfsDelta(h, p.n-b.offset, o.delta)
 	}

@@ -1,4 +1,4 @@
-package gitops
+package gitstore
 
 import (
 	"bufio"
@@ -12,8 +12,8 @@ import (
 
 // Every change of a file reads the file's previous version, to send the new one as a delta
 // against it. Through go-git that read asks each pack's index in turn and decodes through a
-// pack scanner: a fifth of the daemon's CPU at 4,000 changes a second. So the repo remembers
-// where its clone holds the blobs of files it changed (keepPushed writes each whole into a pack
+// pack scanner: a fifth of the daemon's CPU at 4,000 changes a second. So the Repo remembers
+// where its clone holds the blobs of files it changed (KeepPushed writes each whole into a pack
 // and says where), as the next change of such a file reads it, and its store reads them itself: one read
 // at the offset, one inflate, and the object's name checked against the bytes, so a location
 // that is wrong can never make a wrong delta. Anything else is read through go-git.
@@ -27,7 +27,7 @@ const locatedMax = 1 << 16
 const locatedFilesMax = 8
 
 // locatedBlobMax bounds the blob a location is believed about: a header that says more is not
-// the entry keepPushed wrote.
+// the entry KeepPushed wrote.
 const locatedBlobMax = 64 << 20
 
 // blobAt is where a pack file holds a blob whole.

@@ -1,4 +1,4 @@
-package gitops
+package gitstore
 
 import (
 	"bufio"
@@ -18,10 +18,10 @@ import (
 // lookup may try each of them.
 const maxPacks = 32
 
-// compactIfNeeded merges every pack but the largest (the clone's initial one, usually) and
-// the kept ones (tails, see tail.go) into one, when the clone has more than maxPacks. The cost
-// is the size of the small packs only, and mostly a copy: see mergePacks.
-func (r *repo) compactIfNeeded() error {
+// Compact merges every pack but the largest (the clone's initial one, usually) and the kept
+// ones (tails, see tail.go) into one, when the clone has more than maxPacks. The cost is the size
+// of the small packs only, and mostly a copy: see mergePacks.
+func (r *Repo) Compact() error {
 	all, err := r.sto.ObjectPacks()
 	if err != nil || len(all) <= maxPacks {
 		return err
@@ -69,7 +69,7 @@ func packPath(dir string, h plumbing.Hash, ext string) string {
 // and index. A whole object is copied as it is packed, compressed bytes and CRC-32 included: its
 // entry means the same in any pack. A delta (only a fetched pack has them) refers to its base by
 // offset or within its own pack, so it is read whole through the storage and packed again.
-func (r *repo) mergePacks(w io.Writer, dir string, packs []plumbing.Hash) (plumbing.Hash, *idxfile.Writer, error) {
+func (r *Repo) mergePacks(w io.Writer, dir string, packs []plumbing.Hash) (plumbing.Hash, *idxfile.Writer, error) {
 	indexes := make([][]idxfile.Entry, len(packs))
 	written := map[plumbing.Hash]bool{} // every object to merge, and whether it is in the new pack
 	for i, h := range packs {
@@ -132,7 +132,7 @@ const (
 
 // copyPack appends to p the objects of the pack at path (entries in offset order) that written
 // says are not written yet, reading the pack once from start to end.
-func (r *repo) copyPack(p *packWriter, path string, entries []idxfile.Entry, written map[plumbing.Hash]bool) error {
+func (r *Repo) copyPack(p *packWriter, path string, entries []idxfile.Entry, written map[plumbing.Hash]bool) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -186,12 +186,12 @@ func (r *repo) copyPack(p *packWriter, path string, entries []idxfile.Entry, wri
 }
 
 // repack reads object h whole through the storage and appends it to p.
-func (r *repo) repack(p *packWriter, h plumbing.Hash) error {
+func (r *Repo) repack(p *packWriter, h plumbing.Hash) error {
 	obj, err := r.sto.EncodedObject(plumbing.AnyObject, h)
 	if err != nil {
 		return err
 	}
-	data, err := newStore(r.sto).read(obj.Type(), h)
+	data, err := readObject(r.sto, obj.Type(), h)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package gitops
+package gitstore
 
 import (
 	"bufio"
@@ -30,18 +30,21 @@ type packWriter struct {
 	idx *idxfile.Writer // nil for a pack only sent: the remote indexes what it receives
 }
 
-// encodedPack is a pack to send.
-type encodedPack struct {
+// Pack is the pack of a push: the objects of the commits built, to send.
+type Pack struct {
 	data []byte
-	// offsets and crcs locate the entry of each object, in the order of store.order, so the
-	// clone takes whole objects from it as they are packed (keepPushed).
+	// offsets and crcs locate the entry of each object, in the order of Store.order, so the
+	// clone takes whole objects from it as they are packed (Repo.KeepPushed).
 	offsets []int64
 	crcs    []uint32
 }
 
+// Bytes is the encoded pack, nil for the zero Pack.
+func (p Pack) Bytes() []byte { return p.data }
+
 // entry returns the packed bytes of the i-th object, header and compressed data, their CRC-32,
 // and whether they hold the object whole (a delta's entry depends on where its base is).
-func (p encodedPack) entry(i int) (raw []byte, crc uint32, whole bool) {
+func (p Pack) entry(i int) (raw []byte, crc uint32, whole bool) {
 	end := int64(len(p.data) - len(plumbing.ZeroHash))
 	if i+1 < len(p.offsets) {
 		end = p.offsets[i+1]
@@ -197,11 +200,11 @@ func (p *packWriter) close() (plumbing.Hash, error) {
 	return name, nil
 }
 
-// encodePack encodes the overlay objects: exactly the objects of the commits being pushed. An
-// object with a base goes as a delta: against a tree earlier in the pack by offset, else, when
-// thin, against the remote's copy by name (the remote has every base: each is the version the
-// commits replace). Whole otherwise.
-func (s *store) encodePack(thin bool) (encodedPack, error) {
+// Pack encodes the overlay objects: exactly the objects of the commits being pushed. An object
+// with a base goes as a delta: against a tree earlier in the pack by offset, else, when thin,
+// against the remote's copy by name (the remote has every base: each is the version the commits
+// replace). Whole otherwise.
+func (s *Store) Pack(thin bool) (Pack, error) {
 	size := 32
 	for _, h := range s.order {
 		o := s.overlay[h]
@@ -214,9 +217,9 @@ func (s *store) encodePack(thin bool) (encodedPack, error) {
 	buf := bytes.NewBuffer(make([]byte, 0, size))
 	p, err := newPackWriter(buf, len(s.order))
 	if err != nil {
-		return encodedPack{}, err
+		return Pack{}, err
 	}
-	p.idx = nil                        // the clone indexes the packs it keeps of it (keepPushed)
+	p.idx = nil                        // the clone indexes the packs it keeps of it (KeepPushed)
 	trees := map[plumbing.Hash]int64{} // the offsets of the trees written, bases of later ones
 	offsets, crcs := make([]int64, 0, len(s.order)), make([]uint32, 0, len(s.order))
 	for _, h := range s.order {
@@ -227,7 +230,7 @@ func (s *store) encodePack(thin bool) (encodedPack, error) {
 			err = s.addDelta(p, h, o, trees, thin)
 		}
 		if err != nil {
-			return encodedPack{}, err
+			return Pack{}, err
 		}
 		if o.typ == plumbing.TreeObject {
 			trees[h] = at
@@ -235,15 +238,15 @@ func (s *store) encodePack(thin bool) (encodedPack, error) {
 		offsets, crcs = append(offsets, at), append(crcs, p.crc.Sum32())
 	}
 	if _, err := p.close(); err != nil {
-		return encodedPack{}, err
+		return Pack{}, err
 	}
-	return encodedPack{data: buf.Bytes(), offsets: offsets, crcs: crcs}, nil
+	return Pack{data: buf.Bytes(), offsets: offsets, crcs: crcs}, nil
 }
 
 // addDelta appends object h, which has a delta, to the pack p: against its base by offset when
 // the pack holds the base (trees, the offsets of the trees written), by name when the pack is
 // thin and the base is the remote's, else whole.
-func (s *store) addDelta(p *packWriter, h plumbing.Hash, o rawObject, trees map[plumbing.Hash]int64, thin bool) error {
+func (s *Store) addDelta(p *packWriter, h plumbing.Hash, o rawObject, trees map[plumbing.Hash]int64, thin bool) error {
 	if baseAt, ok := trees[o.base]; ok {
 		return p.addOfsDelta(h, p.n-baseAt, o.delta)
 	}

@@ -1,4 +1,4 @@
-package gitops
+package gitstore
 
 import (
 	"bufio"
@@ -15,7 +15,7 @@ import (
 
 // keepPack puts a pack into the clone with the index built while it was written (by write,
 // which returns the pack's name and index): see placePack. Nothing reads it again.
-func (r *repo) keepPack(write packWrite) error {
+func (r *Repo) keepPack(write packWrite) error {
 	p, err := r.placePack(write)
 	if err == nil {
 		err = r.adopt(p)
@@ -37,7 +37,7 @@ type placedPack struct {
 
 // placePack writes a pack and its index (by write) each to a temporary file, then renames them
 // to objects/pack/pack-<name>.pack and .idx, the pack first as git does.
-func (r *repo) placePack(write packWrite) (placedPack, error) {
+func (r *Repo) placePack(write packWrite) (placedPack, error) {
 	dir := r.packDir()
 	var name plumbing.Hash
 	var idx *idxfile.Writer
@@ -87,7 +87,7 @@ func writeTemp(dir string, write func(io.Writer) error) (string, error) {
 // in is the hook its own pack writer calls with the index it built: one is opened (which also
 // makes the storage list the packs again), handed ours, and closed empty, which writes
 // nothing. Should the writer be another, the storage reads every index again.
-func (r *repo) adopt(packs ...placedPack) error {
+func (r *Repo) adopt(packs ...placedPack) error {
 	w, err := r.sto.PackfileWriter()
 	if err != nil {
 		return err
