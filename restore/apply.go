@@ -4,26 +4,32 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/configbutler/gitops-reverser/kube"
 )
 
 // applier applies the objects of one restore.
 type applier struct {
-	opts    Options
-	dyn     dynamic.Interface
-	mapper  *restmapper.DeferredDiscoveryRESTMapper
+	opts Options
+	dyn  dynamic.Interface
+	api  rest.Interface // discovery
+	// served is what discovery found, by group and kind: read before the CRDs are applied, and
+	// again once they are Established.
+	served  map[schema.GroupKind]kube.APIResource
 	workers int
 
 	// crdKinds are the kinds the CRDs of the restore define: in a dry run, which store nothing,
@@ -85,12 +91,26 @@ func (a *applier) splitCRDs(items []*item) (crds, rest []*item) {
 	return crds, rest
 }
 
+// discover reads which kinds the cluster serves (kube.Discover: the resources that can be listed
+// and watched, which every kind of a mirror's folder is).
+func (a *applier) discover(ctx context.Context) error {
+	resources, err := kube.Discover(ctx, a.api, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	a.served = map[schema.GroupKind]kube.APIResource{}
+	for _, r := range resources {
+		a.served[schema.GroupKind{Group: r.Group, Kind: r.Kind}] = r
+	}
+	return nil
+}
+
 // awaitEstablished waits until every CRD restored is Established (or the wait times out: their
-// custom resources then fail, each saying the kind is not served), then forgets discovery so the
+// custom resources then fail, each saying the kind is not served), then discovers again so the
 // new kinds are found.
-func (a *applier) awaitEstablished(ctx context.Context, crds []*item) {
+func (a *applier) awaitEstablished(ctx context.Context, crds []*item) error {
 	if len(crds) == 0 {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, crdEstablishTimeout)
 	defer cancel()
@@ -109,7 +129,7 @@ func (a *applier) awaitEstablished(ctx context.Context, crds []*item) {
 			}
 		}
 	}
-	a.mapper.Reset()
+	return a.discover(ctx)
 }
 
 func established(crd *unstructured.Unstructured) bool {
@@ -125,27 +145,25 @@ func established(crd *unstructured.Unstructured) bool {
 // resolve finds each item's resource and scope in discovery, and so its wave; an item whose kind
 // the cluster does not serve fails here.
 func (a *applier) resolve(items []*item) []*item {
-	var ok []*item
+	var resolved []*item
 	for _, it := range items {
 		gvk := it.obj.GroupVersionKind()
-		m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil && a.opts.DryRun && a.crdKinds[gvk.GroupKind()] {
+		res, ok := a.served[gvk.GroupKind()]
+		served := ok && slices.Contains(res.Versions, gvk.Version)
+		if !served && a.opts.DryRun && a.crdKinds[gvk.GroupKind()] {
 			a.finish(it, Created, notCheckedCRD)
 			continue
 		}
-		if err != nil {
-			reason := fmt.Sprintf("the cluster does not serve %s: %v", gvk.GroupVersion().WithKind(gvk.Kind), err)
-			if meta.IsNoMatchError(err) {
-				reason = fmt.Sprintf("the cluster does not serve %s (its CRD is not in the folder, or the API is off)", gvk.GroupVersion().WithKind(gvk.Kind))
-			}
-			a.finish(it, Failed, reason)
+		if !served {
+			a.finish(it, Failed, fmt.Sprintf("the cluster does not serve %s (its CRD is not in the folder, or the API or version is off)",
+				gvk.GroupVersion().WithKind(gvk.Kind)))
 			continue
 		}
-		it.gvr, it.namespaced = m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace
+		it.gvr, it.namespaced = schema.GroupVersionResource{Group: res.Group, Version: gvk.Version, Resource: res.Resource}, res.Namespaced
 		it.wave = waveOf(it.obj, it.namespaced)
-		ok = append(ok, it)
+		resolved = append(resolved, it)
 	}
-	return ok
+	return resolved
 }
 
 // listLive reads what exists of items with one list (of pages) for each resource and namespace

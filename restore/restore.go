@@ -7,11 +7,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
+
+	"github.com/configbutler/gitops-reverser/kube"
 )
 
 // FieldManager is the field manager of every apply a restore makes: the fields it sets are its
@@ -103,8 +102,13 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	todo := a.choose(items)
 	a.total = len(todo)
 	crds, rest := a.splitCRDs(todo)
+	if err := a.discover(ctx); err != nil {
+		return sum, fmt.Errorf("discover what the cluster serves: %w", err)
+	}
 	a.applyWave(ctx, crds)
-	a.awaitEstablished(ctx, crds)
+	if err := a.awaitEstablished(ctx, crds); err != nil {
+		return sum, fmt.Errorf("discover what the cluster serves once the CRDs are in: %w", err)
+	}
 	for _, wave := range waves(a.resolve(rest)) {
 		a.applyWave(ctx, wave)
 	}
@@ -132,15 +136,15 @@ func newApplier(opts Options) (*applier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build a client: %w", err)
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	api, err := kube.RESTClient(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("build a discovery client: %w", err)
+		return nil, err
 	}
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = 16
 	}
-	return &applier{opts: opts, dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
+	return &applier{opts: opts, dyn: dyn, api: api,
 		workers: workers, crdKinds: map[schema.GroupKind]bool{}, newNamespaces: map[string]bool{}}, nil
 }
 

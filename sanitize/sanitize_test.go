@@ -207,7 +207,7 @@ func TestJobLosesWhatTheApiserverMadeFromItsUID(t *testing.T) {
 	got := Object(job(false))
 	want := map[string]any{"apiVersion": "batch/v1", "kind": "Job",
 		"metadata": map[string]any{"name": "pi", "labels": map[string]any{"job-name": "pi"}},
-		"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "pi", "job-name": "pi"}}}}}
+		"spec":     map[string]any{"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "pi", "job-name": "pi"}}}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("generated selector (-want +got):\n%s", diff)
 	}

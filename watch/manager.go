@@ -23,6 +23,7 @@ import (
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/gitsecrets"
+	"github.com/configbutler/gitops-reverser/kube"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/shard"
 )
@@ -112,7 +113,7 @@ type Manager struct {
 	reporter   *reporter
 	trigger    chan struct{}
 	informers  map[schema.GroupVersionResource]cache.SharedIndexInformer
-	resources  []APIResource
+	resources  []kube.APIResource
 	watchers   map[string]*running
 	warned     map[string]bool                   // rules already warned about selecting Secrets, by uid/generation
 	coalesced  map[string]int                    // coalescings already reported, by destination
@@ -366,7 +367,7 @@ func (m *Manager) Selections(destination string) []Selection {
 }
 
 func (m *Manager) rediscover(ctx context.Context) {
-	resources, err := discover(ctx, m.api, m.opts.Log)
+	resources, err := kube.Discover(ctx, m.api, m.opts.Log)
 	if err != nil {
 		if ctx.Err() != nil {
 			return

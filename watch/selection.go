@@ -7,20 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/kube"
 )
-
-// APIResource is one discovered resource that can be listed and watched, with every version the
-// apiserver serves for it, preferred first.
-type APIResource struct {
-	Group, Resource, Kind string
-	Versions              []string
-	Namespaced            bool
-}
-
-// GroupResource is the version-free identity of the resource.
-func (r APIResource) GroupResource() schema.GroupResource {
-	return schema.GroupResource{Group: r.Group, Resource: r.Resource}
-}
 
 // Operations lists the operations of the set as admission names (CREATE, UPDATE, DELETE).
 func (o ops) Operations() []string {
@@ -101,7 +89,7 @@ type ruleSpec struct {
 // expand turns rules into concrete selections against discovery. Secrets are selected only when
 // encrypted is true (the destination encrypts them) and a rule names them explicitly; otherwise it
 // reports that a rule selected them: they are never written in plain text, only reported.
-func expand(rules []ruleSpec, resources []APIResource, opts ExpandOptions, encrypted bool) (sel []Selection, secretsSkipped bool) {
+func expand(rules []ruleSpec, resources []kube.APIResource, opts ExpandOptions, encrypted bool) (sel []Selection, secretsSkipped bool) {
 	for _, rule := range rules {
 		for _, res := range resources {
 			if res.Namespaced == rule.clusterScoped || excluded(res, opts.Exclude) {
@@ -153,7 +141,7 @@ func matches(patterns []string, value string) bool {
 	return len(patterns) == 0 || slices.Contains(patterns, "*") || slices.Contains(patterns, value)
 }
 
-func selectsResource(patterns []string, res APIResource, watchAll bool) bool {
+func selectsResource(patterns []string, res kube.APIResource, watchAll bool) bool {
 	if slices.Contains(patterns, res.Resource) {
 		return true
 	}
@@ -188,7 +176,7 @@ func pickVersion(patterns, versions []string) (string, bool) {
 }
 
 // excluded matches "resource.group" exactly and a bare "resource" in every group.
-func excluded(res APIResource, exclude []string) bool {
+func excluded(res kube.APIResource, exclude []string) bool {
 	for _, ex := range exclude {
 		name, group, qualified := strings.Cut(ex, ".")
 		if name == res.Resource && (!qualified || group == res.Group) {
@@ -225,6 +213,6 @@ var notDesiredState = map[schema.GroupResource]bool{
 	{Group: crds.Group, Resource: "syncruns"}:                              true, // would make a commit per run
 }
 
-func inDefaultSet(res APIResource) bool {
+func inDefaultSet(res kube.APIResource) bool {
 	return !notDesiredState[res.GroupResource()] && res.Group != "metrics.k8s.io"
 }

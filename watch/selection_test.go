@@ -7,9 +7,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/kube"
 )
 
-var served = []APIResource{
+var served = []kube.APIResource{
 	{Resource: "configmaps", Kind: "ConfigMap", Versions: []string{"v1"}, Namespaced: true},
 	{Resource: "pods", Kind: "Pod", Versions: []string{"v1"}, Namespaced: true},
 	{Resource: "secrets", Kind: "Secret", Versions: []string{"v1"}, Namespaced: true},

@@ -1,4 +1,4 @@
-package watch
+package kube
 
 import (
 	"encoding/json"
@@ -16,7 +16,7 @@ import (
 
 // TestDiscoverySkipsUnavailableGroupVersions: an apiserver with one unavailable group version
 // (a stale one in aggregated discovery, a failing document in legacy discovery) gives the rest of
-// its resources, the preferred version first; discover falls back to the legacy documents when the
+// its resources, the preferred version first; Discover falls back to the legacy documents when the
 // server does not answer aggregated discovery. The real apiserver always answers aggregated and has
 // no unavailable API, so an httptest server plays both kinds.
 func TestDiscoverySkipsUnavailableGroupVersions(t *testing.T) {
@@ -29,11 +29,11 @@ func TestDiscoverySkipsUnavailableGroupVersions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := httptest.NewServer(fakeDiscovery(aggregated))
 			defer srv.Close()
-			api, err := streamClient(&rest.Config{Host: srv.URL})
+			api, err := RESTClient(&rest.Config{Host: srv.URL})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := discover(t.Context(), api, slog.New(slog.DiscardHandler))
+			got, err := Discover(t.Context(), api, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,16 +1,19 @@
-package watch
+package kube
 
 import (
 	"log/slog"
+	"os"
 	"slices"
 	"testing"
+
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 // TestDiscoveryAggregatedAndLegacyAgree: against the real apiserver, aggregated discovery and the
-// legacy documents give the same resources, with the built-in and our own kinds as they are served.
+// legacy documents give the same resources, with the built-in kinds and those of a group of their
+// own as they are served.
 func TestDiscoveryAggregatedAndLegacyAgree(t *testing.T) {
-	newEnv(t) // installs the CRDs
-	api, err := streamClient(cp.AdminConfig())
+	api, err := RESTClient(cp.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,7 +21,7 @@ func TestDiscoveryAggregatedAndLegacyAgree(t *testing.T) {
 	if _, isAggregated, err := get(ctx, api, "/apis", aggregatedAccept); err != nil || !isAggregated {
 		t.Fatalf("the apiserver did not answer with aggregated discovery (err %v): the test would compare legacy with itself", err)
 	}
-	aggregated, err := discover(ctx, api, log)
+	aggregated, err := Discover(ctx, api, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,8 +43,8 @@ func TestDiscoveryAggregatedAndLegacyAgree(t *testing.T) {
 		if ns := find(rs, "", "namespaces"); ns.Kind != "Namespace" || ns.Namespaced {
 			t.Errorf("namespaces = %+v", ns)
 		}
-		if p := find(rs, "configbutler.ai", "proposals"); p.Kind != "Proposal" || !p.Namespaced || len(p.Versions) == 0 {
-			t.Errorf("proposals = %+v", p)
+		if crd := find(rs, "apiextensions.k8s.io", "customresourcedefinitions"); crd.Kind != "CustomResourceDefinition" || crd.Namespaced || len(crd.Versions) == 0 {
+			t.Errorf("customresourcedefinitions = %+v", crd)
 		}
 		for _, r := range rs {
 			if slices.Contains([]string{"pods/log", "bindings", "tokenreviews"}, r.Resource) {
@@ -66,3 +69,7 @@ func TestDiscoveryAggregatedAndLegacyAgree(t *testing.T) {
 		}
 	}
 }
+
+var cp *testenv.ControlPlane
+
+func TestMain(m *testing.M) { os.Exit(testenv.RunMain(m, &cp)) }

@@ -1,4 +1,4 @@
-package watch
+package kube
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// Discovery is read over the raw client (streamClient), not client-go's discovery client,
-// which links client-go's all-groups scheme and OpenAPI models (see package kube).
+// Discovery is read over a raw client, not client-go's discovery client, which links client-go's
+// all-groups scheme and OpenAPI models (see the package's comment).
 const (
 	// aggregatedAccept asks for aggregated discovery (one answer per /api and /apis), else the
 	// legacy documents.
@@ -25,12 +25,25 @@ const (
 	legacyFetches = 8
 )
 
-// discover lists every resource the apiserver serves that can be both listed and watched, with
+// APIResource is one discovered resource that can be listed and watched, with every version the
+// apiserver serves for it, preferred first.
+type APIResource struct {
+	Group, Resource, Kind string
+	Versions              []string
+	Namespaced            bool
+}
+
+// GroupResource is the version-free identity of the resource.
+func (r APIResource) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: r.Group, Resource: r.Resource}
+}
+
+// Discover lists every resource the apiserver serves that can be both listed and watched, with
 // its versions (the group's preferred version first). Subresources are left out. A group
 // version that fails discovery (an unavailable aggregated API) is skipped, not fatal: the rest
 // still works. It asks for aggregated discovery first, and reads the legacy documents from an
 // apiserver that does not serve it.
-func discover(ctx context.Context, client rest.Interface, log *slog.Logger) ([]APIResource, error) {
+func Discover(ctx context.Context, client rest.Interface, log *slog.Logger) ([]APIResource, error) {
 	var lists []apiResourceList
 	for _, path := range []string{"/api", "/apis"} {
 		body, aggregated, err := get(ctx, client, path, aggregatedAccept)
