@@ -1,5 +1,6 @@
 // Package kube reads and writes the few built-in kinds the daemon uses (Secrets, Pods, Events,
-// Leases, reviews, webhook configurations, CRDs) as their Go types, over the dynamic client.
+// Leases, reviews, webhook configurations, CRDs) as their Go types, over the dynamic client, and
+// discovers what the apiserver serves (Discover) over a raw client.
 //
 // client-go's typed clientsets, its informer factories, its discovery client and its leader
 // election all register every API group of Kubernetes in one scheme when the process starts.
