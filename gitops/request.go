@@ -339,7 +339,7 @@ func (w *Worker) headLanded(tip plumbing.Hash, pack gitstore.Pack) {
 		w.log.Warn("compact clone", "err", err)
 	}
 	if !tip.IsZero() {
-		w.log.Info("pushed the head branch", "head", w.remote.Head, "tip", tip, "commits", stats.commits)
+		w.log.Info("pushed the head branch", "head", w.remote.Head, "tip", tip.String(), "commits", stats.commits)
 		w.setOK(tip.String(), author)
 	}
 }

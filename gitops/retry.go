@@ -268,6 +268,6 @@ func (w *Worker) landed(pack gitstore.Pack) {
 	} else if err := w.repo.Compact(); err != nil {
 		w.log.Warn("compact clone", "err", err) // lookups get slower, nothing is lost
 	}
-	w.log.Info("pushed", "tip", tip, "commits", stats.commits, "written", stats.written, "deleted", stats.deleted)
+	w.log.Info("pushed", "tip", tip.String(), "commits", stats.commits, "written", stats.written, "deleted", stats.deleted)
 	w.setOK(tip.String(), author)
 }

@@ -126,6 +126,9 @@ func run(kubeconfig, webhookHost string) error {
 		return err
 	}
 	if err := d.waitForHistory(ctx); err != nil {
+		if errors.Is(err, errTimeout) {
+			showLogTail(logFile, 60)
+		}
 		return err
 	}
 	if err := d.printLog(); err != nil {
@@ -176,6 +179,19 @@ func (d *demo) printLog() error {
 }
 
 var errTimeout = errors.New("timed out waiting for the mirror")
+
+// showLogTail prints the last lines of the daemon's log, to say why the mirror did not arrive.
+func showLogTail(path string, lines int) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	fmt.Fprintf(os.Stderr, "the last %d lines of gitops-reverser's log (%s):\n", min(lines, len(all)), path)
+	for _, line := range all[max(0, len(all)-lines):] {
+		fmt.Fprintln(os.Stderr, "  "+line)
+	}
+}
 
 // waitForHistory waits until every demo object is in the repository and both users' commits are.
 func (d *demo) waitForHistory(ctx context.Context) error {

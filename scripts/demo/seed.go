@@ -109,11 +109,31 @@ func (d *demo) seed(ctx context.Context) error {
 			return fmt.Errorf("%s's permissions: %w", user, err)
 		}
 	}
+	step("waiting until the mirror watches namespace " + demoNS)
+	if err := d.waitWatching(ctx, len(demoResources)); err != nil {
+		return err
+	}
 	step("waiting until the apiserver calls the daemon's admission webhook")
 	if err := d.waitWebhook(ctx, admin); err != nil {
 		return err
 	}
 	return d.work(ctx)
+}
+
+// waitWatching waits until the mirror watches the rule's resources (the watches metric): what
+// is made before would be found by its first list, and credited to the bot, not to its author.
+func (d *demo) waitWatching(ctx context.Context, resources int) error {
+	for i := 0; i < 600; i++ {
+		if watches, _ := scrape(d.metricsAddr, "gitops_reverser_watches"); watches >= float64(resources) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return errors.New("the mirror never started watching: see gitops-reverser's log")
 }
 
 // waitWebhook writes throwaway ConfigMaps in namespace default (not mirrored) until the daemon's
@@ -169,6 +189,9 @@ func waitAllowed(ctx context.Context, client kubernetes.Interface) error {
 	})
 }
 
+// demoResources are what the demo's WatchRule mirrors.
+var demoResources = []string{"configmaps", "deployments", "services"}
+
 func (d *demo) applyConfig(ctx context.Context) error {
 	dyn := dynamic.NewForConfigOrDie(d.admin)
 	objects := []struct {
@@ -182,7 +205,7 @@ func (d *demo) applyConfig(ctx context.Context) error {
 			Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "cluster-state"}, Branch: "main", BaseFolder: "clusters/demo"}}},
 		{crds.WatchRules, &crds.WatchRule{ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: demoNS},
 			Spec: crds.WatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "demo"}, ServiceAccountName: demoWriter,
-				Rules: []crds.ResourceRule{{Resources: []string{"configmaps", "deployments", "services"}}}}}},
+				Rules: []crds.ResourceRule{{Resources: demoResources}}}}},
 	}
 	for _, o := range objects {
 		u, err := crds.ToUnstructured(o.obj)
