@@ -320,22 +320,24 @@ func (g *Gitea) ProtectBranch(tb testing.TB, owner, repo, branch string) {
 }
 
 // MergePull merges pull request number of owner/repo as GiteaAdmin in style (merge, squash,
-// rebase, rebase-merge or fast-forward-only). It first waits for Gitea's background check to
-// find the pull request mergeable: a merge during the check is refused.
+// rebase, rebase-merge or fast-forward-only), trying until Gitea's background check finds it
+// mergeable and the merge is done: a merge during the check is refused.
 func (g *Gitea) MergePull(tb testing.TB, owner, repo string, number int64, style string) {
 	tb.Helper()
 	c := g.Client(tb)
-	Eventually(tb, giteaMergeWait, fmt.Sprintf("%s/%s#%d mergeable", owner, repo, number), func() (bool, string) {
+	// Just after a push to the head (a rebuild), Gitea can still say mergeable from before and
+	// refuse the merge.
+	Eventually(tb, giteaMergeWait, fmt.Sprintf("%s/%s#%d merged (%s)", owner, repo, number, style), func() (bool, string) {
 		pr, _, err := c.GetPullRequest(owner, repo, number)
 		if err != nil {
 			return false, err.Error()
 		}
-		return pr.Mergeable, "mergeable is false"
+		if !pr.Mergeable {
+			return false, "mergeable is false"
+		}
+		merged, _, err := c.MergePullRequest(owner, repo, number, gitea.MergePullRequestOption{Style: gitea.MergeStyle(style)})
+		return err == nil && merged, fmt.Sprintf("merged %v, %v", merged, err)
 	})
-	merged, _, err := c.MergePullRequest(owner, repo, number, gitea.MergePullRequestOption{Style: gitea.MergeStyle(style)})
-	if err != nil || !merged {
-		tb.Fatalf("merge %s/%s#%d (%s): merged %v, %v", owner, repo, number, style, merged, err)
-	}
 }
 
 // Pulls lists the pull requests of owner/repo in state (open, closed or all).
