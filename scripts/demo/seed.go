@@ -123,17 +123,14 @@ func (d *demo) seed(ctx context.Context) error {
 // waitWatching waits until the mirror watches the rule's resources (the watches metric): what
 // is made before would be found by its first list, and credited to the bot, not to its author.
 func (d *demo) waitWatching(ctx context.Context, resources int) error {
-	for i := 0; i < 600; i++ {
-		if watches, _ := scrape(d.metricsAddr, "gitops_reverser_watches"); watches >= float64(resources) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		watches, _ := scrape(d.metricsAddr, "gitops_reverser_watches")
+		return watches >= float64(resources), nil
+	})
+	if err != nil {
+		return fmt.Errorf("the mirror did not start watching (see gitops-reverser's log): %w", err)
 	}
-	return errors.New("the mirror never started watching: see gitops-reverser's log")
+	return nil
 }
 
 // waitWebhook writes throwaway ConfigMaps in namespace default (not mirrored) until the daemon's
