@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/configbutler/gitops-reverser/kube"
+	"github.com/configbutler/gitops-reverser/sanitize"
 )
 
 // applier applies the objects of one restore.
@@ -270,14 +271,12 @@ func (a *applier) apply(ctx context.Context, it *item) (Outcome, string) {
 	return Changed, ""
 }
 
-// prepared is the object to send: what the file holds, without the fields the server assigns
-// (should a file carry them) and without a namespace for a cluster-scoped kind.
+// prepared is the object to send: what the file holds, without what the server owns should a
+// file carry it (sanitize.Object, as the mirror writes files: a hand-written file may hold a uid,
+// status, or owner references to objects of the old cluster), and without a namespace for a
+// cluster-scoped kind.
 func prepared(obj *unstructured.Unstructured, namespaced bool) *unstructured.Unstructured {
-	out := obj.DeepCopy()
-	for _, f := range []string{"resourceVersion", "uid", "generation", "creationTimestamp", "managedFields", "selfLink"} {
-		unstructured.RemoveNestedField(out.Object, "metadata", f)
-	}
-	unstructured.RemoveNestedField(out.Object, "status")
+	out := &unstructured.Unstructured{Object: sanitize.Object(obj.Object)}
 	if !namespaced {
 		out.SetNamespace("")
 	}
