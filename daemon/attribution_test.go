@@ -29,13 +29,20 @@ func grant(t testing.TB, kube kubernetes.Interface, ns string, users ...string) 
 // grantEdit lets the users edit the core resource in ns, and waits until the authorizer agrees.
 func grantEdit(t testing.TB, kube kubernetes.Interface, ns, resource string, users ...string) {
 	t.Helper()
+	grantRole(t, kube, planes.Of(t), ns, resource+"-editor",
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{resource}, Verbs: []string{"*"}}, resource, users...)
+}
+
+// grantRole binds users to a Role of name in ns that grants rule (the binding is name+"s"), and
+// waits until cp's authorizer lets each of them list the core resource probe there.
+func grantRole(t testing.TB, kube kubernetes.Interface, cp *testenv.ControlPlane, ns, name string, rule rbacv1.PolicyRule, probe string, users ...string) {
+	t.Helper()
 	ctx := context.Background()
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: resource + "-editor", Namespace: ns},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{resource}, Verbs: []string{"*"}}}}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: []rbacv1.PolicyRule{rule}}
 	if _, err := kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: resource + "-editors", Namespace: ns},
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name + "s", Namespace: ns},
 		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name}}
 	for _, u := range users {
 		binding.Subjects = append(binding.Subjects, rbacv1.Subject{Kind: "User", Name: u, APIGroup: "rbac.authorization.k8s.io"})
@@ -44,9 +51,9 @@ func grantEdit(t testing.TB, kube kubernetes.Interface, ns, resource string, use
 		t.Fatal(err)
 	}
 	for _, u := range users {
-		client := kubernetes.NewForConfigOrDie(planes.Of(t).ImpersonatingConfig(u))
-		testenv.Eventually(t, time.Minute, u+" allowed to use "+resource, func() (bool, string) {
-			err := client.CoreV1().RESTClient().Get().Namespace(ns).Resource(resource).Param("limit", "1").Do(ctx).Error()
+		client := kubernetes.NewForConfigOrDie(cp.ImpersonatingConfig(u))
+		testenv.Eventually(t, time.Minute, u+" allowed to use "+probe, func() (bool, string) {
+			err := client.CoreV1().RESTClient().Get().Namespace(ns).Resource(probe).Param("limit", "1").Do(ctx).Error()
 			return err == nil, fmt.Sprint(err)
 		})
 	}

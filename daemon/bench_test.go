@@ -294,16 +294,11 @@ func (m *mirrorBench) diff(got map[string]string) (n int, some []string) {
 
 // usage reads the daemon's peak RSS (MiB) and CPU seconds (user+system) from /proc.
 func usage(b testing.TB, pid int) (peakMiB float64, cpuSec float64) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	status, err := procStatusMiB(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			peakMiB = kb / 1024
-		}
-	}
+	peakMiB = status["VmHWM"]
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		b.Fatal(err)

@@ -60,21 +60,25 @@ func sampleResident(b testing.TB, pid int) func() residentPeak {
 
 // resident reads RssAnon and RssFile (MiB) from /proc.
 func resident(pid int) (anonMiB, fileMiB float64, err error) {
+	status, err := procStatusMiB(pid)
+	return status["RssAnon"], status["RssFile"], err
+}
+
+// procStatusMiB reads the sizes of /proc/pid/status (the lines in kB), in MiB by name.
+func procStatusMiB(pid int) (map[string]float64, error) {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
+	sizes := map[string]float64{}
 	for _, line := range strings.Split(string(status), "\n") {
 		key, v, _ := strings.Cut(line, ":")
-		kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-		switch key {
-		case "RssAnon":
-			anonMiB = kb / 1024
-		case "RssFile":
-			fileMiB = kb / 1024
+		if kb, ok := strings.CutSuffix(strings.TrimSpace(v), " kB"); ok {
+			n, _ := strconv.ParseFloat(kb, 64)
+			sizes[key] = n / 1024
 		}
 	}
-	return anonMiB, fileMiB, nil
+	return sizes, nil
 }
 
 // binaryPages is how much of the binary's code and read-only data is resident, of how much.

@@ -166,7 +166,8 @@ func TestRestoreRecreatesTheMirroredCluster(t *testing.T) {
 
 	// A person who may write only the apps namespace: refused for the rest, said so; apps restores.
 	targetKube := kubernetes.NewForConfigOrDie(target.AdminConfig())
-	grantAll(t, targetKube, target.UserConfig("alice"), "apps", "alice")
+	grantRole(t, targetKube, target, "apps", "alice-all",
+		rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}, "secrets", "alice")
 	if _, err := targetDyn.Resource(settings).Namespace("apps").Patch(ctx, "tricky", "application/merge-patch+json",
 		[]byte(`{"data":{"empty":"drifted"}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -326,27 +327,4 @@ func configMapValue(t *testing.T, dyn dynamic.Interface, ns, name, key string) s
 	}
 	v, _, _ := unstructured.NestedString(u.Object, "data", key)
 	return v
-}
-
-// grantAll lets user do anything in ns (a Role of every verb on every resource), and waits until
-// the authorizer agrees for cfg, the user's config.
-func grantAll(t *testing.T, kube kubernetes.Interface, cfg *rest.Config, ns, user string) {
-	t.Helper()
-	ctx := context.Background()
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user + "-all", Namespace: ns},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}}
-	if _, err := kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user + "-all", Namespace: ns},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: "User", Name: user}}}
-	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	as := kubernetes.NewForConfigOrDie(cfg)
-	testenv.Eventually(t, 30*time.Second, user+" may read in "+ns, func() (bool, string) {
-		_, err := as.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{Limit: 1})
-		return err == nil, fmt.Sprint(err)
-	})
 }
