@@ -62,6 +62,8 @@ func kindOf(obj any) string {
 		return KindSyncRun
 	case Receiver, *Receiver:
 		return KindReceiver
+	case RemoteCluster, *RemoteCluster:
+		return KindRemoteCluster
 	}
 	return ""
 }

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 
+	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
@@ -56,6 +58,11 @@ func TestKubectlExplainShowsDescriptions(t *testing.T) {
 		{"cwr.spec.rules.excludeFieldManagers", "of the object itself, not its status"},
 		{"watchrules.spec.rules.keepGenerated", "kube-root-ca.crt"},
 		{"gd.status.skipped.reason", "changes_skipped_total"},
+		{"gd.spec.clusterRef", "whose objects this destination mirrors"},
+		{"remoteclusters.spec.kubeConfig.secretRef.key", "the key Cluster API writes"},
+		{"rcl.spec.kubeConfig.secretRef", "--remote-allow-exec"},
+		{"rcl.spec.namespaces", "none: rules select nothing of the cluster"},
+		{"remoteclusters.status.attribution", "credited to the people who made them"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.field, func(t *testing.T) {
@@ -71,5 +78,42 @@ func TestKubectlExplainShowsDescriptions(t *testing.T) {
 				t.Fatalf("kubectl explain %s never showed %q; last output:\n%s", tc.field, tc.want, out)
 			}
 		})
+	}
+}
+
+// TestShortNamesAreFree: kubectl resolves a short name to the built-in resource when one has it
+// (ReplicationController's rc, say), so a kind's short name must be no other resource's name or
+// short name, or `kubectl get <short>` would show the other resource and warn on every use.
+func TestShortNamesAreFree(t *testing.T) {
+	mustInstall(t)
+	disco, err := discovery.NewDiscoveryClientForConfig(cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists, err := disco.ServerPreferredResources()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		t.Fatal(err)
+	}
+	taken := map[string]string{} // a name or short name of a resource outside our group: the resource
+	for _, list := range lists {
+		if strings.HasPrefix(list.GroupVersion, crds.Group+"/") {
+			continue
+		}
+		for _, r := range list.APIResources {
+			for _, name := range append([]string{r.Name, r.SingularName}, r.ShortNames...) {
+				taken[name] = r.Name + " (" + list.GroupVersion + ")"
+			}
+		}
+	}
+	defs, err := crds.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range defs {
+		for _, short := range crd.Spec.Names.ShortNames {
+			if other, ok := taken[short]; ok {
+				t.Errorf("%s: short name %q is taken by %s", crd.Spec.Names.Kind, short, other)
+			}
+		}
 	}
 }

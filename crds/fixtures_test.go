@@ -109,6 +109,7 @@ func fullFixtures(namespace string) []fixture {
 					Provider: crds.ProviderGitea, APIURL: "https://git.example.com/api/v1", HeadBranch: "mirror/prod",
 					Labels: []string{"mirror"}, Draft: true,
 				}},
+				ClusterRef: &crds.NamespacedReference{Name: "prod-cluster", Namespace: "other"},
 			},
 		}, status: destinationStatus, decode: decodeAs[crds.GitDestination]},
 		{kind: crds.KindWatchRule, gvr: crds.WatchRules, obj: &crds.WatchRule{
@@ -150,6 +151,20 @@ func fullFixtures(namespace string) []fixture {
 				Suspend: true,
 			},
 		}, status: receiverStatus, decode: decodeAs[crds.Receiver]},
+		{kind: crds.KindRemoteCluster, gvr: crds.RemoteClusters, obj: &crds.RemoteCluster{
+			ObjectMeta: meta("prod-cluster"),
+			Spec: crds.RemoteClusterSpec{
+				KubeConfig:    crds.KubeConfigReference{SecretRef: crds.SecretKeyReference{Name: "prod-kubeconfig", Key: crds.KubeConfigKeyYAML}},
+				Namespaces:    []string{"team-a", "team-b"},
+				ClusterScoped: true,
+				QPS:           50,
+				Burst:         100,
+				AccessPolicy: &crds.AccessPolicy{Namespaces: []string{"team-a"}, NamespaceSelector: &metav1.LabelSelector{
+					MatchLabels:      map[string]string{"tenant": "a"},
+					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"prod"}}},
+				}},
+			},
+		}, status: remoteClusterStatus, decode: decodeAs[crds.RemoteCluster]},
 	}
 }
 
@@ -182,6 +197,18 @@ func receiverStatus(generation int64) any {
 		LastEventTime: &fixtureTime,
 		LastEvent:     "push from https://git.example.com/org/repo.git: triggered 2 destinations",
 		LastOutcome:   crds.OutcomeTriggered,
+	}
+}
+
+func remoteClusterStatus(generation int64) any {
+	return crds.RemoteClusterStatus{
+		Status:        fullStatus(generation),
+		Server:        "https://prod.example.com:6443",
+		Version:       "v1.34.1",
+		Resources:     61,
+		Watches:       12,
+		LastEventTime: &fixtureTime,
+		Attribution:   crds.AttributionWorking,
 	}
 }
 

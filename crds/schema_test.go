@@ -57,8 +57,8 @@ func walkSchema(path string, s apiextensionsv1.JSONSchemaProps, visit func(path 
 
 func TestCRDsMatchTheGoAPI(t *testing.T) {
 	byKind := mustCRDs(t)
-	if len(byKind) != 7 {
-		t.Fatalf("got %d CRDs, want 7", len(byKind))
+	if len(byKind) != 8 {
+		t.Fatalf("got %d CRDs, want 8", len(byKind))
 	}
 	cases := []struct {
 		kind  string
@@ -76,6 +76,7 @@ func TestCRDsMatchTheGoAPI(t *testing.T) {
 		{crds.KindProposal, crds.Proposals, apiextensionsv1.NamespaceScoped, "prop", true},
 		{crds.KindSyncRun, crds.SyncRuns, apiextensionsv1.NamespaceScoped, "sr", false},
 		{crds.KindReceiver, crds.Receivers, apiextensionsv1.NamespaceScoped, "rcv", true},
+		{crds.KindRemoteCluster, crds.RemoteClusters, apiextensionsv1.NamespaceScoped, "rcl", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.kind, func(t *testing.T) {
@@ -131,7 +132,8 @@ func TestEverySchemaPropertyHasDescription(t *testing.T) {
 }
 
 // configKinds are the kinds a person writes to configure the daemon; each reports Ready.
-var configKinds = []string{crds.KindGitRepoConfig, crds.KindGitDestination, crds.KindWatchRule, crds.KindClusterWatchRule, crds.KindReceiver}
+var configKinds = []string{crds.KindGitRepoConfig, crds.KindGitDestination, crds.KindWatchRule, crds.KindClusterWatchRule, crds.KindReceiver,
+	crds.KindRemoteCluster}
 
 func TestEveryConfigKindHasReadyPrinterColumn(t *testing.T) {
 	byKind := mustCRDs(t)
@@ -162,7 +164,9 @@ func TestEveryKindHasAgePrinterColumnLast(t *testing.T) {
 
 // TestWriteBackPrinterColumns pins the columns of the write-back kinds, which show what a
 // reviewer and an auditor look at first, the Receiver's (what to paste into the Git host, and
-// whether it is being called), and the WriteBack column of GitDestination.
+// whether it is being called), the RemoteCluster's (whether it is reached, how much is watched
+// there, whether its changes are credited to their authors), and the WriteBack column of
+// GitDestination.
 func TestWriteBackPrinterColumns(t *testing.T) {
 	type col struct {
 		name, typ, path string
@@ -191,6 +195,13 @@ func TestWriteBackPrinterColumns(t *testing.T) {
 			{"Type", "string", ".spec.type", 0},
 			{"Path", "string", ".status.webhookPath", 0},
 			{"Last Event", "date", ".status.lastEventTime", 0},
+			{"Age", "date", ".metadata.creationTimestamp", 0},
+		},
+		crds.KindRemoteCluster: {
+			{"Ready", "string", `.status.conditions[?(@.type=="Ready")].status`, 0},
+			{"Server", "string", ".status.server", 0},
+			{"Watches", "integer", ".status.watches", 0},
+			{"Attribution", "string", ".status.attribution", 0},
 			{"Age", "date", ".metadata.creationTimestamp", 0},
 		},
 	}
@@ -304,8 +315,9 @@ func collectLeaves(path string, v any, out *[]string) {
 
 // TestEnumsMatchTheGoConstants: the types a Receiver and a generated receiver accept are
 // crds.ReceiverTypes, the kinds it reconciles are GitDestination and GitRepoConfig, the
-// outcomes are the Outcome constants, the signing formats are crds.SigningFormats, and the
-// reasons of GitDestination status.skipped are crds.SkipReasons.
+// outcomes are the Outcome constants, the signing formats are crds.SigningFormats, the
+// reasons of GitDestination status.skipped are crds.SkipReasons, and the attribution states of a
+// RemoteCluster are the Attribution constants.
 func TestEnumsMatchTheGoConstants(t *testing.T) {
 	byKind := mustCRDs(t)
 	spec := func(kind string) apiextensionsv1.JSONSchemaProps { return rootSchema(byKind[kind]).Properties["spec"] }
@@ -332,6 +344,8 @@ func TestEnumsMatchTheGoConstants(t *testing.T) {
 			[]string{crds.OutcomeTriggered, crds.OutcomeRefused, crds.OutcomeFiltered}},
 		{"GitDestination status.skipped[].reason", enum(rootSchema(byKind[crds.KindGitDestination]).Properties["status"].Properties["skipped"].Items.Schema.Properties["reason"]),
 			crds.SkipReasons},
+		{"RemoteCluster status.attribution", enum(rootSchema(byKind[crds.KindRemoteCluster]).Properties["status"].Properties["attribution"]),
+			[]string{crds.AttributionOff, crds.AttributionRegistered, crds.AttributionWorking, crds.AttributionFailing}},
 	}
 	for _, tc := range cases {
 		if !slices.Equal(tc.got, tc.want) {

@@ -162,6 +162,9 @@ type GitDestinationSpec struct {
 	AccessPolicy *AccessPolicy `json:"accessPolicy,omitempty"`
 	// Push says how changes reach Branch; nil pushes to it directly.
 	Push *Push `json:"push,omitempty"`
+	// ClusterRef names the RemoteCluster whose objects are mirrored (Namespace defaults to the
+	// destination's); nil mirrors the cluster the daemon runs in.
+	ClusterRef *NamespacedReference `json:"clusterRef,omitempty"`
 }
 
 // The modes of Push.

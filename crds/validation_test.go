@@ -161,6 +161,39 @@ func withoutField(obj any, path ...string) *unstructured.Unstructured {
 	return u
 }
 
+// withField is obj as unstructured with value set at path: how a YAML manifest sends a zero the
+// Go type leaves out.
+func withField(obj any, value any, path ...string) *unstructured.Unstructured {
+	u, err := crds.ToUnstructured(obj)
+	if err != nil {
+		panic(err)
+	}
+	if err := unstructured.SetNestedField(u.Object, value, path...); err != nil {
+		panic(err)
+	}
+	return u
+}
+
+// remoteClusterWith is a valid RemoteCluster in validationNS (a Secret name and nothing else),
+// changed by edit.
+func remoteClusterWith(edit func(*crds.RemoteClusterSpec)) *crds.RemoteCluster {
+	c := &crds.RemoteCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster", Namespace: validationNS},
+		Spec: crds.RemoteClusterSpec{
+			KubeConfig: crds.KubeConfigReference{SecretRef: crds.SecretKeyReference{Name: "prod-kubeconfig"}},
+		},
+	}
+	edit(&c.Spec)
+	return c
+}
+
+// destinationOf is a valid destination that mirrors the RemoteCluster ref names.
+func destinationOf(ref crds.NamespacedReference) *crds.GitDestination {
+	d := destination("main", "clusters/prod")
+	d.Spec.ClusterRef = &ref
+	return d
+}
+
 // signingRef is a valid secretRef of spec.commitSigning.
 var signingRef = crds.LocalReference{Name: "signing-key"}
 
@@ -397,6 +430,43 @@ func TestInvalidObjectsRejected(t *testing.T) {
 			"spec", "commitSigning", "secretRef"), []string{"spec.commitSigning.secretRef"}},
 		{"signing secret name too long", repoWithSigning(crds.CommitSigning{Format: crds.SigningOpenPGP,
 			SecretRef: crds.LocalReference{Name: strings.Repeat("a", 254)}}), []string{"spec.commitSigning.secretRef.name"}},
+		// RemoteCluster
+		{"remote cluster accepted", remoteClusterWith(func(*crds.RemoteClusterSpec) {}), nil},
+		{"every remote cluster field accepted", remoteClusterWith(func(s *crds.RemoteClusterSpec) {
+			s.KubeConfig.SecretRef.Key, s.Namespaces, s.ClusterScoped = crds.KubeConfigKeyYAML, []string{"team-a", "team-b"}, true
+			s.QPS, s.Burst = 10000, 20000
+			s.AccessPolicy = &crds.AccessPolicy{Namespaces: []string{"team-a"}}
+		}), nil},
+		{"every namespace accepted", remoteClusterWith(func(s *crds.RemoteClusterSpec) { s.Namespaces = []string{crds.AllNamespaces} }), nil},
+		{"remote cluster with an empty secret name", remoteClusterWith(func(s *crds.RemoteClusterSpec) { s.KubeConfig.SecretRef.Name = "" }),
+			[]string{"spec.kubeConfig.secretRef.name"}},
+		{"remote cluster without secret name", withoutField(remoteClusterWith(func(*crds.RemoteClusterSpec) {}), "spec", "kubeConfig", "secretRef", "name"),
+			[]string{"spec.kubeConfig.secretRef.name", "Required value"}},
+		{"remote cluster without secretRef", withoutField(remoteClusterWith(func(*crds.RemoteClusterSpec) {}), "spec", "kubeConfig", "secretRef"),
+			[]string{"spec.kubeConfig.secretRef", "Required value"}},
+		{"remote cluster without kubeConfig", withoutField(remoteClusterWith(func(*crds.RemoteClusterSpec) {}), "spec", "kubeConfig"),
+			[]string{"spec.kubeConfig", "Required value"}},
+		{"kubeconfig key with a slash", remoteClusterWith(func(s *crds.RemoteClusterSpec) { s.KubeConfig.SecretRef.Key = "kube/config" }),
+			[]string{"spec.kubeConfig.secretRef.key"}},
+		{"remote namespace not a namespace name", remoteClusterWith(func(s *crds.RemoteClusterSpec) { s.Namespaces = []string{"team-a", "Team_A"} }),
+			[]string{"spec.namespaces[1]"}},
+		{"empty remote namespace", remoteClusterWith(func(s *crds.RemoteClusterSpec) { s.Namespaces = []string{""} }), []string{"spec.namespaces[0]"}},
+		{"remote namespace with a '*' in it", remoteClusterWith(func(s *crds.RemoteClusterSpec) { s.Namespaces = []string{"team-*"} }),
+			[]string{"spec.namespaces[0]"}},
+		{"remote namespace twice", remoteClusterWith(func(s *crds.RemoteClusterSpec) { s.Namespaces = []string{"team-a", "team-a"} }),
+			[]string{"spec.namespaces[1]"}},
+		{"qps 0", withField(remoteClusterWith(func(*crds.RemoteClusterSpec) {}), int64(0), "spec", "qps"), []string{"spec.qps"}},
+		{"negative qps", remoteClusterWith(func(s *crds.RemoteClusterSpec) { s.QPS = -1 }), []string{"spec.qps"}},
+		{"qps over 10000", remoteClusterWith(func(s *crds.RemoteClusterSpec) { s.QPS = 10001 }), []string{"spec.qps"}},
+		{"burst 0", withField(remoteClusterWith(func(*crds.RemoteClusterSpec) {}), int64(0), "spec", "burst"), []string{"spec.burst"}},
+		{"remote cluster accessPolicy In without values", remoteClusterWith(func(s *crds.RemoteClusterSpec) {
+			s.AccessPolicy = &crds.AccessPolicy{NamespaceSelector: &metav1.LabelSelector{
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn}}}}
+		}), []string{"spec.accessPolicy.namespaceSelector.matchExpressions[0]", "In and NotIn need values"}},
+		// GitDestination spec.clusterRef
+		{"clusterRef accepted", destinationOf(crds.NamespacedReference{Name: "prod-cluster", Namespace: "fleet"}), nil},
+		{"clusterRef without namespace accepted", destinationOf(crds.NamespacedReference{Name: "prod-cluster"}), nil},
+		{"clusterRef without name", destinationOf(crds.NamespacedReference{}), []string{"spec.clusterRef.name"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -449,6 +519,8 @@ func gvrOf(tb testing.TB, kind string) schema.GroupVersionResource {
 		return crds.SyncRuns
 	case crds.KindReceiver:
 		return crds.Receivers
+	case crds.KindRemoteCluster:
+		return crds.RemoteClusters
 	}
 	tb.Fatalf("unknown kind %q", kind)
 	return schema.GroupVersionResource{}
@@ -520,4 +592,66 @@ func make16() []crds.SkipCount {
 		out[i] = crds.SkipCount{Reason: crds.SkipReasons[i%len(crds.SkipReasons)], Count: int64(i)}
 	}
 	return out
+}
+
+// TestRemoteClusterStatusValidated writes RemoteCluster statuses through the status subresource
+// (dry run): attribution is one of the Attribution constants, counts are not negative.
+func TestRemoteClusterStatusValidated(t *testing.T) {
+	dyn := mustInstall(t)
+	const ns = "remote-status"
+	mustNamespace(t, ns)
+	c := remoteClusterWith(func(*crds.RemoteClusterSpec) {})
+	c.Namespace = ns
+	u, err := crds.ToUnstructured(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := dyn.Resource(crds.RemoteClusters).Namespace(ns)
+	created, err := client.Create(testContext(t), u, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Delete(testContext(t), created.GetName(), metav1.DeleteOptions{}) })
+
+	full := func(edit func(*crds.RemoteClusterStatus)) crds.RemoteClusterStatus {
+		st := remoteClusterStatus(created.GetGeneration()).(crds.RemoteClusterStatus)
+		edit(&st)
+		return st
+	}
+	cases := []struct {
+		name   string
+		status crds.RemoteClusterStatus
+		want   []string
+	}{
+		{"full status accepted", full(func(*crds.RemoteClusterStatus) {}), nil},
+		{"empty status accepted", crds.RemoteClusterStatus{}, nil},
+		{"attribution Off accepted", full(func(s *crds.RemoteClusterStatus) { s.Attribution = crds.AttributionOff }), nil},
+		{"attribution Registered accepted", full(func(s *crds.RemoteClusterStatus) { s.Attribution = crds.AttributionRegistered }), nil},
+		{"attribution Failing accepted", full(func(s *crds.RemoteClusterStatus) { s.Attribution = crds.AttributionFailing }), nil},
+		{"unknown attribution", full(func(s *crds.RemoteClusterStatus) { s.Attribution = "On" }), []string{"status.attribution"}},
+		{"attribution in lower case", full(func(s *crds.RemoteClusterStatus) { s.Attribution = "working" }), []string{"status.attribution"}},
+		{"negative watches", full(func(s *crds.RemoteClusterStatus) { s.Watches = -1 }), []string{"status.watches"}},
+		{"negative resources", full(func(s *crds.RemoteClusterStatus) { s.Resources = -1 }), []string{"status.resources"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := created.DeepCopy()
+			obj.Object["status"] = mustToMap(t, tc.status)
+			_, err := client.UpdateStatus(testContext(t), obj, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: strict})
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("valid status rejected: %v", err)
+				}
+				return
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("got %v, want an Invalid error", err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not contain %q", err, want)
+				}
+			}
+		})
+	}
 }

@@ -219,6 +219,9 @@ func (a *attribution) registered(err error) {
 func (a *attribution) onWatched(_ context.Context, sels []watch.Selection) {
 	rs := make([]webhook.Resource, 0, len(sels))
 	for _, s := range sels {
+		if s.Cluster != "" {
+			continue // another cluster's apiserver calls the webhook for it
+		}
 		rs = append(rs, webhook.Resource{GVR: s.GVR, Namespaced: s.Namespaced, Namespace: s.Namespace, Operations: s.Ops.Operations()})
 	}
 	rs = webhook.WithProposals(rs)

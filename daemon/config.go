@@ -63,6 +63,7 @@ type MirrorConfig struct {
 	DefaultSA         string
 	DiscoveryRefresh  time.Duration
 	WatchAll          bool
+	Remote            watch.RemoteOptions // what RemoteClusters' kubeconfigs may ask of the daemon
 	DiscoveryExclude  []string
 	Batch             gitops.BatchLimits
 	MaxWorkers        int

@@ -24,6 +24,8 @@ const (
 	keyEnableWatchIngestion = "enable-watch-ingestion"
 	keyDiscoveryRefresh     = "discovery-refresh"
 	keyWatchAll             = "watch-all"
+	keyRemoteAllowExec      = "remote-allow-exec"
+	keyRemoteAllowInsecure  = "remote-allow-insecure"
 	keyDiscoveryExclude     = "discovery-exclude"
 	keyBatchMaxFiles        = "git-batch-max-files"
 	keyBatchMaxBytesMiB     = "git-batch-max-bytes-mib"

@@ -77,6 +77,7 @@ func newMirror(ctx context.Context, s shared, cfg MirrorConfig, d mirrorDeps) (*
 		Writable:              d.writable,
 		CrossNamespaceRefs:    cfg.CrossNamespace,
 		DefaultServiceAccount: cfg.DefaultSA,
+		Remote:                cfg.Remote,
 	}
 	if d.shards != nil {
 		opts.Shards = d.shards

@@ -111,6 +111,8 @@ func settings(cfg *Config, raw *rawSettings) []setting {
 		durationKey(keyDiscoveryRefresh, &m.DiscoveryRefresh, 5*time.Minute, "how often API discovery is re-read to follow CRDs being installed or removed",
 			atLeast(&m.DiscoveryRefresh, 10*time.Second, "10s")),
 		boolKey(keyWatchAll, &m.WatchAll, false, "when a rule omits resources, select every list+watch-able resource instead of the desired-state default"),
+		boolKey(keyRemoteAllowExec, &m.Remote.AllowExec, false, "let RemoteClusters' kubeconfigs run exec credential plugins and auth providers inside the daemon's container"),
+		boolKey(keyRemoteAllowInsecure, &m.Remote.AllowInsecure, false, "let RemoteClusters' kubeconfigs skip the verification of their apiserver's certificate"),
 		{flag: &cli.StringSliceFlag{Name: keyDiscoveryExclude, EnvVars: envs(keyDiscoveryExclude), Destination: &raw.discoveryExclude,
 			Usage: "resource to never watch: resource.group, or a bare resource name for every group (repeatable)"},
 			check: func() string {

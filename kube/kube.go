@@ -47,6 +47,7 @@ var (
 	Leases                          = Resource[coordinationv1.Lease]{coordinationv1.SchemeGroupVersion.WithResource("leases"), "Lease"}
 	TokenReviews                    = Resource[authenticationv1.TokenReview]{authenticationv1.SchemeGroupVersion.WithResource("tokenreviews"), "TokenReview"}
 	SelfSubjectReviews              = Resource[authenticationv1.SelfSubjectReview]{authenticationv1.SchemeGroupVersion.WithResource("selfsubjectreviews"), "SelfSubjectReview"}
+	SelfSubjectAccessReviews        = Resource[authorizationv1.SelfSubjectAccessReview]{authorizationv1.SchemeGroupVersion.WithResource("selfsubjectaccessreviews"), "SelfSubjectAccessReview"}
 	SubjectAccessReviews            = Resource[authorizationv1.SubjectAccessReview]{authorizationv1.SchemeGroupVersion.WithResource("subjectaccessreviews"), "SubjectAccessReview"}
 	ValidatingWebhookConfigurations = Resource[admissionregistrationv1.ValidatingWebhookConfiguration]{
 		admissionregistrationv1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations"), "ValidatingWebhookConfiguration"}

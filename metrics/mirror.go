@@ -31,6 +31,10 @@ type Mirror struct {
 	// read what they select (ServiceAccountNotAllowed), or has not agreed to act for them
 	// (ServiceAccountConsentMissing).
 	RulesRefused *prometheus.GaugeVec
+	// ClusterReady is 1 for each RemoteCluster ("namespace/name") a destination uses that is
+	// connected, 0 for one that is not; ClusterWatches and ClusterLastEvent are its list+watches
+	// and when one last delivered an object. A cluster no destination uses has no series.
+	ClusterReady, ClusterWatches, ClusterLastEvent *prometheus.GaugeVec
 }
 
 func newMirror(reg prometheus.Registerer) *Mirror {
@@ -71,6 +75,13 @@ func newMirror(reg prometheus.Registerer) *Mirror {
 	}
 	m.SigningKeysInvalid = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "signing_keys_invalid",
 		Help: "GitRepoConfigs that ask for signed commits but whose signing key Secret is missing or holds no usable key; their status says why."})
+	cluster := func(name, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}, []string{"cluster"})
+	}
+	m.ClusterReady = cluster("remote_cluster_ready", "1 when a RemoteCluster (namespace/name) is connected: reachable, its credentials accepted, its discovery read; 0 when not.")
+	m.ClusterWatches = cluster("remote_cluster_watches", "Resources being listed and watched on a RemoteCluster.")
+	m.ClusterLastEvent = cluster("remote_cluster_last_event_timestamp_seconds", "When a watch of a RemoteCluster last delivered an object, in seconds since the epoch.")
+	reg.MustRegister(m.ClusterReady, m.ClusterWatches, m.ClusterLastEvent)
 	reg.MustRegister(m.ActiveWorkers, m.Watches, m.QueueDepth, m.QueueCoalesced, m.ChangesSkipped, m.SigningKeysInvalid, m.ReferencesRefused, m.RulesRefused)
 	return m
 }

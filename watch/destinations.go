@@ -49,6 +49,10 @@ type destination struct {
 	recipients []string
 	// encryption is why spec.encryption cannot be used; zero when it can or is not set.
 	encryption condition
+	// cluster is the RemoteCluster it mirrors, and what its last probe found; nil for the
+	// daemon's own cluster.
+	cluster      *remote
+	clusterState remoteState
 	// elsewhere says another replica owns the destination's shard: it runs its watches and
 	// worker and reports its status.
 	elsewhere bool

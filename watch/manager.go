@@ -7,6 +7,7 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"maps"
 	"sync"
@@ -75,6 +76,14 @@ type Options struct {
 	// DefaultServiceAccount is the ServiceAccount, in each WatchRule's namespace, that bounds what
 	// a rule naming none may mirror; "" lets such rules read with the daemon's rights.
 	DefaultServiceAccount string
+	// Remote says what the kubeconfigs of RemoteClusters may ask of the daemon.
+	Remote RemoteOptions
+	// ClusterAuthors, if set, credits the watch events of a RemoteCluster ("namespace/name") to the
+	// users its own apiserver told the admission webhook of; nil credits them to the bot.
+	ClusterAuthors func(cluster string) Authors
+	// ClusterAttribution, if set, says how attribution stands on a RemoteCluster (crds.Attribution*),
+	// given when a watch of it last delivered an object (unix nanoseconds, 0 for never).
+	ClusterAttribution func(cluster string, lastEvent int64) string
 	// Writable, if set, holds the first reconcile (and so every watcher) until it is closed: the
 	// daemon closes it once the files of waiting proposals are held. Nil writes at once.
 	Writable <-chan struct{}
@@ -126,6 +135,14 @@ type Manager struct {
 	namespaces cache.SharedIndexInformer         // for the namespaceSelector of accessPolicies; nil until one is met
 	// cacheNamespaces starts namespaces, once; set by Run.
 	cacheNamespaces func()
+	// remotes are the RemoteClusters destinations use, by namespace/name; remoteClusters caches
+	// every RemoteCluster once cacheRemoteClusters (set by Run) was first called, and says whether
+	// it has synced.
+	remotes             map[string]*remote
+	remoteClusters      cache.SharedIndexInformer
+	cacheRemoteClusters func() bool
+	// clusterConfigs is, by RemoteCluster, the connection the last reconcile used: for ClusterConfig.
+	clusterConfigs atomic.Pointer[map[string]*rest.Config]
 	// published is, by destination, what the last reconcile selected: for Selections and Render.
 	published atomic.Pointer[map[string]*destinationRules]
 	// admitted is, by destination, the GitRepoConfig the last reconcile found it may use: for Admits.
@@ -169,6 +186,7 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 		sopsRules: map[string]string{},
 		refused:   map[string]string{},
 		access:    newAccess(dyn),
+		remotes:   map[string]*remote{},
 	}, nil
 }
 
@@ -192,9 +210,11 @@ func (m *Manager) Run(ctx context.Context) error {
 		return err
 	}
 	m.cacheNamespaces = m.namespaceCache(ctx, &informers)
+	m.cacheRemoteClusters = m.remoteClusterCache(ctx, &informers)
 	if !m.ready(ctx, &informers) {
 		return nil
 	}
+	defer m.stopRemotes()
 	defer m.stopAll()
 	return m.follow(ctx)
 }
@@ -298,8 +318,8 @@ func (m *Manager) follow(ctx context.Context) error {
 				continue // no rule acts as a ServiceAccount: nothing to ask again
 			}
 		case <-progress.C:
-			if err := m.reportProgress(ctx, m.dests); err != nil {
-				m.opts.Log.Warn("report the Git progress of destinations", "err", err)
+			if err := errors.Join(m.reportProgress(ctx, m.dests), m.reportClusters(ctx)); err != nil {
+				m.opts.Log.Warn("report the Git progress of destinations and the state of clusters", "err", err)
 			}
 			continue
 		}

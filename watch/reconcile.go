@@ -22,10 +22,16 @@ import (
 type watcherSpec struct {
 	sel     Selection
 	targets []target
+	// cluster and conn are the RemoteCluster watched and how; nil for the daemon's own cluster.
+	cluster *remote
+	conn    *connection
 }
 
 func (s *watcherSpec) signature() string {
-	parts := []string{s.sel.GVR.String(), s.sel.Namespace}
+	parts := []string{s.sel.Cluster, s.sel.GVR.String(), s.sel.Namespace}
+	if s.conn != nil {
+		parts = append(parts, s.conn.fingerprint) // a rotated kubeconfig lists again with it
+	}
 	for _, t := range s.targets {
 		parts = append(parts, fmt.Sprintf("%s|%s|%d|%s|%s|%s|%s", t.destination, t.baseFolder, t.ops, gitops.WorkerKey(t.url, t.branch),
 			strings.Join(t.recipients, ","), t.filter, t.namespaces))
@@ -39,6 +45,10 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	m.access.forget()
 	refused := &refusals{messages: map[string]string{}, byKind: map[string]int{}, serviceAccount: map[string]int{}}
 	dests := resolveDestinations(list[crds.GitDestination](m, crds.GitDestinations), repos, m.refusal)
+	m.resolveClusters(ctx, dests)
+	for _, r := range m.remotes {
+		r.denied = ""
+	}
 	m.publishAdmitted(dests)
 	m.resolveEncryption(ctx, dests)
 	m.shareOut(dests)
@@ -77,7 +87,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		}
 	}
 	m.dests = dests
-	errs = append(errs, m.reportProgress(ctx, dests))
+	errs = append(errs, m.reportProgress(ctx, dests), m.reportClusters(ctx))
 	return errors.Join(errs...)
 }
 
@@ -155,6 +165,9 @@ func (m *Manager) destinationCondition(d *destination) condition {
 	if d.encryption.reason != "" {
 		return d.encryption
 	}
+	if d.cluster != nil && !d.clusterState.cond.ready {
+		return notReady("ClusterNotReady", "RemoteCluster %s: %s", d.cluster.name, d.clusterState.cond.message)
+	}
 	st, ok := m.opts.Pool.WorkerStatus(d.repo.obj.Spec.RepoURL, d.obj.Lane())
 	if !ok {
 		return d.cond
@@ -211,6 +224,9 @@ func (m *Manager) addRule(ctx context.Context, specs map[string]*watcherSpec, re
 	case !dest.usable:
 		return notReady("DestinationNotReady", "GitDestination %s is not ready: %s", dest.name(), dest.cond.message)
 	}
+	if dest.cluster != nil {
+		return m.addRemoteRule(ctx, specs, ref, rules, dest)
+	}
 	sels, secrets := expand(rules, m.resources, m.opts.Expand, dest.recipients != nil)
 	if secrets {
 		m.warnSecrets(ref)
@@ -224,12 +240,18 @@ func (m *Manager) addRule(ctx context.Context, specs map[string]*watcherSpec, re
 	if refused, cond := m.serviceAccountRefuses(ctx, ref, sels); refused {
 		return cond
 	}
+	return addSelections(specs, ref, sels, dest, nil, secrets)
+}
+
+// addSelections adds the selections of one rule for dest to specs, and returns the rule's
+// condition.
+func addSelections(specs map[string]*watcherSpec, ref ruleRef, sels []Selection, dest *destination, conn *connection, secrets bool) condition {
 	names := make([]string, 0, len(sels))
 	for _, sel := range sels {
-		k := sel.GVR.String() + "|" + sel.Namespace
+		k := sel.Cluster + "|" + sel.GVR.String() + "|" + sel.Namespace
 		spec := specs[k]
 		if spec == nil {
-			spec = &watcherSpec{sel: sel}
+			spec = &watcherSpec{sel: sel, cluster: dest.cluster, conn: conn}
 			specs[k] = spec
 		}
 		if i := slices.IndexFunc(spec.targets, func(t target) bool { return t.destination == dest.name() }); i >= 0 {
@@ -247,7 +269,11 @@ func (m *Manager) addRule(ctx context.Context, specs map[string]*watcherSpec, re
 		names = append(names, sel.GVR.GroupResource().String())
 	}
 	slices.Sort(names)
-	msg := fmt.Sprintf("mirroring %d resources to %s: %s", len(sels), dest.name(), strings.Join(names, ", "))
+	names = slices.Compact(names)
+	msg := fmt.Sprintf("mirroring %d resources to %s: %s", len(names), dest.name(), strings.Join(names, ", "))
+	if dest.cluster != nil {
+		msg = fmt.Sprintf("mirroring %d resources of RemoteCluster %s to %s: %s", len(names), dest.cluster.name, dest.name(), strings.Join(names, ", "))
+	}
 	if secrets {
 		msg += "; Secrets are selected but never written in plain text (name them in resources, with spec.encryption on the destination, to mirror them encrypted)"
 	}
@@ -301,7 +327,7 @@ func (m *Manager) applyWatchers(ctx context.Context, dests []*destination, specs
 	}
 	wantWatchers := map[string]*watcherSpec{}
 	for _, s := range specs {
-		own := &watcherSpec{sel: s.sel}
+		own := &watcherSpec{sel: s.sel, cluster: s.cluster, conn: s.conn}
 		for _, t := range s.targets {
 			if !elsewhere[t.destination] {
 				own.targets = append(own.targets, t)
@@ -353,16 +379,28 @@ func (m *Manager) startWatcher(ctx context.Context, s *watcherSpec) *running {
 		}
 		s.targets[i].sink = sink
 	}
-	client := m.dyn.Resource(s.sel.GVR)
+	dyn, api, authors := m.dyn, m.api, m.opts.Authors
+	var seen func()
+	if s.conn != nil {
+		dyn, api, seen = s.conn.dyn, s.conn.api, s.cluster.seen
+		authors = noAuthors{}
+		if m.opts.ClusterAuthors != nil {
+			authors = m.opts.ClusterAuthors(s.sel.Cluster)
+		}
+	}
+	client := dyn.Resource(s.sel.GVR)
 	w := &watcher{
-		sel: s.sel, targets: s.targets, metrics: m.opts.Metrics, client: client, authors: m.opts.Authors, sealer: m.opts.Sealer,
+		sel: s.sel, targets: s.targets, metrics: m.opts.Metrics, client: client, authors: authors, sealer: m.opts.Sealer, seen: seen,
 		recorder: m.reporter.recorder, skipped: newSkipCounts(len(s.targets)),
 		log: m.opts.Log.With("resource", s.sel.GVR.GroupResource().String(), "version", s.sel.GVR.Version, "namespace", s.sel.Namespace),
 	}
 	if s.sel.Namespace != "" {
 		w.client = client.Namespace(s.sel.Namespace)
 	}
-	w.stream = newCollection(m.api, s.sel.GVR, s.sel.Kind, s.sel.Namespace)
+	if s.sel.Cluster != "" {
+		w.log = w.log.With("cluster", s.sel.Cluster)
+	}
+	w.stream = newCollection(api, s.sel.GVR, s.sel.Kind, s.sel.Namespace)
 	w.selecting(m.namespaceLabels)
 	dests := make([]string, len(s.targets))
 	for i, t := range s.targets {

@@ -57,6 +57,8 @@ func opsOf(list []crds.Operation) ops {
 // Selection is one resource, at one version, selected by a rule for a destination: every object
 // of GVR in Namespace ("" = every namespace, or a cluster-scoped resource).
 type Selection struct {
+	// Cluster is the RemoteCluster ("namespace/name") of the selection; "" for the daemon's own.
+	Cluster    string
 	GVR        schema.GroupVersionResource
 	Kind       string
 	Namespaced bool

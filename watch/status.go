@@ -103,6 +103,19 @@ func (r *reporter) reportSkipped(ctx context.Context, obj *crds.GitDestination, 
 	return r.patchStatusField(ctx, destinationKind, obj, "skipped", want)
 }
 
+// patchStatusFields merge-patches fields into obj's status (a nil value removes the field).
+func (r *reporter) patchStatusFields(ctx context.Context, k ourKind, obj metav1.Object, fields map[string]any) error {
+	body, err := json.Marshal(map[string]any{"status": fields})
+	if err != nil {
+		return fmt.Errorf("encode status: %w", err)
+	}
+	client := r.dyn.Resource(k.gvr).Namespace(obj.GetNamespace())
+	if _, err := client.Patch(ctx, obj.GetName(), types.MergePatchType, body, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("update status of %s %s/%s: %w", k.name, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}
+
 // patchStatusField merge-patches one field of an object's status (nil removes it), touching
 // nothing else there: the conditions are reported on their own. An object gone meanwhile is fine.
 func (r *reporter) patchStatusField(ctx context.Context, k ourKind, obj metav1.Object, field string, value any) error {

@@ -71,6 +71,7 @@ type watcher struct {
 	recorder *controller.Events
 	log      *slog.Logger
 	skipped  *skipCounts
+	seen     func() // told of every object delivered; nil for the daemon's own cluster
 
 	selection watcherSelection
 	seed      maphash.Seed
@@ -231,6 +232,9 @@ func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstruct
 		return err
 	case watch.Deleted:
 		w.metrics.ObjectsScanned.Inc()
+		if w.seen != nil {
+			w.seen()
+		}
 		delete(w.hashes, kh)
 		k := key(obj)
 		gen := generated(w.sel, obj)
@@ -260,6 +264,9 @@ func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstruct
 func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint64) ([]string, uint64, error) {
 	op := writeOps[opName]
 	w.metrics.ObjectsScanned.Inc()
+	if w.seen != nil {
+		w.seen()
+	}
 	paths := make([]string, len(w.targets))
 	for i, t := range w.targets {
 		paths[i] = w.path(t, obj)

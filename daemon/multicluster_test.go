@@ -1,0 +1,256 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+// fleet is a hub control plane (the test's plane, where the daemon runs) and remote control
+// planes it mirrors into one repository, each under clusters/<name>.
+type fleet struct {
+	t       *testing.T
+	hub     *testenv.ControlPlane
+	hubDyn  dynamic.Interface
+	hubKube kubernetes.Interface
+	srv     *testenv.GitServer
+	remotes map[string]*testenv.ControlPlane
+	ns      string // of the hub's configuration
+}
+
+// newFleet starts the remotes, each with namespaces shop (which its RemoteCluster allows) and
+// private (which it does not), a ConfigMap in each, and bob allowed to list and watch ConfigMaps
+// in shop only: the least-privilege identity of the kubeconfig the hub is given.
+func newFleet(t *testing.T, names ...string) *fleet {
+	hub := planes.Lend(t)
+	f := &fleet{t: t, hub: hub, hubDyn: dynamic.NewForConfigOrDie(hub.AdminConfig()), hubKube: kubernetes.NewForConfigOrDie(hub.AdminConfig()),
+		remotes: map[string]*testenv.ControlPlane{}, ns: "fleet"}
+	ctx := context.Background()
+	for _, name := range names {
+		cp, err := testenv.Start(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cp.Stop)
+		f.remotes[name] = cp
+		kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
+		for _, ns := range []string{"shop", "private"} {
+			mustCreate(t, func() error {
+				_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+				return err
+			})
+			f.configMap(name, ns, "first", "1")
+		}
+		grantRole(t, kube, cp, "shop", "mirror-reader", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}},
+			"configmaps", "bob")
+	}
+	f.srv, _ = mirrorSetup(t, f.ns) // a repository, its GitRepoConfig "repo", and a destination of the hub's own
+	for _, name := range names {
+		f.kubeconfig(name, "bob")
+		f.create(crds.RemoteClusters, &crds.RemoteCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
+			Spec: crds.RemoteClusterSpec{KubeConfig: crds.KubeConfigReference{SecretRef: crds.SecretKeyReference{Name: name + "-kubeconfig"}},
+				Namespaces: []string{"shop"}}})
+		f.create(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
+			Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: "main", BaseFolder: "clusters/" + name,
+				ClusterRef: &crds.NamespacedReference{Name: name}}})
+		f.create(crds.ClusterWatchRules, &crds.ClusterWatchRule{ObjectMeta: metav1.ObjectMeta{Name: "fleet-" + name},
+			Spec: crds.ClusterWatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: name, Namespace: f.ns},
+				Rules: []crds.ClusterResourceRule{{ResourceRule: crds.ResourceRule{Resources: []string{"configmaps"}}, Scope: crds.ScopeNamespaced}}}})
+	}
+	return f
+}
+
+func mustCreate(t *testing.T, create func() error) {
+	t.Helper()
+	if err := create(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fleet) create(gvr schema.GroupVersionResource, obj any) {
+	f.t.Helper()
+	u, err := crds.ToUnstructured(obj)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.hubDyn.Resource(gvr).Namespace(u.GetNamespace()).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	if gvr == crds.ClusterWatchRules {
+		f.t.Cleanup(func() { _ = f.hubDyn.Resource(gvr).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}) })
+	}
+}
+
+// kubeconfig writes (or rotates) the Secret <name>-kubeconfig of the hub with a kubeconfig of the
+// remote name that authenticates as user ("" for a token the remote never issued).
+func (f *fleet) kubeconfig(name, user string) {
+	f.t.Helper()
+	cp := f.remotes[name]
+	path := filepath.Join(f.t.TempDir(), "kubeconfig")
+	known := user
+	if known == "" {
+		known = "mallory"
+	}
+	if err := cp.WriteUserKubeconfig(path, known, ""); err != nil {
+		f.t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if user == "" {
+		data = []byte(strings.Replace(string(data), cp.UserConfig("mallory").BearerToken, "revoked-token", 1))
+	}
+	secrets := f.hubKube.CoreV1().Secrets(f.ns)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: f.ns}, Data: map[string][]byte{crds.DefaultKubeConfigKey: data}}
+	if _, err := secrets.Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
+		if _, err := secrets.Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// configMap creates or updates a ConfigMap of a remote.
+func (f *fleet) configMap(cluster, ns, name, value string) {
+	f.t.Helper()
+	cms := kubernetes.NewForConfigOrDie(f.remotes[cluster].AdminConfig()).CoreV1().ConfigMaps(ns)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"value": value}}
+	if _, err := cms.Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		if _, err := cms.Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// file waits until the repository holds path with value (as a ConfigMap's data.value).
+func (f *fleet) file(d *testenv.Daemon, path, value string) {
+	f.t.Helper()
+	testenv.Eventually(f.t, time.Minute, path+" = "+value, func() (bool, string) {
+		b, err := f.srv.ReadFile("state", "main", path)
+		return err == nil && strings.Contains(string(b), "value: \""+value+"\""), string(b)
+	}, d.FailFast())
+}
+
+// ready waits until the RemoteCluster's Ready condition has reason (and status True only for Connected).
+func (f *fleet) ready(d *testenv.Daemon, name, reason string) *crds.RemoteCluster {
+	f.t.Helper()
+	var rc *crds.RemoteCluster
+	testenv.Eventually(f.t, 2*time.Minute, "RemoteCluster "+name+" "+reason, func() (bool, string) {
+		u, err := f.hubDyn.Resource(crds.RemoteClusters).Namespace(f.ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		rc, _ = crds.FromUnstructured[crds.RemoteCluster](u)
+		c := meta.FindStatusCondition(rc.Status.Conditions, crds.ConditionReady)
+		if c == nil {
+			return false, "no condition"
+		}
+		return c.Reason == reason && (c.Status == metav1.ConditionTrue) == (reason == "Connected"), c.Reason + ": " + c.Message
+	}, d.FailFast())
+	return rc
+}
+
+// folder is the files of the repository under prefix, with their content.
+func (f *fleet) folder(prefix string) map[string]string {
+	f.t.Helper()
+	files, err := f.srv.Files("state", "main")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range files {
+		if strings.HasPrefix(p, prefix) {
+			b, _ := f.srv.ReadFile("state", "main", p)
+			out[p] = string(b)
+		}
+	}
+	return out
+}
+
+// commitsTouching counts the commits of main that change a file under prefix.
+func (f *fleet) commitsTouching(prefix string) int {
+	f.t.Helper()
+	history, err := f.srv.History("state", "main")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	n := 0
+	for _, c := range history {
+		for p := range c.Files {
+			if strings.HasPrefix(p, prefix) {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// TestHubMirrorsRemoteClusters runs one daemon on a hub that mirrors two remote clusters into one
+// repository, each under its own folder, with a least-privilege kubeconfig: only the namespaces
+// their RemoteClusters allow are mirrored. A remote whose apiserver stops degrades alone (its
+// folder untouched, the other remote mirrored on) and is caught up with only the differences
+// committed; a revoked credential is reported, and a rotated one picked up without a restart.
+func TestHubMirrorsRemoteClusters(t *testing.T) {
+	f := newFleet(t, "east", "west")
+	d := startDaemon(t, t.TempDir(), "--git-batch-quiet-ms", "200")
+	f.file(d, "clusters/east/shop/configmaps/first.yaml", "1")
+	f.file(d, "clusters/west/shop/configmaps/first.yaml", "1")
+	if private := f.folder("clusters/east/private"); len(private) > 0 {
+		t.Errorf("a namespace the RemoteCluster does not allow was mirrored: %v", private)
+	}
+	rc := f.ready(d, "east", "Connected")
+	if rc.Status.Watches != 1 || rc.Status.Resources == 0 || rc.Status.Server != f.remotes["east"].URL || rc.Status.LastEventTime == nil {
+		t.Errorf("status of RemoteCluster east: %+v", rc.Status)
+	}
+	testenv.Eventually(t, time.Minute, "metrics by cluster", func() (bool, string) {
+		v := d.Metric(t, `gitops_reverser_remote_cluster_ready{cluster="fleet/west"}`)
+		return v == 1, fmt.Sprint(v)
+	}, d.FailFast())
+
+	// East's apiserver stops: it is reported, its files stay, west goes on.
+	before := f.folder("clusters/east/")
+	err := f.remotes["east"].RestartAPIServer(context.Background(), func() error {
+		f.ready(d, "east", "Unreachable")
+		f.configMap("west", "shop", "during", "2")
+		f.file(d, "clusters/west/shop/configmaps/during.yaml", "2")
+		if during := f.folder("clusters/east/"); !maps.Equal(before, during) {
+			return fmt.Errorf("east's folder changed while its apiserver was down: %v → %v", before, during)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commits := f.commitsTouching("clusters/east/")
+	f.ready(d, "east", "Connected")
+	f.configMap("east", "shop", "after", "3")
+	f.file(d, "clusters/east/shop/configmaps/after.yaml", "3")
+	if n := f.commitsTouching("clusters/east/") - commits; n != 1 {
+		t.Errorf("%d commits touched east's folder after it came back, want only the one of its new ConfigMap", n)
+	}
+
+	// A revoked credential is reported, and nothing is lost; a rotated one is used at once.
+	f.kubeconfig("west", "")
+	f.ready(d, "west", "Unauthorized")
+	f.configMap("west", "shop", "while-revoked", "4")
+	f.kubeconfig("west", "bob")
+	f.ready(d, "west", "Connected")
+	f.file(d, "clusters/west/shop/configmaps/while-revoked.yaml", "4")
+}
