@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/httpserver"
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/watch"
@@ -42,6 +43,9 @@ type attribution struct {
 	handler   http.Handler
 	optional  *optionalParts
 	log       *slog.Logger
+	metrics   *metrics.Attribution
+	bot       gitops.Signature
+	remotes   *remoteHooks // attribution on RemoteClusters
 
 	// certs is set by Run before the registrar starts, and read by the registrar's goroutine.
 	certs webhook.CertSource
@@ -66,7 +70,10 @@ func newAttribution(s shared, cfg WebhookConfig, peers func() []string) (*attrib
 		watched:   &webhook.Watched{},
 		optional:  s.optional,
 		log:       log,
+		metrics:   m,
+		bot:       s.bot,
 	}
+	a.remotes = newRemoteHooks(a)
 	opts := []webhook.AdmissionOption{webhook.WithDecisions(a.decisions)}
 	if peers != nil {
 		var err error
@@ -124,6 +131,8 @@ func (a *attribution) Run(ctx context.Context) error {
 	}
 	a.optional.fine(metrics.PartAttribution)
 	close(a.serving)
+	a.remotes.start(ctx)
+	defer a.remotes.wait()
 	var served error
 	wg.Go(func() { served = srv.Run(ctx) })
 	if a.selfMgd != nil {
@@ -175,6 +184,7 @@ func (a *attribution) tryStart(ctx context.Context) (*httpserver.Server, problem
 	}
 	mux := http.NewServeMux()
 	mux.Handle(webhook.AdmissionPath, a.handler)
+	mux.Handle(clusterAdmissionPrefix, a.remotes)
 	if a.peers != nil {
 		mux.Handle("POST "+webhook.CorrelationsPath, a.peers)
 	}
@@ -217,6 +227,7 @@ func (a *attribution) registered(err error) {
 // onWatched is the mirror's OnWatched: the handler records exactly the watched resources from now
 // on, and who sets a proposal's decision; the registrar registers them. It never blocks the mirror.
 func (a *attribution) onWatched(_ context.Context, sels []watch.Selection) {
+	a.remotes.onWatched(sels)
 	rs := make([]webhook.Resource, 0, len(sels))
 	for _, s := range sels {
 		if s.Cluster != "" {

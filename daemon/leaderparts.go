@@ -63,10 +63,15 @@ func buildLeaderParts(ctx context.Context, s shared, cfg Config, d leaderDeps) (
 	}
 	if p.attr != nil {
 		deps.onWatched = p.attr.onWatched
+		deps.clusterAuthors, deps.clusterAttribution = p.attr.remotes.authors, p.attr.remotes.state
 	}
 	var err error
 	if p.mirror, err = newMirror(ctx, s, cfg.Mirror, deps); err != nil {
 		return nil, err
+	}
+	if p.attr != nil {
+		conns := clusterConns(p.mirror.manager.ClusterConn)
+		p.attr.remotes.conns.Store(&conns)
 	}
 	if p.wb, err = newWriteBack(ctx, s, cfg.WriteBack, writeBackDeps{mirror: p.mirror, attr: p.attr, credits: credits, fences: d.fences, shards: d.shards,
 		approverPolicy: cfg.ApproverPolicy, sealName: cfg.Webhook.ServiceName + "-proposal-seal"}); err != nil {

@@ -39,6 +39,9 @@ type mirrorDeps struct {
 	shards    *shard.Set                               // the shards this replica owns; nil without --shards=auto
 	writable  <-chan struct{}                          // closed once the mirror may write files
 	sealer    watch.Sealer                             // encrypts Secrets
+	// clusterAuthors and clusterAttribution are attribution on RemoteClusters; nil without the webhook.
+	clusterAuthors     func(cluster string) watch.Authors
+	clusterAttribution func(cluster string, lastEvent int64) (string, string)
 }
 
 // newMirror builds the mirror: the pool of Git workers, the reader of their Secrets and the watch
@@ -78,6 +81,8 @@ func newMirror(ctx context.Context, s shared, cfg MirrorConfig, d mirrorDeps) (*
 		CrossNamespaceRefs:    cfg.CrossNamespace,
 		DefaultServiceAccount: cfg.DefaultSA,
 		Remote:                cfg.Remote,
+		ClusterAuthors:        d.clusterAuthors,
+		ClusterAttribution:    d.clusterAttribution,
 	}
 	if d.shards != nil {
 		opts.Shards = d.shards

@@ -11,6 +11,7 @@ const (
 	ReviewDryRun   = "dry_run"  // a dry run: nothing will persist, so nothing to attribute
 	ReviewIgnored  = "ignored"  // not a watched resource, namespace or operation, or a subresource
 	ReviewError    = "error"    // a malformed request, or an object we could not sanitize
+	ReviewRefused  = "refused"  // sent to a RemoteCluster's path that is not its own (or with a wrong token)
 )
 
 // Label values of correlations_forwarded_total{result}: what became of one admission record sent
@@ -65,7 +66,7 @@ func newAttribution(reg prometheus.Registerer) *Attribution {
 		Evictions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "kv_evictions_total",
 			Help: "Admission records dropped before the watch used them, by reason (capacity, expired)."}, []string{"reason"}),
 		Reviews: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "admission_reviews_total",
-			Help: "Admission reviews handled, by result (recorded, dry_run, ignored, error)."}, []string{"result"}),
+			Help: "Admission reviews handled, by result (recorded, dry_run, ignored, error, refused: on a path that is not the sending cluster's)."}, []string{"result"}),
 		HandlerDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: Namespace,
 			Name:    "admission_handler_duration_seconds",
 			Help:    "Time from receiving an admission review to answering it, inside the handler.",

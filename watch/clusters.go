@@ -78,10 +78,10 @@ func (m *Manager) resolveClusters(ctx context.Context, dests []*destination) {
 		used[name] = true
 		d.cluster, d.clusterState = r, r.snapshot()
 	}
-	conns := map[string]*rest.Config{}
+	conns := map[string]*connection{}
 	for _, d := range dests {
 		if d.cluster != nil && d.clusterState.conn != nil && d.clusterState.cond.ready {
-			conns[d.cluster.name] = d.clusterState.conn.cfg
+			conns[d.cluster.name] = d.clusterState.conn
 		}
 	}
 	m.clusterConfigs.Store(&conns)
@@ -109,9 +109,12 @@ func (m *Manager) reportClusters(ctx context.Context) error {
 		if cond.ready && r.denied != "" {
 			cond = notReady(ReasonForbidden, "%s", r.denied)
 		}
-		attribution := crds.AttributionOff
+		attribution, told := crds.AttributionOff, ""
 		if m.opts.ClusterAttribution != nil {
-			attribution = m.opts.ClusterAttribution(name, r.lastEvent.Load())
+			attribution, told = m.opts.ClusterAttribution(name, r.lastEvent.Load())
+		}
+		if told != "" && cond.ready {
+			cond.message += "; " + told
 		}
 		ready := 0.0
 		if cond.ready {
@@ -181,10 +184,20 @@ func (m *Manager) addRemoteRule(ctx context.Context, specs map[string]*watcherSp
 // the last reconcile: the identity of its kubeconfig, with its limits; false when no destination
 // uses it or it is not connected. Callers copy it before changing it. Safe from any goroutine.
 func (m *Manager) ClusterConfig(name string) (*rest.Config, bool) {
+	cfg, _, ok := m.ClusterConn(name)
+	return cfg, ok
+}
+
+// ClusterConn is ClusterConfig with the fingerprint of the kubeconfig it was made from (and the
+// limits): it changes whenever the Secret is rotated.
+func (m *Manager) ClusterConn(name string) (cfg *rest.Config, fingerprint string, ok bool) {
 	p := m.clusterConfigs.Load()
 	if p == nil {
-		return nil, false
+		return nil, "", false
 	}
-	cfg, ok := (*p)[name]
-	return cfg, ok
+	c, ok := (*p)[name]
+	if !ok {
+		return nil, "", false
+	}
+	return c.cfg, c.fingerprint, true
 }

@@ -81,9 +81,10 @@ type Options struct {
 	// ClusterAuthors, if set, credits the watch events of a RemoteCluster ("namespace/name") to the
 	// users its own apiserver told the admission webhook of; nil credits them to the bot.
 	ClusterAuthors func(cluster string) Authors
-	// ClusterAttribution, if set, says how attribution stands on a RemoteCluster (crds.Attribution*),
-	// given when a watch of it last delivered an object (unix nanoseconds, 0 for never).
-	ClusterAttribution func(cluster string, lastEvent int64) string
+	// ClusterAttribution, if set, says how attribution stands on a RemoteCluster (crds.Attribution*)
+	// and what its Ready condition should tell of it, given when a watch of it last delivered an
+	// object (unix nanoseconds, 0 for never).
+	ClusterAttribution func(cluster string, lastEvent int64) (state, message string)
 	// Writable, if set, holds the first reconcile (and so every watcher) until it is closed: the
 	// daemon closes it once the files of waiting proposals are held. Nil writes at once.
 	Writable <-chan struct{}
@@ -142,7 +143,7 @@ type Manager struct {
 	remoteClusters      cache.SharedIndexInformer
 	cacheRemoteClusters func() bool
 	// clusterConfigs is, by RemoteCluster, the connection the last reconcile used: for ClusterConfig.
-	clusterConfigs atomic.Pointer[map[string]*rest.Config]
+	clusterConfigs atomic.Pointer[map[string]*connection]
 	// published is, by destination, what the last reconcile selected: for Selections and Render.
 	published atomic.Pointer[map[string]*destinationRules]
 	// admitted is, by destination, the GitRepoConfig the last reconcile found it may use: for Admits.

@@ -1,0 +1,243 @@
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/metrics"
+	"github.com/configbutler/gitops-reverser/watch"
+	"github.com/configbutler/gitops-reverser/webhook"
+)
+
+// clusterAdmissionPrefix is where the apiservers of RemoteClusters send their admission reviews:
+// <prefix><namespace>/<name>/<token>, a path of each cluster's own.
+const clusterAdmissionPrefix = "/admit/clusters/"
+
+// silentAfter is how long after a registration a cluster whose watches deliver changes may go
+// without a single review before attribution is told Failing: its apiserver cannot reach the hub.
+const silentAfter = 30 * time.Second
+
+// clusterConns gives the connection of a RemoteCluster ("namespace/name") the mirror uses, and
+// the fingerprint of its kubeconfig (watch.Manager.ClusterConn).
+type clusterConns func(name string) (cfg *rest.Config, fingerprint string, ok bool)
+
+// remoteHooks is attribution on RemoteClusters. Each cluster gets the daemon's webhook registered
+// in it at a path of its own, whose last segment is a token derived from the cluster's kubeconfig:
+// only that cluster's webhook configuration (and whoever holds the kubeconfig) knows it. A review
+// is taken only on the path of the cluster it names, the token compared in constant time, and
+// feeds only that cluster's correlation store: a review posted on another cluster's path, or with
+// another token, is refused (403) and credits nobody.
+type remoteHooks struct {
+	a     *attribution
+	conns atomic.Pointer[clusterConns] // set once the mirror is built
+
+	mu       sync.Mutex
+	ctx      context.Context // Run's; nil until attribution serves
+	hooks    map[string]*clusterHook
+	pending  map[string][]webhook.Resource // what onWatched asked before Run served
+	register sync.WaitGroup
+}
+
+// clusterHook is the webhook of one RemoteCluster.
+type clusterHook struct {
+	name, token, fingerprint string
+	store                    *webhook.Store
+	watched                  *webhook.Watched
+	handler                  http.Handler
+	registrar                *webhook.Registrar
+	cancel                   context.CancelFunc
+	registeredAt             atomic.Int64 // unix nanoseconds of the last successful apply; 0 before
+	failure                  atomic.Pointer[string]
+	lastReview               atomic.Int64
+}
+
+func newRemoteHooks(a *attribution) *remoteHooks {
+	return &remoteHooks{a: a, hooks: map[string]*clusterHook{}, pending: map[string][]webhook.Resource{}}
+}
+
+// clusterToken is the last segment of a cluster's admission path.
+func clusterToken(name, fingerprint string) string {
+	sum := sha256.Sum256([]byte("gitops-reverser admission\x00" + name + "\x00" + fingerprint))
+	return hex.EncodeToString(sum[:])
+}
+
+// ServeHTTP takes a review on a cluster's path, or refuses it.
+func (h *remoteHooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, clusterAdmissionPrefix)
+	parts := strings.Split(rest, "/")
+	h.mu.Lock()
+	var hook *clusterHook
+	if len(parts) == 3 {
+		hook = h.hooks[parts[0]+"/"+parts[1]]
+	}
+	h.mu.Unlock()
+	if hook == nil || subtle.ConstantTimeCompare([]byte(parts[2]), []byte(hook.token)) != 1 {
+		h.a.log.Warn("admission review refused: not on the path of the cluster it names", "path", r.URL.Path, "remote", r.RemoteAddr)
+		h.a.metrics.Reviews.WithLabelValues(metrics.ReviewRefused).Inc()
+		http.Error(w, "no such cluster path", http.StatusForbidden)
+		return
+	}
+	hook.lastReview.Store(time.Now().UnixNano())
+	hook.handler.ServeHTTP(w, r)
+}
+
+// start begins registering the clusters asked for so far; from now on onWatched starts them itself.
+func (h *remoteHooks) start(ctx context.Context) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ctx = ctx
+	for name, rs := range h.pending {
+		h.setLocked(name, rs)
+	}
+	clear(h.pending)
+}
+
+// wait returns once every registrar has stopped (after Run's ctx ended).
+func (h *remoteHooks) wait() { h.register.Wait() }
+
+// onWatched registers, in each RemoteCluster, exactly the resources watched there, and lets go
+// of the clusters no longer watched.
+func (h *remoteHooks) onWatched(sels []watch.Selection) {
+	byCluster := map[string][]webhook.Resource{}
+	for _, s := range sels {
+		if s.Cluster != "" {
+			byCluster[s.Cluster] = append(byCluster[s.Cluster], webhook.Resource{GVR: s.GVR, Namespaced: s.Namespaced, Namespace: s.Namespace, Operations: s.Ops.Operations()})
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for name, hook := range h.hooks {
+		if byCluster[name] == nil {
+			hook.cancel()
+			delete(h.hooks, name)
+		}
+	}
+	if h.ctx == nil {
+		h.pending = byCluster
+		return
+	}
+	for name, rs := range byCluster {
+		h.setLocked(name, rs)
+	}
+}
+
+// setLocked makes the hook of cluster name register rs, starting it (again, when its kubeconfig
+// was rotated: the path changes with it). h.mu is held.
+func (h *remoteHooks) setLocked(name string, rs []webhook.Resource) {
+	conns := h.conns.Load()
+	if conns == nil {
+		return
+	}
+	cfg, fp, ok := (*conns)(name)
+	if !ok {
+		return
+	}
+	hook := h.hooks[name]
+	if hook != nil && hook.fingerprint != fp {
+		hook.cancel()
+		hook = nil
+	}
+	if hook == nil {
+		var err error
+		if hook, err = h.newHook(name, cfg, fp); err != nil {
+			h.a.log.Error("attribution on a remote cluster", "cluster", name, "err", err)
+			return
+		}
+		h.hooks[name] = hook
+	}
+	hook.watched.Set(rs)
+	hook.registrar.SetResources(rs)
+}
+
+// newHook builds the webhook of one cluster and starts registering it there.
+func (h *remoteHooks) newHook(name string, cfg *rest.Config, fp string) (*clusterHook, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client of cluster %s: %w", name, err)
+	}
+	a := h.a
+	hook := &clusterHook{name: name, token: clusterToken(name, fp), fingerprint: fp, watched: &webhook.Watched{},
+		store: webhook.NewStore(webhook.StoreConfig{TTL: a.cfg.CorrelationTTL, Capacity: a.cfg.CorrelationCapacity, Metrics: a.metrics, Bot: a.bot})}
+	hook.handler = webhook.NewAdmissionHandler(hook.store, hook.watched, a.metrics, a.log.With("cluster", name))
+	base := strings.TrimSuffix(a.cfg.URL, "/")
+	hook.registrar = webhook.NewRegistrar(webhook.RegistrarConfig{
+		Registration: webhook.NewRegistration(webhook.RegistrationConfig{
+			Dynamic: dyn, Name: a.cfg.ServiceName + "-hub", URL: base, Path: clusterAdmissionPrefix + name + "/" + hook.token,
+			CABundle: a.caBundle, TimeoutSeconds: 2,
+		}),
+		OnApply: func(err error) {
+			if err != nil {
+				msg := err.Error()
+				hook.failure.Store(&msg)
+				return
+			}
+			hook.failure.Store(nil)
+			hook.registeredAt.Store(time.Now().UnixNano())
+		},
+		MaxBackoff: optionalMaxBackoff, Log: a.log.With("cluster", name),
+	})
+	ctx, cancel := context.WithCancel(h.ctx)
+	hook.cancel = cancel
+	h.register.Go(func() { _ = hook.store.Run(ctx) })
+	h.register.Go(func() { _ = hook.registrar.Run(ctx) })
+	return hook, nil
+}
+
+func (h *remoteHooks) hook(name string) *clusterHook {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.hooks[name]
+}
+
+// authors credits the watch events of cluster name to the users its apiserver told the webhook of.
+func (h *remoteHooks) authors(name string) watch.Authors { return clusterAuthors{h: h, name: name} }
+
+type clusterAuthors struct {
+	h    *remoteHooks
+	name string
+}
+
+func (c clusterAuthors) Author(op string, gk schema.GroupKind, namespace, name string, content []byte) (gitops.Credit, bool) {
+	hook := c.h.hook(c.name)
+	if hook == nil {
+		return gitops.Credit{}, false
+	}
+	return hook.store.Author(op, gk, namespace, name, content)
+}
+
+// state says how attribution stands on cluster name (crds.Attribution*) and why, given when a
+// watch of it last delivered an object.
+func (h *remoteHooks) state(name string, lastEvent int64) (string, string) {
+	if h.a.cfg.URL == "" {
+		return crds.AttributionOff, "changes are credited to the bot: the daemon has no --webhook-url that remote apiservers can reach"
+	}
+	hook := h.hook(name)
+	switch {
+	case hook == nil:
+		return crds.AttributionOff, ""
+	case hook.failure.Load() != nil:
+		return crds.AttributionFailing, "changes are credited to the bot: registering the webhook there failed: " + *hook.failure.Load()
+	case hook.registeredAt.Load() == 0:
+		return crds.AttributionRegistered, ""
+	case hook.lastReview.Load() > 0:
+		return crds.AttributionWorking, ""
+	case lastEvent > hook.registeredAt.Load()+int64(silentAfter):
+		return crds.AttributionFailing, fmt.Sprintf("changes are credited to the bot: its apiserver has not called the webhook at %s since it was registered, "+
+			"though changes were seen: it cannot reach the hub", h.a.cfg.URL)
+	}
+	return crds.AttributionRegistered, ""
+}
