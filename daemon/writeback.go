@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
@@ -56,7 +58,7 @@ func newWriteBack(ctx context.Context, s shared, cfg WriteBackConfig, d writeBac
 		Retention: cfg.Retention, FailedRetention: cfg.FailedRetention, ProposalRetention: cfg.ProposalRetention,
 		Fences:  d.fences,
 		Metrics: s.reg.WriteBack, Log: log.With("part", metrics.PartWriteBack),
-		SealKey: sealKey(s, d.sealName), Mirror: mr.manager,
+		SealKey: sealKey(s, d.sealName), Mirror: mr.manager, Cluster: remoteCluster(mr.manager),
 	}
 	if self, err := s.self.get(ctx); err == nil {
 		wc.Self = self
@@ -159,6 +161,28 @@ func selections(m *watch.Manager) func(destination string) []writeback.Selection
 				Writers:     writers})
 		}
 		return out
+	}
+}
+
+// remoteCluster tells write-back the connection to the RemoteCluster a destination mirrors: only
+// once the watch admitted the destination to it (spec.accessPolicy) and selects something of it
+// for the destination, so another destination's admission lends it nothing, and only while it is
+// connected.
+func remoteCluster(m *watch.Manager) func(dest *crds.GitDestination) (*rest.Config, error) {
+	return func(dest *crds.GitDestination) (*rest.Config, error) {
+		ref := dest.Spec.ClusterRef
+		if ref == nil {
+			return nil, fmt.Errorf("GitDestination %s/%s names no RemoteCluster", dest.Namespace, dest.Name)
+		}
+		name, key := ref.NamespaceOr(dest.Namespace)+"/"+ref.Name, dest.Namespace+"/"+dest.Name
+		if !slices.ContainsFunc(m.Selections(key), func(s watch.Selection) bool { return s.Cluster == name }) {
+			return nil, fmt.Errorf("the mirror does not (yet) mirror RemoteCluster %s for GitDestination %s: their Ready conditions say why", name, key)
+		}
+		cfg, ok := m.ClusterConfig(name)
+		if !ok {
+			return nil, fmt.Errorf("RemoteCluster %s is not connected", name)
+		}
+		return cfg, nil
 	}
 }
 

@@ -34,10 +34,13 @@ const applyAttempts = 3
 type outcomeKind int
 
 const (
-	outcomeApplied  outcomeKind = iota
-	outcomeStale                // the live object moved: the proposal no longer says what it would change
-	outcomeRefused              // the apiserver refused it (RBAC, validation, admission)
-	outcomeNoWriter             // no ServiceAccount to apply it as: it waits until a rule names one
+	outcomeApplied outcomeKind = iota
+	outcomeStale               // the live object moved: the proposal no longer says what it would change
+	outcomeRefused             // the apiserver refused it (RBAC, validation, admission)
+	// outcomeWaits: it cannot be applied yet (no ServiceAccount to apply it as, a RemoteCluster not
+	// connected or whose kubeconfig's identity lacks rights there); it waits, and is tried again at
+	// every run of its destination.
+	outcomeWaits
 )
 
 type outcome struct {
@@ -50,24 +53,28 @@ type outcome struct {
 // gitops-reverser, forcing ownership of the fields the file sets) for create and update, delete
 // for a destroy, each conditional on the live resourceVersion whose content was checked, each
 // only while the fence allows it, and each as the ServiceAccount of the rules that select the
-// target (impersonation). The resulting watch event is credited to credit. Only a failure to
-// talk to the apiserver, or a fenced apply (ErrFenced), is an error.
+// target (impersonation), in the destination's cluster (its RemoteCluster, through the
+// kubeconfig's identity, when it names one). The resulting watch event is credited to credit.
+// Only a failure to talk to the apiserver, or a fenced apply (ErrFenced), is an error.
 func (c *Controller) apply(ctx context.Context, d *dest, p *crds.Proposal, credit gitops.Credit) (outcome, error) {
 	gvr, err := gvrOf(p.Spec.Target)
 	if err != nil {
 		return outcome{kind: outcomeRefused, reason: reasonApplyFailed, message: err.Error()}, nil
 	}
-	sa, problem := writerOf(d, c.cfg.Selections(d.key), p.Spec.Target)
-	if problem != "" {
-		return outcome{kind: outcomeNoWriter, reason: ReasonNoServiceAccount, message: problem}, nil
+	cl, sa, waits, err := c.writeAs(ctx, d, p)
+	switch {
+	case err != nil:
+		return outcome{}, err
+	case waits != nil:
+		return *waits, nil
 	}
-	as, err := c.writers.as(sa)
+	as, err := cl.writer(sa)
 	if err != nil {
 		return outcome{}, err
 	}
 	gk := schema.GroupKind{Group: gvr.Group, Kind: p.Spec.Target.Kind}
 	for range applyAttempts {
-		live, err := c.live(ctx, p)
+		live, err := cl.live(ctx, p)
 		if err != nil {
 			return outcome{}, err
 		}
@@ -85,9 +92,32 @@ func (c *Controller) apply(ctx context.Context, d *dest, p *crds.Proposal, credi
 		case apierrors.IsConflict(err):
 			continue // the resourceVersion moved: check the content again
 		}
-		return classify(p, sa, err)
+		return classify(cl, p, sa, err)
 	}
 	return outcome{kind: outcomeRefused, reason: reasonApplyFailed, message: "the object kept changing while it was applied; approve again"}, nil
+}
+
+// writeAs is the cluster p's change is made in and the ServiceAccount it is made as there; waits,
+// when set, is why it cannot be made yet: no rule names a ServiceAccount, or the destination's
+// RemoteCluster is not connected or its kubeconfig's identity may not act as that ServiceAccount.
+func (c *Controller) writeAs(ctx context.Context, d *dest, p *crds.Proposal) (*cluster, crds.ServiceAccountReference, *outcome, error) {
+	sa, problem := writerOf(d, c.cfg.Selections(d.key), p.Spec.Target)
+	if problem != "" {
+		return nil, sa, &outcome{kind: outcomeWaits, reason: ReasonNoServiceAccount, message: problem}, nil
+	}
+	cl, problem := c.clusterOf(d)
+	if problem != "" {
+		return nil, sa, &outcome{kind: outcomeWaits, reason: ReasonClusterNotConnected, message: problem}, nil
+	}
+	missing, err := cl.missingRights(ctx, sa)
+	if err != nil {
+		return nil, sa, nil, err
+	}
+	if missing != "" {
+		return nil, sa, &outcome{kind: outcomeWaits, reason: ReasonClusterForbidden, message: fmt.Sprintf(
+			"%s %s is not applied as ServiceAccount %s: %s", verbOf(p.Spec.Change), targetName(p.Spec.Target), sa, missing)}, nil
+	}
+	return cl, sa, nil, nil
 }
 
 // delete deletes the proposal's target at the live resourceVersion, as the writer as, once the
@@ -177,21 +207,25 @@ func (c *Controller) serverSideApply(ctx context.Context, d *dest, p *crds.Propo
 	return nil
 }
 
-// classify turns the apiserver's answer to a request made as the ServiceAccount sa into an
-// outcome; errors that are not its verdict on the request (a timeout, a lost connection) stay
+// classify turns the answer of cl's apiserver to a request made as the ServiceAccount sa into
+// an outcome; errors that are not its verdict on the request (a timeout, a lost connection) stay
 // errors, to be retried.
-func classify(p *crds.Proposal, sa crds.ServiceAccountReference, err error) (outcome, error) {
+func classify(cl *cluster, p *crds.Proposal, sa crds.ServiceAccountReference, err error) (outcome, error) {
 	switch {
 	case err == nil:
 		return outcome{kind: outcomeApplied}, nil
 	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "cannot impersonate"):
+		grant := "grant it impersonate on serviceaccounts: deploy/write-back-rbac.yaml, or the chart's writeBack.enabled=true"
+		who := "the daemon"
+		if cl.remote() {
+			who, grant = "the kubeconfig's identity of RemoteCluster "+cl.name, "grant it impersonate on serviceaccounts in that cluster"
+		}
 		return outcome{kind: outcomeRefused, reason: reasonForbidden, message: fmt.Sprintf(
-			"the daemon may not act as ServiceAccount %s to %s %s (grant it impersonate on serviceaccounts: deploy/write-back-rbac.yaml, "+
-				"or the chart's writeBack.enabled=true): %v", sa, verbOf(p.Spec.Change), targetName(p.Spec.Target), err)}, nil
+			"%s may not act as ServiceAccount %s to %s %s (%s): %v", who, sa, verbOf(p.Spec.Change), targetName(p.Spec.Target), grant, err)}, nil
 	case apierrors.IsForbidden(err):
 		return outcome{kind: outcomeRefused, reason: reasonForbidden, message: fmt.Sprintf(
-			"ServiceAccount %s, which write-back acts as for this object, may not %s %s (its Role decides; docs/write-back.md): %v",
-			sa, verbOf(p.Spec.Change), targetName(p.Spec.Target), err)}, nil
+			"ServiceAccount %s%s, which write-back acts as for this object, may not %s %s (its Role decides; docs/write-back.md): %v",
+			sa, cl.where(), verbOf(p.Spec.Change), targetName(p.Spec.Target), err)}, nil
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err),
 		apierrors.IsNotAcceptable(err), apierrors.IsUnsupportedMediaType(err), apierrors.IsRequestEntityTooLargeError(err):
 		return outcome{kind: outcomeRefused, reason: reasonApplyFailed, message: err.Error()}, nil
@@ -199,33 +233,35 @@ func classify(p *crds.Proposal, sa crds.ServiceAccountReference, err error) (out
 	if status, ok := err.(apierrors.APIStatus); ok && status.Status().Code >= 400 && status.Status().Code < 500 {
 		return outcome{kind: outcomeRefused, reason: reasonApplyFailed, message: err.Error()}, nil // e.g. an admission webhook's denial
 	}
-	return outcome{}, fmt.Errorf("%s %s: %w", verbOf(p.Spec.Change), targetName(p.Spec.Target), err)
+	return outcome{}, fmt.Errorf("%s %s%s: %w", verbOf(p.Spec.Change), targetName(p.Spec.Target), cl.where(), err)
 }
 
-// live reads the proposal's target; nil when it does not exist.
-func (c *Controller) live(ctx context.Context, p *crds.Proposal) (*unstructured.Unstructured, error) {
+// live reads the proposal's target in the cluster; nil when it does not exist.
+func (cl *cluster) live(ctx context.Context, p *crds.Proposal) (*unstructured.Unstructured, error) {
 	gvr, err := gvrOf(p.Spec.Target)
 	if err != nil {
 		return nil, err
 	}
-	return c.get(ctx, gvr, p.Spec.Target.Namespace, p.Spec.Target.Name)
+	return cl.get(ctx, gvr, p.Spec.Target.Namespace, p.Spec.Target.Name)
 }
 
-// mayChange asks the apiserver whether the approver may make the proposal's change themselves.
-func (c *Controller) mayChange(ctx context.Context, who authenticationv1.UserInfo, p *crds.Proposal) (bool, string, error) {
+// mayChange asks the cluster's apiserver whether the approver may make the proposal's change
+// themselves, there.
+func (cl *cluster) mayChange(ctx context.Context, who authenticationv1.UserInfo, p *crds.Proposal) (bool, string, error) {
 	gvr, err := gvrOf(p.Spec.Target)
 	if err != nil {
 		return false, err.Error(), nil
 	}
-	return c.review(ctx, who, &authorizationv1.ResourceAttributes{
+	return cl.review(ctx, who, &authorizationv1.ResourceAttributes{
 		Namespace: p.Spec.Target.Namespace, Verb: verbOf(p.Spec.Change),
 		Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Name: p.Spec.Target.Name,
 	}, nil)
 }
 
-// review asks the apiserver (a SubjectAccessReview) whether who may do what resource, or else
-// nonResource, says; why is its reason.
-func (c *Controller) review(ctx context.Context, who authenticationv1.UserInfo, resource *authorizationv1.ResourceAttributes,
+// review asks the cluster's apiserver (a SubjectAccessReview) whether who may do what resource,
+// or else nonResource, says; why is its reason. In a RemoteCluster, who is the hub's user with
+// their groups, whom that cluster's RBAC knows by the same names.
+func (cl *cluster) review(ctx context.Context, who authenticationv1.UserInfo, resource *authorizationv1.ResourceAttributes,
 	nonResource *authorizationv1.NonResourceAttributes) (allowed bool, why string, err error) {
 	extra := make(map[string]authorizationv1.ExtraValue, len(who.Extra))
 	for k, v := range who.Extra {
@@ -235,7 +271,7 @@ func (c *Controller) review(ctx context.Context, who authenticationv1.UserInfo, 
 		User: who.Username, UID: who.UID, Groups: who.Groups, Extra: extra,
 		ResourceAttributes: resource, NonResourceAttributes: nonResource,
 	}}
-	res, err := kube.For(c.dyn, kube.SubjectAccessReviews, "").Create(ctx, review, metav1.CreateOptions{})
+	res, err := kube.For(cl.dyn, kube.SubjectAccessReviews, "").Create(ctx, review, metav1.CreateOptions{})
 	if err != nil {
 		what := ""
 		if resource != nil {
@@ -243,7 +279,7 @@ func (c *Controller) review(ctx context.Context, who authenticationv1.UserInfo, 
 		} else {
 			what = permission{nonResource: nonResource}.String()
 		}
-		return false, "", fmt.Errorf("check whether %s may %s: %w", who.Username, what, err)
+		return false, "", fmt.Errorf("check whether %s may %s%s: %w", who.Username, what, cl.where(), err)
 	}
 	return res.Status.Allowed && !res.Status.Denied, res.Status.Reason, nil
 }

@@ -92,6 +92,12 @@ type Config struct {
 	// Mirror renders what the mirror writes for an object (watch.Manager): a proposal that ends
 	// unapplied hands back to it only that. Nil restores nothing.
 	Mirror Mirror
+	// Cluster is the connection to the RemoteCluster a destination's spec.clusterRef names (the
+	// kubeconfig's identity, which write-back copies and never changes), once the mirror admitted
+	// the destination to it and connected; an error says why not. Write-back reads, asks the
+	// approver's rights and applies there, never on the daemon's own cluster. Nil: destinations
+	// of a RemoteCluster are not written back (their proposals wait).
+	Cluster func(destination *crds.GitDestination) (*rest.Config, error)
 }
 
 // Approval is how the daemon's admission policies vouch for approvers.
@@ -121,8 +127,10 @@ type Mirror interface {
 // write-back, so a mirror without write-back pays nothing for it.
 type Controller struct {
 	cfg      Config
-	dyn      dynamic.Interface
-	writers  *writerClients // every write to the cluster for a proposal goes through one
+	dyn      dynamic.Interface // the daemon's own cluster, where Proposals, SyncRuns and statuses live
+	own      *cluster          // the objects of destinations without spec.clusterRef
+	remotes  remoteClusters    // those of destinations of a RemoteCluster
+	writers  *writerClients    // every write to a cluster for a proposal goes through one
 	ctl      *controller.Controller
 	recorder *controller.Events
 	dests    cache.SharedIndexInformer
@@ -157,9 +165,12 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build dynamic client: %w", err)
 	}
+	writers := &writerClients{clients: map[writerKey]dynamic.Interface{}}
 	c := &Controller{
 		cfg: cfg, dyn: dyn,
-		writers:   &writerClients{base: kubeCfg, clients: map[crds.ServiceAccountReference]dynamic.Interface{}},
+		own:       &cluster{config: kubeCfg, dyn: dyn, writers: writers},
+		remotes:   remoteClusters{byConfig: map[*rest.Config]*cluster{}},
+		writers:   writers,
 		triggers:  map[string]trigger{},
 		known:     map[string]bool{},
 		requested: map[string]string{},

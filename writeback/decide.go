@@ -35,15 +35,8 @@ const (
 
 // decide acts on a waiting proposal: Stale when the live object moved, else its decision.
 func (c *Controller) decide(ctx context.Context, namespace, name string) error {
-	u, err := c.dyn.Resource(crds.Proposals).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read Proposal %s/%s: %w", namespace, name, err)
-	}
-	p, err := crds.FromUnstructured[crds.Proposal](u)
-	if err != nil {
+	p, err := c.proposal(ctx, namespace, name)
+	if p == nil || err != nil {
 		return err
 	}
 	if !c.ours(p) {
@@ -62,7 +55,14 @@ func (c *Controller) decide(ctx context.Context, namespace, name string) error {
 	if !c.owns(d) {
 		return nil // its owner decides it; Resync brings it back should this replica take the shard
 	}
-	live, err := c.live(ctx, p)
+	cl, problem := c.clusterOf(d)
+	if problem != "" {
+		if p.Spec.Decision == crds.DecisionNone && !waitsToApply(p) {
+			return nil // nothing to act on: an approval, or the next run, tries again
+		}
+		return c.waitToApply(ctx, p, nil, ReasonClusterNotConnected, problem)
+	}
+	live, err := cl.live(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -75,13 +75,25 @@ func (c *Controller) decide(ctx context.Context, namespace, name string) error {
 	case crds.DecisionIgnore:
 		return c.ignore(ctx, p)
 	case crds.DecisionApprove:
-		return c.approve(ctx, d, p)
+		return c.approve(ctx, d, cl, p)
 	case crds.DecisionNone:
-		if waitsForWriter(p) {
+		if waitsToApply(p) {
 			return c.applyWaiting(ctx, d, p)
 		}
 	}
 	return nil
+}
+
+// proposal reads the Proposal namespace/name from the apiserver; nil when it is gone.
+func (c *Controller) proposal(ctx context.Context, namespace, name string) (*crds.Proposal, error) {
+	u, err := c.dyn.Resource(crds.Proposals).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read Proposal %s/%s: %w", namespace, name, err)
+	}
+	return crds.FromUnstructured[crds.Proposal](u)
 }
 
 // ignore leaves the live object and the file as they are.
@@ -101,8 +113,8 @@ func (c *Controller) ignore(ctx context.Context, p *crds.Proposal) error {
 	return err
 }
 
-// approve applies an approved proposal when nothing forbids it.
-func (c *Controller) approve(ctx context.Context, d *dest, p *crds.Proposal) error {
+// approve applies an approved proposal when nothing forbids it; cl is the destination's cluster.
+func (c *Controller) approve(ctx context.Context, d *dest, cl *cluster, p *crds.Proposal) error {
 	who, ok, untrusted, err := c.approver(ctx, p)
 	switch {
 	case err != nil:
@@ -124,21 +136,8 @@ func (c *Controller) approve(ctx context.Context, d *dest, p *crds.Proposal) err
 		return c.hold(ctx, p, who, reasonSuspended, "approved by "+who.Username+", but write-back of GitDestination "+d.key+
 			" is suspended or off (spec.writeBack): nothing is applied until it is on again")
 	}
-	allowed, why, err := c.mayChange(ctx, who, p)
-	if err != nil {
+	if may, err := c.approverMay(ctx, cl, p, who); !may || err != nil {
 		return err
-	}
-	if !allowed {
-		return c.refuseApproval(ctx, p, &who, refusal{ReasonApproverForbidden, reasonForbidden,
-			fmt.Sprintf("%s approved it but may not %s %s themselves%s; someone who may must approve it", who.Username,
-				verbOf(p.Spec.Change), targetName(p.Spec.Target), because(why))})
-	}
-	if allowed, why, err = c.mayEscalate(ctx, who, p); err != nil {
-		return err
-	} else if !allowed {
-		return c.refuseApproval(ctx, p, &who, refusal{ReasonApproverForbidden, reasonForbidden,
-			fmt.Sprintf("%s approved %s %s, but %s; someone who may must approve it", who.Username,
-				p.Spec.Change, targetName(p.Spec.Target), why)})
 	}
 	if err := c.fromGit(ctx, d, p); err != nil {
 		var refused *Refused
@@ -153,6 +152,37 @@ func (c *Controller) approve(ctx context.Context, d *dest, p *crds.Proposal) err
 	}
 	_, err = c.applyAndRecord(ctx, d, p, credit, &who)
 	return err
+}
+
+// approverMay asks cl, the destination's cluster, whether the approver may make p's change
+// themselves there, escalation included. When not, the approval is refused; when a RemoteCluster's
+// kubeconfig identity may not ask it there, the approval is held; either says why, and may is false.
+func (c *Controller) approverMay(ctx context.Context, cl *cluster, p *crds.Proposal, who authenticationv1.UserInfo) (may bool, _ error) {
+	missing, err := cl.missingRights(ctx, crds.ServiceAccountReference{})
+	if err != nil {
+		return false, err
+	}
+	if missing != "" {
+		return false, c.waitToApply(ctx, p, &who, ReasonClusterForbidden,
+			fmt.Sprintf("approved by %s, but whether they may %s %s cannot be asked: %s", who.Username, verbOf(p.Spec.Change), targetName(p.Spec.Target), missing))
+	}
+	allowed, why, err := cl.mayChange(ctx, who, p)
+	if err != nil {
+		return false, err
+	}
+	if !allowed {
+		return false, c.refuseApproval(ctx, p, &who, refusal{ReasonApproverForbidden, reasonForbidden,
+			fmt.Sprintf("%s approved it but may not %s %s%s themselves%s; someone who may must approve it", who.Username,
+				verbOf(p.Spec.Change), targetName(p.Spec.Target), cl.where(), because(why))})
+	}
+	if allowed, why, err = cl.mayEscalate(ctx, who, p); err != nil {
+		return false, err
+	} else if !allowed {
+		return false, c.refuseApproval(ctx, p, &who, refusal{ReasonApproverForbidden, reasonForbidden,
+			fmt.Sprintf("%s approved %s %s%s, but %s; someone who may must approve it", who.Username,
+				p.Spec.Change, targetName(p.Spec.Target), cl.where(), why)})
+	}
+	return true, nil
 }
 
 // autoApply applies a proposal it has just opened, without review. A refusal by the apiserver is
@@ -175,8 +205,8 @@ func (c *Controller) applyAndRecord(ctx context.Context, d *dest, p *crds.Propos
 	switch outcome.kind {
 	case outcomeStale:
 		return false, c.markStale(ctx, d, p, outcome.live, outcome.message)
-	case outcomeNoWriter:
-		return false, c.waitForWriter(ctx, p, who, outcome.message)
+	case outcomeWaits:
+		return false, c.waitToApply(ctx, p, who, outcome.reason, outcome.message)
 	case outcomeRefused:
 		c.cfg.Metrics.ProposalsRefused.WithLabelValues(outcome.reason).Inc()
 		if who != nil {
@@ -267,47 +297,56 @@ func (c *Controller) hold(ctx context.Context, p *crds.Proposal, who authenticat
 	return err
 }
 
-// waitForWriter keeps a proposal that has no ServiceAccount to be applied as pending, with its
-// decision, saying what to add, once: it is tried again at every run of its destination, and once
-// a rule names a ServiceAccount it is applied (an approval as approved, an automatic one as it was).
-func (c *Controller) waitForWriter(ctx context.Context, p *crds.Proposal, who *authenticationv1.UserInfo, message string) error {
-	if cur := meta.FindStatusCondition(p.Status.Conditions, crds.ConditionApplied); cur != nil && cur.Reason == ReasonNoServiceAccount && cur.Message == message {
+// waitToApply keeps a proposal that cannot be applied yet pending, with its decision, saying why
+// (reason: ReasonNoServiceAccount, ReasonClusterNotConnected or ReasonClusterForbidden) and what to
+// add or grant, once: it is tried again at every run of its destination, and once it can be, it is
+// applied (an approval as approved, an automatic one as it was).
+func (c *Controller) waitToApply(ctx context.Context, p *crds.Proposal, who *authenticationv1.UserInfo, reason, message string) error {
+	if cur := meta.FindStatusCondition(p.Status.Conditions, crds.ConditionApplied); cur != nil && cur.Reason == reason && cur.Message == message {
 		return nil
 	}
-	c.cfg.Metrics.ProposalsRefused.WithLabelValues(ReasonNoServiceAccount).Inc()
+	c.cfg.Metrics.ProposalsRefused.WithLabelValues(reason).Inc()
 	_, err := c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
 		s.Phase, s.Message = crds.PhasePending, message
 		if who != nil {
 			s.ReviewedBy, s.DecidedAt = reviewer(*who), now()
 		}
-		setApplied(s, metav1.ConditionFalse, ReasonNoServiceAccount, message)
+		setApplied(s, metav1.ConditionFalse, reason, message)
 	})
-	c.recorder.Event(crds.ObjectReference(crds.KindProposal, p), corev1.EventTypeWarning, ReasonNoServiceAccount, message)
+	c.recorder.Event(crds.ObjectReference(crds.KindProposal, p), corev1.EventTypeWarning, reason, message)
 	return err
 }
 
-// retryWriterless queues every proposal of d that waits for a ServiceAccount to be applied as, so
-// that one named since is used.
-func (c *Controller) retryWriterless(d *dest) {
+// retryWaiting queues every proposal of d that waits to be applied (for a ServiceAccount to be
+// applied as, or for its RemoteCluster), so that what was named or granted since is used.
+func (c *Controller) retryWaiting(d *dest) {
 	props, ok := c.caches.Indexer(crds.Proposals)
 	if !ok {
 		return
 	}
 	items, _ := props.ByIndex(destinationIndex, d.key)
 	for _, item := range items {
-		if p, err := crds.FromUnstructured[crds.Proposal](item.(*unstructured.Unstructured)); err == nil && waitsForWriter(p) {
+		if p, err := crds.FromUnstructured[crds.Proposal](item.(*unstructured.Unstructured)); err == nil && waitsToApply(p) {
 			c.ctl.Add(proposalKeyPrefix + p.Namespace + "/" + p.Name)
 		}
 	}
 }
 
-// waitsForWriter says whether a proposal waits for a ServiceAccount to be applied as.
-func waitsForWriter(p *crds.Proposal) bool {
+// waitsToApply says whether a proposal waits to be applied: for a ServiceAccount to be applied
+// as, or for its RemoteCluster to be connected or to grant the rights write-back needs there.
+func waitsToApply(p *crds.Proposal) bool {
 	c := meta.FindStatusCondition(p.Status.Conditions, crds.ConditionApplied)
-	return p.Status.Phase == crds.PhasePending && c != nil && c.Reason == ReasonNoServiceAccount
+	if p.Status.Phase != crds.PhasePending || c == nil {
+		return false
+	}
+	switch c.Reason {
+	case ReasonNoServiceAccount, ReasonClusterNotConnected, ReasonClusterForbidden:
+		return true
+	}
+	return false
 }
 
-// applyWaiting applies a proposal without a decision that waited for a ServiceAccount, as it
+// applyWaiting applies a proposal without a decision that waited to be applied, as it
 // would have been at once had there been one: automatically, if its destination still
 // auto-applies it; else it now waits for a person.
 func (c *Controller) applyWaiting(ctx context.Context, d *dest, p *crds.Proposal) error {

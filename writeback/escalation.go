@@ -25,10 +25,10 @@ import (
 // permissions than this needs an approver who may escalate or bind it.
 const maxEscalationReviews = 200
 
-// mayEscalate says whether the approver who may already make p's change may also grant what it
-// grants (RBAC's escalation rules, for Roles, ClusterRoles and their bindings); why is the reason
-// when not. Other kinds, and destroys, grant nothing.
-func (c *Controller) mayEscalate(ctx context.Context, who authenticationv1.UserInfo, p *crds.Proposal) (bool, string, error) {
+// mayEscalate says whether the approver who may already make p's change in the cluster may also
+// grant what it grants there (RBAC's escalation rules, for Roles, ClusterRoles and their
+// bindings); why is the reason when not. Other kinds, and destroys, grant nothing.
+func (cl *cluster) mayEscalate(ctx context.Context, who authenticationv1.UserInfo, p *crds.Proposal) (bool, string, error) {
 	gv, _ := schema.ParseGroupVersion(p.Spec.Target.APIVersion)
 	if gv.Group != rbacv1.GroupName || p.Spec.Change == crds.ChangeDestroy {
 		return true, "", nil
@@ -48,26 +48,26 @@ func (c *Controller) mayEscalate(ctx context.Context, who authenticationv1.UserI
 		if p.Spec.Target.Kind == "ClusterRole" {
 			resource = "clusterroles"
 		}
-		return c.holdsOrMay(ctx, who, "escalate", resource, p.Spec.Target.Name, ns, role.Rules, role.AggregationRule != nil)
+		return cl.holdsOrMay(ctx, who, "escalate", resource, p.Spec.Target.Name, ns, role.Rules, role.AggregationRule != nil)
 	case "RoleBinding", "ClusterRoleBinding":
 		var binding rbacv1.RoleBinding
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(doc.Object.Object, &binding); err != nil {
 			return false, err.Error(), nil
 		}
-		return c.mayBind(ctx, who, binding.RoleRef, ns)
+		return cl.mayBind(ctx, who, binding.RoleRef, ns)
 	}
 	return true, "", nil
 }
 
 // mayBind says whether who may bind the role ref names in namespace ns ("" for a
 // ClusterRoleBinding).
-func (c *Controller) mayBind(ctx context.Context, who authenticationv1.UserInfo, ref rbacv1.RoleRef, ns string) (bool, string, error) {
+func (cl *cluster) mayBind(ctx context.Context, who authenticationv1.UserInfo, ref rbacv1.RoleRef, ns string) (bool, string, error) {
 	resource, roleNS := "clusterroles", ""
 	if ref.Kind == "Role" {
 		resource, roleNS = "roles", ns
 	}
 	gvr := rbacv1.SchemeGroupVersion.WithResource(resource)
-	role, err := c.get(ctx, gvr, roleNS, ref.Name)
+	role, err := cl.get(ctx, gvr, roleNS, ref.Name)
 	if err != nil {
 		return false, "", err
 	}
@@ -79,13 +79,13 @@ func (c *Controller) mayBind(ctx context.Context, who authenticationv1.UserInfo,
 	}
 	// A Role that does not exist grants nothing yet; binding it still needs bind, as the
 	// apiserver asks when it cannot read the Role's rules.
-	return c.holdsOrMay(ctx, who, "bind", resource, ref.Name, ns, rules.Rules, role == nil)
+	return cl.holdsOrMay(ctx, who, "bind", resource, ref.Name, ns, rules.Rules, role == nil)
 }
 
 // holdsOrMay says whether who may verb (escalate or bind) the role name of resource, or, unless
 // only that verb will do (needVerb), holds every permission of rules in namespace ns.
-func (c *Controller) holdsOrMay(ctx context.Context, who authenticationv1.UserInfo, verb, resource, name, ns string, rules []rbacv1.PolicyRule, needVerb bool) (bool, string, error) {
-	ok, _, err := c.review(ctx, who, &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb,
+func (cl *cluster) holdsOrMay(ctx context.Context, who authenticationv1.UserInfo, verb, resource, name, ns string, rules []rbacv1.PolicyRule, needVerb bool) (bool, string, error) {
+	ok, _, err := cl.review(ctx, who, &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb,
 		Group: rbacv1.GroupName, Resource: resource, Name: name}, nil)
 	if err != nil || ok {
 		return ok, "", err
@@ -99,7 +99,7 @@ func (c *Controller) holdsOrMay(ctx context.Context, who authenticationv1.UserIn
 		return false, fmt.Sprintf("%s may not %s %s %s, and its %d permissions are too many to check one by one", who.Username, verb, resource, name, len(questions)), nil
 	}
 	for _, q := range questions {
-		ok, _, err := c.review(ctx, who, q.resource, q.nonResource)
+		ok, _, err := cl.review(ctx, who, q.resource, q.nonResource)
 		if err != nil {
 			return false, "", err
 		}

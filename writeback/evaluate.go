@@ -10,7 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitedits"
@@ -32,18 +34,18 @@ type candidate struct {
 	diff       string
 }
 
-// evaluate compares one edited file with the live object. It returns nil when they agree, a
-// *Refused error for a file write-back will not act on, or another error when the cluster could
-// not be read.
-func (c *Controller) evaluate(ctx context.Context, d *dest, sels []Selection, e gitedits.Edit) (*candidate, error) {
+// evaluate compares one edited file with the live object in cl, the destination's cluster. It
+// returns nil when they agree, a *Refused error for a file write-back will not act on, or another
+// error when the cluster could not be read.
+func (c *Controller) evaluate(ctx context.Context, d *dest, cl *cluster, sels []Selection, e gitedits.Edit) (*candidate, error) {
 	if e.Deleted {
-		return c.evaluateDeleted(ctx, d, sels, e)
+		return c.evaluateDeleted(ctx, d, cl, sels, e)
 	}
 	obj, gvr, err := admit(d, sels, e)
 	if err != nil {
 		return nil, err
 	}
-	live, err := c.get(ctx, gvr, obj.GetNamespace(), obj.GetName())
+	live, err := cl.get(ctx, gvr, obj.GetNamespace(), obj.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +119,7 @@ func admit(d *dest, sels []Selection, e gitedits.Edit) (*unstructured.Unstructur
 }
 
 // evaluateDeleted handles a file a person removed: a destroy of the live object, if any.
-func (c *Controller) evaluateDeleted(ctx context.Context, d *dest, sels []Selection, e gitedits.Edit) (*candidate, error) {
+func (c *Controller) evaluateDeleted(ctx context.Context, d *dest, cl *cluster, sels []Selection, e gitedits.Edit) (*candidate, error) {
 	at, err := PathTarget(d.folder, e.Path)
 	if err != nil {
 		return nil, err
@@ -126,7 +128,7 @@ func (c *Controller) evaluateDeleted(ctx context.Context, d *dest, sels []Select
 	if sel == nil {
 		return nil, notSelected(d, at.Group, at.Resource, at.Namespace)
 	}
-	live, err := c.get(ctx, sel.GVR, at.Namespace, at.Name)
+	live, err := cl.get(ctx, sel.GVR, at.Namespace, at.Name)
 	if err != nil || live == nil {
 		return nil, err
 	}
@@ -146,17 +148,39 @@ func (c *Controller) evaluateDeleted(ctx context.Context, d *dest, sels []Select
 	}, nil
 }
 
-// get reads a live object; nil when it does not exist.
-func (c *Controller) get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
-	client := c.dyn.Resource(gvr).Namespace(namespace)
-	obj, err := client.Get(ctx, name, metav1.GetOptions{})
+// get reads a live object of the cluster; nil when it does not exist. A RemoteCluster's object is
+// read by a list of its one name: its kubeconfig's identity is granted what mirroring needs there,
+// list and watch, and no more is asked of it to read.
+func (cl *cluster) get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+	client := cl.dyn.Resource(gvr).Namespace(namespace)
+	var obj *unstructured.Unstructured
+	var err error
+	if cl.remote() {
+		obj, err = getByList(ctx, client, name)
+	} else {
+		obj, err = client.Get(ctx, name, metav1.GetOptions{})
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("read %s %s/%s: %w", gvr.Resource, namespace, name, err)
+		return nil, fmt.Errorf("read %s %s/%s%s: %w", gvr.Resource, namespace, name, cl.where(), err)
 	}
 	return obj, nil
+}
+
+// getByList reads the object name by a list of that one name: nil when there is none.
+func getByList(ctx context.Context, client dynamic.ResourceInterface, name string) (*unstructured.Unstructured, error) {
+	list, err := client.List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		if list.Items[i].GetName() == name {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // Selection is one resource a destination's rules select, as write-back needs it (the watch

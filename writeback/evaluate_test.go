@@ -92,7 +92,7 @@ func TestStaleness(t *testing.T) {
 
 // TestLinksAreRefused: a symbolic link or a submodule is refused before anything is read.
 func TestLinksAreRefused(t *testing.T) {
-	_, err := (&Controller{}).evaluate(context.Background(), nil, nil, gitedits.Edit{Path: "live/x/configmaps/l.yaml", Link: true})
+	_, err := (&Controller{}).evaluate(context.Background(), nil, nil, nil, gitedits.Edit{Path: "live/x/configmaps/l.yaml", Link: true})
 	var refused *Refused
 	if !errors.As(err, &refused) || refused.Reason != ReasonNotAFile {
 		t.Fatalf("evaluate of a link: %v, want a %s refusal", err, ReasonNotAFile)

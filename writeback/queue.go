@@ -139,7 +139,7 @@ func (c *Controller) proposalKey(obj any) string {
 	if p.Status.Phase != crds.PhaseForeign && !c.ours(p) {
 		return proposalKeyPrefix + p.Namespace + "/" + p.Name // to be disowned, whatever its decision
 	}
-	if !waiting(p) || (p.Spec.Decision == crds.DecisionNone && !waitsForWriter(p)) {
+	if !waiting(p) || (p.Spec.Decision == crds.DecisionNone && !waitsToApply(p)) {
 		return gaugesKey
 	}
 	if p.Status.Phase == crds.PhaseIgnored && p.Spec.Decision == crds.DecisionIgnore {

@@ -22,7 +22,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 	if d == nil {
 		return enabled, err
 	}
-	c.retryWriterless(d)
+	c.retryWaiting(d)
 	since := d.status().LastRevision
 	res, lost, err := c.edits(ctx, d, since)
 	switch {
@@ -125,15 +125,25 @@ func (c *Controller) runEdits(ctx context.Context, d *dest, t trigger, since str
 	return errors.Join(finishErr, c.recordDestination(ctx, d, t, next, run.obj.Name))
 }
 
-// consider turns the edits into proposals, at most MaxPerTick new ones.
+// consider turns the edits into proposals, at most MaxPerTick new ones. The edits are compared
+// with the destination's cluster; while it cannot be reached, the run fails and the next one
+// reads them again.
 func (c *Controller) consider(ctx context.Context, d *dest, run *runRecord, edits []gitedits.Edit) {
+	if len(edits) == 0 {
+		return
+	}
+	cl, problem := c.clusterOf(d)
+	if problem != "" {
+		run.fail(errors.New(problem))
+		return
+	}
 	sels := c.cfg.Selections(d.key)
 	wb := d.writeBack()
 	for i, e := range edits {
 		if !considered(e.Path) {
 			continue // a README or the like: the mirror writes only .yaml files
 		}
-		cand, err := c.evaluate(ctx, d, sels, e)
+		cand, err := c.evaluate(ctx, d, cl, sels, e)
 		var refused *Refused
 		switch {
 		case errors.As(err, &refused):

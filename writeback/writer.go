@@ -47,25 +47,32 @@ const ConditionWritesAs = "WritesAs"
 // maxWriterClients bounds the impersonating clients kept: past it they are built again.
 const maxWriterClients = 256
 
-// writerClients keeps one impersonating dynamic client per ServiceAccount. They share the
-// daemon's connections (client-go keys its transports by TLS settings, which impersonation does
-// not change); only the impersonation headers differ.
-type writerClients struct {
-	base    *rest.Config
-	mu      sync.Mutex
-	clients map[crds.ServiceAccountReference]dynamic.Interface
+// writerKey is one identity acting as one ServiceAccount: the daemon's own, or a RemoteCluster's
+// kubeconfig identity (its *rest.Config, which is never changed), impersonating sa.
+type writerKey struct {
+	base *rest.Config
+	sa   crds.ServiceAccountReference
 }
 
-// as is the client that acts as the ServiceAccount sa.
-func (w *writerClients) as(sa crds.ServiceAccountReference) (dynamic.Interface, error) {
+// writerClients keeps one impersonating dynamic client per cluster connection and
+// ServiceAccount. Those of one connection share its transport (client-go keys its transports by
+// TLS settings, which impersonation does not change); only the impersonation headers differ.
+type writerClients struct {
+	mu      sync.Mutex
+	clients map[writerKey]dynamic.Interface
+}
+
+// as is the client that acts as the ServiceAccount sa through base, in base's cluster.
+func (w *writerClients) as(base *rest.Config, sa crds.ServiceAccountReference) (dynamic.Interface, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if c, ok := w.clients[sa]; ok {
+	key := writerKey{base: base, sa: sa}
+	if c, ok := w.clients[key]; ok {
 		return c, nil
 	}
-	cfg := rest.CopyConfig(w.base)
+	cfg := rest.CopyConfig(base)
 	// A ServiceAccount's username alone: the apiserver adds its groups (system:serviceaccounts and
-	// system:serviceaccounts:<namespace>) itself, and asks only that the daemon may impersonate
+	// system:serviceaccounts:<namespace>) itself, and asks only that the caller may impersonate
 	// serviceaccounts.
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: sa.Username()}
 	c, err := dynamic.NewForConfig(cfg)
@@ -75,7 +82,7 @@ func (w *writerClients) as(sa crds.ServiceAccountReference) (dynamic.Interface, 
 	if len(w.clients) >= maxWriterClients {
 		clear(w.clients)
 	}
-	w.clients[sa] = c
+	w.clients[key] = c
 	return c, nil
 }
 
@@ -159,6 +166,12 @@ func writersCondition(sels []Selection) metav1.Condition {
 }
 
 // setWritesAs sets ConditionWritesAs in st for what the destination selects now.
+// For a destination of a RemoteCluster, they are that cluster's ServiceAccounts.
 func (c *Controller) setWritesAs(d *dest, st *crds.WriteBackStatus) {
-	meta.SetStatusCondition(&st.Conditions, writersCondition(c.cfg.Selections(d.key)))
+	cond := writersCondition(c.cfg.Selections(d.key))
+	if ref := d.obj.Spec.ClusterRef; ref != nil && cond.Status == metav1.ConditionTrue {
+		cond.Message += fmt.Sprintf(" (ServiceAccounts of RemoteCluster %s/%s, impersonated through its kubeconfig's identity)",
+			ref.NamespaceOr(d.obj.Namespace), ref.Name)
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
 }
