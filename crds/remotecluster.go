@@ -68,7 +68,7 @@ type RemoteClusterStatus struct {
 	Resources int `json:"resources,omitempty"`
 	// Watches is how many list+watches the daemon runs on the cluster.
 	Watches int `json:"watches,omitempty"`
-	// LastEventTime is when a watch of the cluster last delivered an object.
+	// LastEventTime is when a watch of the cluster last delivered a change (not a list).
 	LastEventTime *metav1.Time `json:"lastEventTime,omitempty"`
 	// Attribution says whether the cluster's apiserver calls the daemon's admission webhook.
 	Attribution string `json:"attribution,omitempty"`

@@ -29,7 +29,7 @@ const clusterAdmissionPrefix = "/admit/clusters/"
 
 // silentAfter is how long after a registration a cluster whose watches deliver changes may go
 // without a single review before attribution is told Failing: its apiserver cannot reach the hub.
-const silentAfter = 30 * time.Second
+const silentAfter = 20 * time.Second
 
 // clusterConns gives the connection of a RemoteCluster ("namespace/name") the mirror uses, and
 // the fingerprint of its kubeconfig (watch.Manager.ClusterConn).
@@ -185,8 +185,11 @@ func (h *remoteHooks) newHook(name string, cfg *rest.Config, fp string) (*cluste
 				hook.failure.Store(&msg)
 				return
 			}
-			hook.failure.Store(nil)
-			hook.registeredAt.Store(time.Now().UnixNano())
+			// Registered since: set by the first apply that worked (after failures too), not by
+			// each of those that follow (every change of the watched resources applies again).
+			if hook.failure.Swap(nil) != nil || hook.registeredAt.Load() == 0 {
+				hook.registeredAt.Store(time.Now().UnixNano())
+			}
 		},
 		MaxBackoff: optionalMaxBackoff, Log: a.log.With("cluster", name),
 	})
@@ -233,11 +236,11 @@ func (h *remoteHooks) state(name string, lastEvent int64) (string, string) {
 		return crds.AttributionFailing, "changes are credited to the bot: registering the webhook there failed: " + *hook.failure.Load()
 	case hook.registeredAt.Load() == 0:
 		return crds.AttributionRegistered, ""
+	case lastEvent > max(hook.registeredAt.Load(), hook.lastReview.Load())+int64(silentAfter):
+		return crds.AttributionFailing, fmt.Sprintf("changes are credited to the bot: its apiserver has not called the webhook at %s for %s "+
+			"though changes were seen: it cannot reach the hub", h.a.cfg.URL, silentAfter)
 	case hook.lastReview.Load() > 0:
 		return crds.AttributionWorking, ""
-	case lastEvent > hook.registeredAt.Load()+int64(silentAfter):
-		return crds.AttributionFailing, fmt.Sprintf("changes are credited to the bot: its apiserver has not called the webhook at %s since it was registered, "+
-			"though changes were seen: it cannot reach the hub", h.a.cfg.URL)
 	}
 	return crds.AttributionRegistered, ""
 }

@@ -59,6 +59,8 @@ func newFleet(t *testing.T, names ...string) *fleet {
 		}
 		grantRole(t, kube, cp, "shop", "mirror-reader", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}},
 			"configmaps", "bob")
+		grantClusterRole(t, kube, "hub-webhook", rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"},
+			Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{"gitops-reverser-hub"}, Verbs: []string{"get", "create", "patch"}}, "bob")
 	}
 	f.srv, _ = mirrorSetup(t, f.ns) // a repository, its GitRepoConfig "repo", and a destination of the hub's own
 	for _, name := range names {
@@ -74,6 +76,23 @@ func newFleet(t *testing.T, names ...string) *fleet {
 				Rules: []crds.ClusterResourceRule{{ResourceRule: crds.ResourceRule{Resources: []string{"configmaps"}}, Scope: crds.ScopeNamespaced}}}})
 	}
 	return f
+}
+
+// grantClusterRole gives users one cluster-wide rule.
+func grantClusterRole(t *testing.T, kube kubernetes.Interface, name string, rule rbacv1.PolicyRule, users ...string) {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{rule}}
+	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}}
+	for _, u := range users {
+		binding.Subjects = append(binding.Subjects, rbacv1.Subject{Kind: "User", Name: u, APIGroup: rbacv1.GroupName})
+	}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func mustCreate(t *testing.T, create func() error) {

@@ -85,7 +85,7 @@ type remote struct {
 	obj       atomic.Pointer[crds.RemoteCluster]
 	mu        sync.Mutex
 	state     remoteState
-	lastEvent atomic.Int64 // unix nanoseconds of the last object a watch delivered
+	lastEvent atomic.Int64 // unix nanoseconds of the last change a watch event delivered
 	kick      chan struct{}
 	rights    rights
 	// denied is what the rules select that the kubeconfig's identity may not read, as the last
@@ -101,7 +101,7 @@ func (r *remote) snapshot() remoteState {
 	return r.state
 }
 
-// seen records that a watch of the cluster delivered an object.
+// seen records that a watch of the cluster delivered a change.
 func (r *remote) seen() { r.lastEvent.Store(time.Now().UnixNano()) }
 
 // startRemote starts following a RemoteCluster; onChange is called when its state moved.

@@ -71,7 +71,7 @@ type watcher struct {
 	recorder *controller.Events
 	log      *slog.Logger
 	skipped  *skipCounts
-	seen     func() // told of every object delivered; nil for the daemon's own cluster
+	seen     func() // told of every change a watch event delivers; nil for the daemon's own cluster
 
 	selection watcherSelection
 	seed      maphash.Seed
@@ -264,8 +264,8 @@ func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstruct
 func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint64) ([]string, uint64, error) {
 	op := writeOps[opName]
 	w.metrics.ObjectsScanned.Inc()
-	if w.seen != nil {
-		w.seen()
+	if w.seen != nil && opName != "" {
+		w.seen() // a change, not a listed object
 	}
 	paths := make([]string, len(w.targets))
 	for i, t := range w.targets {
