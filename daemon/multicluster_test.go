@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -32,15 +33,21 @@ type fleet struct {
 	srv     *testenv.GitServer
 	remotes map[string]*testenv.ControlPlane
 	ns      string // of the hub's configuration
+	// ownBranch gives each cluster's destination a branch of its own (its name), instead of main,
+	// so replicas can share them out.
+	ownBranch bool
 }
 
 // newFleet starts the remotes, each with namespaces shop (which its RemoteCluster allows) and
 // private (which it does not), a ConfigMap in each, and bob allowed to list and watch ConfigMaps
 // in shop only: the least-privilege identity of the kubeconfig the hub is given.
-func newFleet(t *testing.T, names ...string) *fleet {
+func newFleet(t *testing.T, names ...string) *fleet { return newFleetOn(t, false, names...) }
+
+// newFleetOn is newFleet, with a branch of each cluster's own when ownBranch is set.
+func newFleetOn(t *testing.T, ownBranch bool, names ...string) *fleet {
 	hub := planes.Lend(t)
 	f := &fleet{t: t, hub: hub, hubDyn: dynamic.NewForConfigOrDie(hub.AdminConfig()), hubKube: kubernetes.NewForConfigOrDie(hub.AdminConfig()),
-		remotes: map[string]*testenv.ControlPlane{}, ns: "fleet"}
+		remotes: map[string]*testenv.ControlPlane{}, ns: "fleet", ownBranch: ownBranch}
 	ctx := context.Background()
 	for _, name := range names {
 		cp, err := testenv.Start(ctx)
@@ -63,13 +70,19 @@ func newFleet(t *testing.T, names ...string) *fleet {
 			Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{"gitops-reverser-hub"}, Verbs: []string{"get", "create", "patch"}}, "bob")
 	}
 	f.srv, _ = mirrorSetup(t, f.ns) // a repository, its GitRepoConfig "repo", and a destination of the hub's own
+	if ownBranch {
+		patch := fmt.Sprintf(`{"spec":{"allowedBranches":["main","%s"]}}`, strings.Join(names, `","`))
+		if _, err := f.hubDyn.Resource(crds.GitRepoConfigs).Namespace(f.ns).Patch(ctx, "repo", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, name := range names {
 		f.kubeconfig(name, "bob")
 		f.create(crds.RemoteClusters, &crds.RemoteCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
 			Spec: crds.RemoteClusterSpec{KubeConfig: crds.KubeConfigReference{SecretRef: crds.SecretKeyReference{Name: name + "-kubeconfig"}},
 				Namespaces: []string{"shop"}}})
 		f.create(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
-			Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: "main", BaseFolder: "clusters/" + name,
+			Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: f.branch(name), BaseFolder: "clusters/" + name,
 				ClusterRef: &crds.NamespacedReference{Name: name}}})
 		f.create(crds.ClusterWatchRules, &crds.ClusterWatchRule{ObjectMeta: metav1.ObjectMeta{Name: "fleet-" + name},
 			Spec: crds.ClusterWatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: name, Namespace: f.ns},
@@ -93,6 +106,14 @@ func grantClusterRole(t *testing.T, kube kubernetes.Interface, name string, rule
 	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// branch is where the destination of cluster name pushes.
+func (f *fleet) branch(name string) string {
+	if f.ownBranch {
+		return name
+	}
+	return "main"
 }
 
 func mustCreate(t *testing.T, create func() error) {
@@ -161,7 +182,7 @@ func (f *fleet) configMap(cluster, ns, name, value string) {
 func (f *fleet) file(d *testenv.Daemon, path, value string) {
 	f.t.Helper()
 	testenv.Eventually(f.t, time.Minute, path+" = "+value, func() (bool, string) {
-		b, err := f.srv.ReadFile("state", "main", path)
+		b, err := f.srv.ReadFile("state", f.branch(strings.Split(path, "/")[1]), path)
 		return err == nil && strings.Contains(string(b), "value: \""+value+"\""), string(b)
 	}, d.FailFast())
 }
@@ -272,4 +293,52 @@ func TestHubMirrorsRemoteClusters(t *testing.T) {
 	f.kubeconfig("west", "bob")
 	f.ready(d, "west", "Connected")
 	f.file(d, "clusters/west/shop/configmaps/while-revoked.yaml", "4")
+}
+
+// TestHubReplicasShareTheClusters runs two hub replicas that share the destinations out
+// (--shards=auto): each cluster's destination pushes to a branch of its own, so each replica
+// serves one cluster and holds the watches of that one only. SIGKILL the replica serving east:
+// the other takes east over once its Lease expires, and a change made on east meanwhile is in Git.
+func TestHubReplicasShareTheClusters(t *testing.T) {
+	f := newFleetOn(t, true, "east", "west")
+	replicaPods(t, f.hubKube, "hub-a", "hub-b")
+	a := startShardReplica(t, "hub-a", "hub-shards")
+	b := startShardReplica(t, "hub-b", "hub-shards")
+	serving := func(r *replica, cluster string) bool {
+		return r.Metric(t, fmt.Sprintf(`gitops_reverser_remote_cluster_watches{cluster="fleet/%s"}`, cluster)) > 0
+	}
+	var east, west *replica
+	testenv.Eventually(t, 2*time.Minute, "each cluster served by exactly one replica", func() (bool, string) {
+		east, west = nil, nil
+		for _, r := range []*replica{a, b} {
+			for _, c := range []string{"east", "west"} {
+				if !serving(r, c) {
+					continue
+				}
+				if c == "east" {
+					if east != nil {
+						return false, "east served twice"
+					}
+					east = r
+				} else {
+					if west != nil {
+						return false, "west served twice"
+					}
+					west = r
+				}
+			}
+		}
+		return east != nil && west != nil && east != west, fmt.Sprintf("east by %v, west by %v", east != nil, west != nil)
+	}, a.FailFast(), b.FailFast())
+	f.file(east.Daemon, "clusters/east/shop/configmaps/first.yaml", "1")
+	f.file(west.Daemon, "clusters/west/shop/configmaps/first.yaml", "1")
+
+	east.Kill(t)
+	f.configMap("east", "shop", "after-kill", "7")
+	f.configMap("west", "shop", "after-kill", "8")
+	testenv.Eventually(t, 2*time.Minute, "west's replica serving east too", func() (bool, string) {
+		return serving(west, "east"), "not yet"
+	}, west.FailFast())
+	f.file(west.Daemon, "clusters/east/shop/configmaps/after-kill.yaml", "7")
+	f.file(west.Daemon, "clusters/west/shop/configmaps/after-kill.yaml", "8")
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -89,9 +90,7 @@ func (m *Manager) resolveClusters(ctx context.Context, dests []*destination) {
 		if !used[name] {
 			r.stop()
 			delete(m.remotes, name)
-			for _, g := range []interface{ DeleteLabelValues(...string) bool }{m.opts.Metrics.ClusterReady, m.opts.Metrics.ClusterWatches, m.opts.Metrics.ClusterLastEvent} {
-				g.DeleteLabelValues(name)
-			}
+			m.forgetClusterMetrics(name)
 		}
 	}
 }
@@ -102,8 +101,18 @@ func (m *Manager) reportClusters(ctx context.Context) error {
 	for _, w := range m.watchers {
 		watches[w.w.sel.Cluster]++
 	}
+	served := map[string]bool{} // the clusters of destinations this replica writes: their owner reports the others
+	for _, d := range m.dests {
+		if d.cluster != nil && d.ours() {
+			served[d.cluster.name] = true
+		}
+	}
 	var errs []error
 	for name, r := range m.remotes {
+		if !served[name] {
+			m.forgetClusterMetrics(name)
+			continue
+		}
 		st, obj := r.snapshot(), r.obj.Load()
 		cond := st.cond
 		if cond.ready && r.denied != "" {
@@ -136,6 +145,13 @@ func (m *Manager) reportClusters(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// forgetClusterMetrics drops the series of a cluster this replica does not (or no longer) serve.
+func (m *Manager) forgetClusterMetrics(name string) {
+	for _, g := range []*prometheus.GaugeVec{m.opts.Metrics.ClusterReady, m.opts.Metrics.ClusterWatches, m.opts.Metrics.ClusterLastEvent} {
+		g.DeleteLabelValues(name)
+	}
 }
 
 func (m *Manager) stopRemotes() {

@@ -359,7 +359,14 @@ func (m *Manager) applyWatchers(ctx context.Context, dests []*destination, specs
 	m.opts.Metrics.Watches.Set(float64(len(m.watchers)))
 	if m.opts.OnWatched != nil {
 		sels := make([]Selection, 0, len(specs))
+		served := map[string]bool{} // the RemoteClusters this replica watches
+		for _, w := range wantWatchers {
+			served[w.sel.Cluster] = true
+		}
 		for _, s := range specs {
+			if s.sel.Cluster != "" && !served[s.sel.Cluster] {
+				continue // a cluster of another replica's: it registers the webhook there
+			}
 			sel := s.sel
 			for _, t := range s.targets {
 				sel.Ops |= t.ops
