@@ -191,6 +191,39 @@ func TestStatusShowsTheDestinations(t *testing.T) {
 	}
 }
 
+// TestStatusShowsTheRemoteClusters: under the destinations, a row per RemoteCluster says whether
+// it is Ready and why not, its apiserver, its watches and whether attribution works there; the
+// wide output names the cluster each destination mirrors.
+func TestStatusShowsTheRemoteClusters(t *testing.T) {
+	w := newWorld(t)
+	w.create(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "east", Namespace: w.ns},
+		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "platform"}, Branch: "main", BaseFolder: "clusters/east",
+			ClusterRef: &crds.NamespacedReference{Name: "east"}}}, crds.GitDestinationStatus{})
+	w.create(crds.RemoteClusters, &crds.RemoteCluster{ObjectMeta: metav1.ObjectMeta{Name: "east", Namespace: w.ns},
+		Spec: crds.RemoteClusterSpec{KubeConfig: crds.KubeConfigReference{SecretRef: crds.SecretKeyReference{Name: "east-kubeconfig"}}}},
+		crds.RemoteClusterStatus{Status: crds.Status{Conditions: []metav1.Condition{{Type: crds.ConditionReady, Status: "False", Reason: "Unreachable",
+			Message: "https://east:6443 does not answer", LastTransitionTime: metav1.Now()}}},
+			Server: "https://east:6443", Watches: 3, Attribution: crds.AttributionFailing})
+	w.grant("alice")
+	r := runCLI(t, "status", "--kubeconfig", w.kubeconfig("alice", w.ns))
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	want := []string{"east", "False", "Unreachable", "https://east:6443", "3", "Failing", "<none>"}
+	if !slices.ContainsFunc(strings.Split(r.stdout, "\n"), func(l string) bool { return slices.Equal(strings.Fields(l), want) }) {
+		t.Errorf("status lacks the row %q:\n%s", want, r.stdout)
+	}
+	r = runCLI(t, "status", "-o", "wide", "--kubeconfig", w.kubeconfig("alice", w.ns))
+	namesCluster := func(l string) bool {
+		f := strings.Fields(l)
+		i := slices.Index(f, "clusters/east")
+		return i >= 0 && i+1 < len(f) && f[i+1] == "east"
+	}
+	if r.err != nil || !slices.ContainsFunc(strings.Split(r.stdout, "\n"), namesCluster) || !strings.Contains(r.stdout, "does not answer") {
+		t.Errorf("status -o wide: err %v, stdout:\n%s", r.err, r.stdout)
+	}
+}
+
 // TestStatusShowsThePullRequestOfEachDestination: under the table, each destination that
 // delivers by pull request has a line with its request's number, state, the files waiting, when
 // it was opened and its URL, as the daemon wrote them into status.pullRequest; or, with no

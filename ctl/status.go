@@ -8,6 +8,9 @@ import (
 	"strings"
 	"unicode"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/configbutler/gitops-reverser/crds"
 )
 
@@ -30,7 +33,7 @@ func status(ctx context.Context, s *session, names []string) error {
 	}
 	t := newTable(s.stdout, s.row("NAMESPACE",
 		[]string{"NAME", "READY", "REASON", "LAST PUSH", "QUEUE", "WRITE-BACK", "PENDING", "LAST RUN", "WB-READY", "WB-REASON"},
-		[]string{"REPO", "BRANCH", "FOLDER", "PUSHED", "PUSH ERROR", "LAST SYNCRUN", "MESSAGE", "WB-MESSAGE"})...)
+		[]string{"REPO", "BRANCH", "FOLDER", "CLUSTER", "PUSHED", "PUSH ERROR", "LAST SYNCRUN", "MESSAGE", "WB-MESSAGE"})...)
 	var requests []string
 	for i := range objs {
 		d, err := crds.FromUnstructured[crds.GitDestination](&objs[i])
@@ -58,13 +61,10 @@ func status(ctx context.Context, s *session, names []string) error {
 			}
 			pushError = g.LastError
 		}
-		repo := d.Spec.RepoRef.Name
-		if ns := d.Spec.RepoRef.NamespaceOr(d.Namespace); ns != d.Namespace {
-			repo = ns + "/" + repo
-		}
 		t.row(s.row(d.Namespace,
 			[]string{d.Name, ready, reason, lastPush, queue, writeBackMode(d.Spec.WriteBack), pending, lastRun, wbReady, wbReason},
-			[]string{repo, d.Spec.Branch, d.Spec.BaseFolder, pushed, pushError, lastSyncRun, message, wbMessage})...)
+			[]string{reference(d.Namespace, &d.Spec.RepoRef), d.Spec.Branch, d.Spec.BaseFolder, reference(d.Namespace, d.Spec.ClusterRef),
+				pushed, pushError, lastSyncRun, message, wbMessage})...)
 		if line := requestLine(d); line != "" {
 			requests = append(requests, s.objectName(d.Namespace, d.Name)+": "+line)
 		}
@@ -72,7 +72,60 @@ func status(ctx context.Context, s *session, names []string) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	return printRequests(s.stdout, requests)
+	if err := printRequests(s.stdout, requests); err != nil {
+		return err
+	}
+	if len(names) > 0 {
+		return nil
+	}
+	return clusters(ctx, s)
+}
+
+// reference names the object ref points at from namespace: without the namespace when it is
+// the same; "" for no reference.
+func reference(namespace string, ref *crds.NamespacedReference) string {
+	if ref == nil {
+		return ""
+	}
+	if ns := ref.NamespaceOr(namespace); ns != namespace {
+		return ns + "/" + ref.Name
+	}
+	return ref.Name
+}
+
+// clusters shows, under the destinations, the RemoteClusters of the namespace (or all): whether
+// each is Ready and why not, its apiserver, its watches, whether its changes are credited to
+// their authors, and when a watch of it last saw a change. Nothing when there are none (or the
+// kind is not installed).
+func clusters(ctx context.Context, s *session) error {
+	list, err := s.ourKind(crds.RemoteClusters).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || err == nil && len(list.Items) == 0 {
+		return nil // none, not installed, or not the user's to see: the destinations are the status
+	}
+	if err != nil {
+		return failed("list remoteclusters in "+s.where(), err)
+	}
+	if _, err := fmt.Fprintln(s.stdout); err != nil {
+		return fmt.Errorf("write the clusters: %w", err)
+	}
+	t := newTable(s.stdout, s.row("NAMESPACE",
+		[]string{"CLUSTER", "READY", "REASON", "SERVER", "WATCHES", "ATTRIBUTION", "LAST EVENT"},
+		[]string{"VERSION", "RESOURCES", "MESSAGE"})...)
+	for i := range list.Items {
+		c, err := crds.FromUnstructured[crds.RemoteCluster](&list.Items[i])
+		if err != nil {
+			return err
+		}
+		ready, reason, message := condition(c.Status.Conditions, crds.ConditionReady)
+		var last string
+		if c.Status.LastEventTime != nil {
+			last = age(c.Status.LastEventTime.Time)
+		}
+		t.row(s.row(c.Namespace,
+			[]string{c.Name, ready, reason, c.Status.Server, strconv.Itoa(c.Status.Watches), c.Status.Attribution, last},
+			[]string{c.Status.Version, strconv.Itoa(c.Status.Resources), message})...)
+	}
+	return t.flush()
 }
 
 // objectName names an object in a line of its own: with its namespace when the session lists
