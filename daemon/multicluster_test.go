@@ -256,13 +256,42 @@ func TestHubMirrorsRemoteClusters(t *testing.T) {
 		t.Errorf("a namespace the RemoteCluster does not allow was mirrored: %v", private)
 	}
 	rc := f.ready(d, "east", "Connected")
-	if rc.Status.Watches != 1 || rc.Status.Resources == 0 || rc.Status.Server != f.remotes["east"].URL || rc.Status.LastEventTime == nil {
+	if rc.Status.Watches != 1 || rc.Status.Resources == 0 || rc.Status.Server != f.remotes["east"].URL {
 		t.Errorf("status of RemoteCluster east: %+v", rc.Status)
 	}
 	testenv.Eventually(t, time.Minute, "metrics by cluster", func() (bool, string) {
 		v := d.Metric(t, `gitops_reverser_remote_cluster_ready{cluster="fleet/west"}`)
 		return v == 1, fmt.Sprint(v)
 	}, d.FailFast())
+
+	// A tenant of namespace team-b, admitted to the repository but not by RemoteCluster east, names
+	// it in a destination of hers: refused, and nothing of east reaches her folder.
+	mustCreate(t, func() error {
+		_, err := f.hubKube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}}, metav1.CreateOptions{})
+		return err
+	})
+	if _, err := f.hubDyn.Resource(crds.GitRepoConfigs).Namespace(f.ns).Patch(context.Background(), "repo", types.MergePatchType,
+		[]byte(`{"spec":{"accessPolicy":{"namespaces":["team-b"]}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.create(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "stolen", Namespace: "team-b"},
+		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo", Namespace: f.ns}, Branch: "main", BaseFolder: "stolen",
+			ClusterRef: &crds.NamespacedReference{Name: "east", Namespace: f.ns}}})
+	f.create(crds.ClusterWatchRules, &crds.ClusterWatchRule{ObjectMeta: metav1.ObjectMeta{Name: "stolen"},
+		Spec: crds.ClusterWatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "stolen", Namespace: "team-b"},
+			Rules: []crds.ClusterResourceRule{{ResourceRule: crds.ResourceRule{Resources: []string{"configmaps"}}, Scope: crds.ScopeNamespaced}}}})
+	testenv.Eventually(t, time.Minute, "the tenant's destination refused", func() (bool, string) {
+		u, err := f.hubDyn.Resource(crds.GitDestinations).Namespace("team-b").Get(context.Background(), "stolen", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		dest, _ := crds.FromUnstructured[crds.GitDestination](u)
+		c := meta.FindStatusCondition(dest.Status.Conditions, crds.ConditionReady)
+		return c != nil && c.Reason == crds.ReasonReferenceNotAllowed && strings.Contains(c.Message, "spec.clusterRef"), fmt.Sprint(c)
+	}, d.FailFast())
+	if stolen := f.folder("stolen/"); len(stolen) > 0 {
+		t.Errorf("a RemoteCluster that does not admit team-b was mirrored for it: %v", stolen)
+	}
 
 	// East's apiserver stops: it is reported, its files stay, west goes on.
 	before := f.folder("clusters/east/")
@@ -285,6 +314,10 @@ func TestHubMirrorsRemoteClusters(t *testing.T) {
 	if n := f.commitsTouching("clusters/east/") - commits; n != 1 {
 		t.Errorf("%d commits touched east's folder after it came back, want only the one of its new ConfigMap", n)
 	}
+	testenv.Eventually(t, time.Minute, "east's last change in its status", func() (bool, string) {
+		rc := f.status("east")
+		return rc.Status.LastEventTime != nil, "no lastEventTime"
+	}, d.FailFast())
 
 	// A revoked credential is reported, and nothing is lost; a rotated one is used at once.
 	f.kubeconfig("west", "")
