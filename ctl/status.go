@@ -72,11 +72,8 @@ func status(ctx context.Context, s *session, names []string) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	if err := printRequests(s.stdout, requests); err != nil {
+	if err := printRequests(s.stdout, requests); err != nil || len(names) > 0 {
 		return err
-	}
-	if len(names) > 0 {
-		return nil
 	}
 	return clusters(ctx, s)
 }
