@@ -73,12 +73,13 @@ func newAttribution(s shared, cfg WebhookConfig, peers func() []string) (*attrib
 		metrics:   m,
 		bot:       s.bot,
 	}
+
 	a.remotes = newRemoteHooks(a)
 	opts := []webhook.AdmissionOption{webhook.WithDecisions(a.decisions)}
 	if peers != nil {
 		var err error
 		a.peers, err = webhook.NewPeers(webhook.PeersConfig{
-			Store: a.store, Addresses: peers, Certs: func() webhook.CertSource { return a.certs },
+			Store: a.store, StoreFor: a.remotes.storeOf, Addresses: peers, Certs: func() webhook.CertSource { return a.certs },
 			ServerName: cfg.ServiceName + "." + s.namespace + ".svc", Metrics: m, Log: log,
 		})
 		if err != nil {

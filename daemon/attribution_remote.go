@@ -45,11 +45,13 @@ type remoteHooks struct {
 	a     *attribution
 	conns atomic.Pointer[clusterConns] // set once the mirror is built
 
-	mu       sync.Mutex
-	ctx      context.Context // Run's; nil until attribution serves
-	hooks    map[string]*clusterHook
-	pending  map[string][]webhook.Resource // what onWatched asked before Run served
-	register sync.WaitGroup
+	mu      sync.Mutex
+	ctx     context.Context // Run's; nil until attribution serves
+	hooks   map[string]*clusterHook
+	pending map[string][]webhook.Resource // what onWatched asked before Run served
+	// pendingServed says which of pending this replica watches.
+	pendingServed map[string]bool
+	register      sync.WaitGroup
 }
 
 // clusterHook is the webhook of one RemoteCluster.
@@ -59,10 +61,13 @@ type clusterHook struct {
 	watched                  *webhook.Watched
 	handler                  http.Handler
 	registrar                *webhook.Registrar
-	cancel                   context.CancelFunc
-	registeredAt             atomic.Int64 // unix nanoseconds of the last successful apply; 0 before
-	failure                  atomic.Pointer[string]
-	lastReview               atomic.Int64
+	cancel                   context.CancelFunc // stops the hook: its store, and its registrar
+	ctx                      context.Context    // the hook's, until cancel
+	// unregister stops the registrar while this replica serves the cluster; nil while it does not.
+	unregister   context.CancelFunc
+	registeredAt atomic.Int64 // unix nanoseconds of the last successful apply; 0 before
+	failure      atomic.Pointer[string]
+	lastReview   atomic.Int64
 }
 
 func newRemoteHooks(a *attribution) *remoteHooks {
@@ -101,7 +106,7 @@ func (h *remoteHooks) start(ctx context.Context) {
 	defer h.mu.Unlock()
 	h.ctx = ctx
 	for name, rs := range h.pending {
-		h.setLocked(name, rs)
+		h.setLocked(name, rs, h.pendingServed[name])
 	}
 	clear(h.pending)
 }
@@ -109,13 +114,17 @@ func (h *remoteHooks) start(ctx context.Context) {
 // wait returns once every registrar has stopped (after Run's ctx ended).
 func (h *remoteHooks) wait() { h.register.Wait() }
 
-// onWatched registers, in each RemoteCluster, exactly the resources watched there, and lets go
-// of the clusters no longer watched.
+// onWatched takes the reviews of every RemoteCluster watched (by this replica or another: a
+// review may reach any replica, which hands it to the others), registers the webhook in those
+// this replica watches, with exactly the resources watched there, and lets go of the clusters no
+// longer watched.
 func (h *remoteHooks) onWatched(sels []watch.Selection) {
 	byCluster := map[string][]webhook.Resource{}
+	served := map[string]bool{}
 	for _, s := range sels {
 		if s.Cluster != "" {
 			byCluster[s.Cluster] = append(byCluster[s.Cluster], webhook.Resource{GVR: s.GVR, Namespaced: s.Namespaced, Namespace: s.Namespace, Operations: s.Ops.Operations()})
+			served[s.Cluster] = served[s.Cluster] || !s.Elsewhere
 		}
 	}
 	h.mu.Lock()
@@ -127,17 +136,18 @@ func (h *remoteHooks) onWatched(sels []watch.Selection) {
 		}
 	}
 	if h.ctx == nil {
-		h.pending = byCluster
+		h.pending, h.pendingServed = byCluster, served
 		return
 	}
 	for name, rs := range byCluster {
-		h.setLocked(name, rs)
+		h.setLocked(name, rs, served[name])
 	}
 }
 
-// setLocked makes the hook of cluster name register rs, starting it (again, when its kubeconfig
-// was rotated: the path changes with it). h.mu is held.
-func (h *remoteHooks) setLocked(name string, rs []webhook.Resource) {
+// setLocked makes the hook of cluster name take the reviews of rs, starting it (again, when its
+// kubeconfig was rotated: the path changes with it), and register them there while this replica
+// serves the cluster. h.mu is held.
+func (h *remoteHooks) setLocked(name string, rs []webhook.Resource, served bool) {
 	conns := h.conns.Load()
 	if conns == nil {
 		return
@@ -161,6 +171,24 @@ func (h *remoteHooks) setLocked(name string, rs []webhook.Resource) {
 	}
 	hook.watched.Set(rs)
 	hook.registrar.SetResources(rs)
+	switch {
+	case served && hook.unregister == nil:
+		ctx, cancel := context.WithCancel(hook.ctx)
+		hook.unregister = cancel
+		h.register.Go(func() { _ = hook.registrar.Run(ctx) })
+	case !served && hook.unregister != nil:
+		hook.unregister() // the replica that serves it now registers its own
+		hook.unregister = nil
+	}
+}
+
+// storeOf is the correlation store of RemoteCluster cluster, for the records peers hand over;
+// nil when no destination of this daemon mirrors it.
+func (h *remoteHooks) storeOf(cluster string) *webhook.Store {
+	if hook := h.hook(cluster); hook != nil {
+		return hook.store
+	}
+	return nil
 }
 
 // newHook builds the webhook of one cluster and starts registering it there.
@@ -172,7 +200,11 @@ func (h *remoteHooks) newHook(name string, cfg *rest.Config, fp string) (*cluste
 	a := h.a
 	hook := &clusterHook{name: name, token: clusterToken(name, fp), fingerprint: fp, watched: &webhook.Watched{},
 		store: webhook.NewStore(webhook.StoreConfig{TTL: a.cfg.CorrelationTTL, Capacity: a.cfg.CorrelationCapacity, Metrics: a.metrics, Bot: a.bot})}
-	hook.handler = webhook.NewAdmissionHandler(hook.store, hook.watched, a.metrics, a.log.With("cluster", name))
+	opts := []webhook.AdmissionOption{webhook.WithCluster(name)}
+	if a.peers != nil {
+		opts = append(opts, webhook.WithPeers(a.peers))
+	}
+	hook.handler = webhook.NewAdmissionHandler(hook.store, hook.watched, a.metrics, a.log.With("cluster", name), opts...)
 	base := strings.TrimSuffix(a.cfg.URL, "/")
 	hook.registrar = webhook.NewRegistrar(webhook.RegistrarConfig{
 		Registration: webhook.NewRegistration(webhook.RegistrationConfig{
@@ -193,10 +225,8 @@ func (h *remoteHooks) newHook(name string, cfg *rest.Config, fp string) (*cluste
 		},
 		MaxBackoff: optionalMaxBackoff, Log: a.log.With("cluster", name),
 	})
-	ctx, cancel := context.WithCancel(h.ctx)
-	hook.cancel = cancel
-	h.register.Go(func() { _ = hook.store.Run(ctx) })
-	h.register.Go(func() { _ = hook.registrar.Run(ctx) })
+	hook.ctx, hook.cancel = context.WithCancel(h.ctx)
+	h.register.Go(func() { _ = hook.store.Run(hook.ctx) })
 	return hook, nil
 }
 
@@ -236,10 +266,10 @@ func (h *remoteHooks) state(name string, lastEvent int64) (string, string) {
 		return crds.AttributionFailing, "changes are credited to the bot: registering the webhook there failed: " + *hook.failure.Load()
 	case hook.registeredAt.Load() == 0:
 		return crds.AttributionRegistered, ""
-	case lastEvent > max(hook.registeredAt.Load(), hook.lastReview.Load())+int64(silentAfter):
+	case lastEvent > max(hook.registeredAt.Load(), hook.lastReview.Load(), hook.store.LastRecord().UnixNano())+int64(silentAfter):
 		return crds.AttributionFailing, fmt.Sprintf("changes are credited to the bot: its apiserver has not called the webhook at %s for %s "+
 			"though changes were seen: it cannot reach the hub", h.a.cfg.URL, silentAfter)
-	case hook.lastReview.Load() > 0:
+	case hook.lastReview.Load() > 0 || !hook.store.LastRecord().IsZero():
 		return crds.AttributionWorking, ""
 	}
 	return crds.AttributionRegistered, ""

@@ -43,7 +43,7 @@ func forgetConfiguration(cp *testenv.ControlPlane) error {
 	if err != nil {
 		return err
 	}
-	for _, gvr := range []schema.GroupVersionResource{crds.Proposals, crds.Receivers, crds.ClusterWatchRules, crds.WatchRules, crds.GitDestinations, crds.GitRepoConfigs} {
+	for _, gvr := range []schema.GroupVersionResource{crds.Proposals, crds.Receivers, crds.ClusterWatchRules, crds.WatchRules, crds.GitDestinations, crds.GitRepoConfigs, crds.RemoteClusters} {
 		list, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
 		if apierrors.IsNotFound(err) { // the test installed no CRDs
 			continue

@@ -29,7 +29,7 @@ import (
 // her name. A review posted on another cluster's path is refused and credits nobody. A remote
 // whose apiserver cannot reach the hub is reported, and its changes are credited to the bot.
 func TestRemoteChangesAreAttributedToTheirAuthors(t *testing.T) {
-	f := newFleet(t, "east", "west")
+	f := newFleet(t, "fleet-attribution", "east", "west")
 	ctx := context.Background()
 	east := kubernetes.NewForConfigOrDie(f.remotes["east"].AdminConfig())
 	grantRole(t, east, f.remotes["east"], "shop", "editor", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"},
@@ -59,7 +59,7 @@ func TestRemoteChangesAreAttributedToTheirAuthors(t *testing.T) {
 	}
 
 	// A review on west's path with east's token (or none) is refused; on east's own path it is taken.
-	westPath := strings.Replace(hook.path, "/fleet/east/", "/fleet/west/", 1)
+	westPath := strings.Replace(hook.path, "/"+f.ns+"/east/", "/"+f.ns+"/west/", 1)
 	for path, want := range map[string]int{hook.path: http.StatusOK, westPath: http.StatusForbidden, westPath + "x": http.StatusForbidden} {
 		if got := hook.post(t, path); got != want {
 			t.Errorf("a review posted on %s: status %d, want %d", path, got, want)
@@ -111,7 +111,7 @@ func (f *fleet) registered(d *testenv.Daemon, name string) registeredHook {
 		h.client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
 		return true, ""
 	}, d.FailFast())
-	if !strings.HasPrefix(h.path, "/admit/clusters/fleet/"+name+"/") || len(h.path) < len("/admit/clusters/fleet/"+name+"/")+64 {
+	if own := "/admit/clusters/" + f.ns + "/" + name + "/"; !strings.HasPrefix(h.path, own) || len(h.path) < len(own)+64 {
 		f.t.Fatalf("the registration's path %q is not the cluster's own with a token", h.path)
 	}
 	return h
@@ -151,7 +151,7 @@ func (f *fleet) status(name string) *crds.RemoteCluster {
 // author is who made the newest commit that changed path.
 func (f *fleet) author(path string) string {
 	f.t.Helper()
-	history, err := f.srv.History("state", "main")
+	history, err := f.srv.History("state", f.branch(strings.Split(path, "/")[1]))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -191,8 +191,18 @@ func newLink(t *testing.T, target string) *link {
 	return l
 }
 
+// retarget sends the connections opened from now on to target.
+func (l *link) retarget(target string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.target = target
+}
+
 func (l *link) forward(in net.Conn) {
-	out, err := net.DialTimeout("tcp", l.target, 5*time.Second)
+	l.mu.Lock()
+	target := l.target
+	l.mu.Unlock()
+	out, err := net.DialTimeout("tcp", target, 5*time.Second)
 	l.mu.Lock()
 	if err != nil || l.down {
 		l.mu.Unlock()

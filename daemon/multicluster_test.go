@@ -41,13 +41,16 @@ type fleet struct {
 // newFleet starts the remotes, each with namespaces shop (which its RemoteCluster allows) and
 // private (which it does not), a ConfigMap in each, and bob allowed to list and watch ConfigMaps
 // in shop only: the least-privilege identity of the kubeconfig the hub is given.
-func newFleet(t *testing.T, names ...string) *fleet { return newFleetOn(t, false, names...) }
+// Each test has a namespace of its own on the hub: the planes outlive tests.
+func newFleet(t *testing.T, ns string, names ...string) *fleet {
+	return newFleetOn(t, ns, false, names...)
+}
 
 // newFleetOn is newFleet, with a branch of each cluster's own when ownBranch is set.
-func newFleetOn(t *testing.T, ownBranch bool, names ...string) *fleet {
+func newFleetOn(t *testing.T, ns string, ownBranch bool, names ...string) *fleet {
 	hub := planes.Lend(t)
 	f := &fleet{t: t, hub: hub, hubDyn: dynamic.NewForConfigOrDie(hub.AdminConfig()), hubKube: kubernetes.NewForConfigOrDie(hub.AdminConfig()),
-		remotes: map[string]*testenv.ControlPlane{}, ns: "fleet", ownBranch: ownBranch}
+		remotes: map[string]*testenv.ControlPlane{}, ns: ns, ownBranch: ownBranch}
 	ctx := context.Background()
 	for _, name := range names {
 		cp, err := testenv.Start(ctx)
@@ -71,6 +74,10 @@ func newFleetOn(t *testing.T, ownBranch bool, names ...string) *fleet {
 	}
 	f.srv, _ = mirrorSetup(t, f.ns) // a repository, its GitRepoConfig "repo", and a destination of the hub's own
 	if ownBranch {
+		// Only the clusters' destinations, so two replicas take one each.
+		if err := f.hubDyn.Resource(crds.GitDestinations).Namespace(f.ns).Delete(ctx, "dest", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
 		patch := fmt.Sprintf(`{"spec":{"allowedBranches":["main","%s"]}}`, strings.Join(names, `","`))
 		if _, err := f.hubDyn.Resource(crds.GitRepoConfigs).Namespace(f.ns).Patch(ctx, "repo", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
@@ -84,7 +91,7 @@ func newFleetOn(t *testing.T, ownBranch bool, names ...string) *fleet {
 		f.create(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
 			Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: f.branch(name), BaseFolder: "clusters/" + name,
 				ClusterRef: &crds.NamespacedReference{Name: name}}})
-		f.create(crds.ClusterWatchRules, &crds.ClusterWatchRule{ObjectMeta: metav1.ObjectMeta{Name: "fleet-" + name},
+		f.create(crds.ClusterWatchRules, &crds.ClusterWatchRule{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name},
 			Spec: crds.ClusterWatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: name, Namespace: f.ns},
 				Rules: []crds.ClusterResourceRule{{ResourceRule: crds.ResourceRule{Resources: []string{"configmaps"}}, Scope: crds.ScopeNamespaced}}}})
 	}
@@ -248,7 +255,7 @@ func (f *fleet) commitsTouching(prefix string) int {
 // folder untouched, the other remote mirrored on) and is caught up with only the differences
 // committed; a revoked credential is reported, and a rotated one picked up without a restart.
 func TestHubMirrorsRemoteClusters(t *testing.T) {
-	f := newFleet(t, "east", "west")
+	f := newFleet(t, "fleet-mirror", "east", "west")
 	d := startDaemon(t, t.TempDir(), "--git-batch-quiet-ms", "200")
 	f.file(d, "clusters/east/shop/configmaps/first.yaml", "1")
 	f.file(d, "clusters/west/shop/configmaps/first.yaml", "1")
@@ -260,7 +267,7 @@ func TestHubMirrorsRemoteClusters(t *testing.T) {
 		t.Errorf("status of RemoteCluster east: %+v", rc.Status)
 	}
 	testenv.Eventually(t, time.Minute, "metrics by cluster", func() (bool, string) {
-		v := d.Metric(t, `gitops_reverser_remote_cluster_ready{cluster="fleet/west"}`)
+		v := d.Metric(t, `gitops_reverser_remote_cluster_ready{cluster="`+f.ns+`/west"}`)
 		return v == 1, fmt.Sprint(v)
 	}, d.FailFast())
 
@@ -330,15 +337,25 @@ func TestHubMirrorsRemoteClusters(t *testing.T) {
 
 // TestHubReplicasShareTheClusters runs two hub replicas that share the destinations out
 // (--shards=auto): each cluster's destination pushes to a branch of its own, so each replica
-// serves one cluster and holds the watches of that one only. SIGKILL the replica serving east:
-// the other takes east over once its Lease expires, and a change made on east meanwhile is in Git.
+// serves one cluster and holds the watches of that one only. Both sit behind one webhook URL,
+// which sends east's reviews to the replica that does not serve east: it hands them over, and
+// alice's change on east is credited to her. SIGKILL the replica serving east: the other takes
+// east over once its Lease expires, and the changes made meanwhile are in Git.
 func TestHubReplicasShareTheClusters(t *testing.T) {
-	f := newFleetOn(t, true, "east", "west")
+	f := newFleetOn(t, "fleet-shards", true, "east", "west")
+	eastKube := kubernetes.NewForConfigOrDie(f.remotes["east"].AdminConfig())
+	grantRole(t, eastKube, f.remotes["east"], "shop", "editor", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"},
+		Verbs: []string{"get", "list", "create", "update", "patch"}}, "configmaps", "alice")
 	replicaPods(t, f.hubKube, "hub-a", "hub-b")
-	a := startShardReplica(t, "hub-a", "hub-shards")
-	b := startShardReplica(t, "hub-b", "hub-shards")
+	addrs := map[string]string{"hub-a": testenv.FreeAddr(t), "hub-b": testenv.FreeAddr(t)}
+	front := newLink(t, addrs["hub-a"]) // the one URL the remote apiservers are given, as a Service's
+	start := func(pod string) *replica {
+		return startReplica(t, pod, "hub-shards", append(append([]string{"--shards", "auto"}, shardTimings...),
+			"--webhook-bind-address", addrs[pod], "--peer-address", addrs[pod], "--webhook-url", "https://"+front.addr)...)
+	}
+	a, b := start("hub-a"), start("hub-b")
 	serving := func(r *replica, cluster string) bool {
-		return r.Metric(t, fmt.Sprintf(`gitops_reverser_remote_cluster_watches{cluster="fleet/%s"}`, cluster)) > 0
+		return r.Metric(t, fmt.Sprintf(`gitops_reverser_remote_cluster_watches{cluster="%s/%s"}`, f.ns, cluster)) > 0
 	}
 	var east, west *replica
 	testenv.Eventually(t, 2*time.Minute, "each cluster served by exactly one replica", func() (bool, string) {
@@ -366,12 +383,31 @@ func TestHubReplicasShareTheClusters(t *testing.T) {
 	f.file(east.Daemon, "clusters/east/shop/configmaps/first.yaml", "1")
 	f.file(west.Daemon, "clusters/west/shop/configmaps/first.yaml", "1")
 
+	// East's reviews reach the replica that serves west only; it hands each record to the other.
+	front.retarget(addrs[west.pod])
+	f.registered(east.Daemon, "east")
+	testenv.Eventually(t, time.Minute, "east's reviews handed to its replica", func() (bool, string) {
+		f.configMap("east", "shop", "probe", time.Now().Format("150405.000"))
+		return f.status("east").Status.Attribution == crds.AttributionWorking, f.status("east").Status.Attribution
+	}, a.FailFast(), b.FailFast())
+	alice := kubernetes.NewForConfigOrDie(f.remotes["east"].UserConfig("alice"))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "by-alice", Namespace: "shop"}, Data: map[string]string{"value": "9"}}
+	if _, err := alice.CoreV1().ConfigMaps("shop").Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.file(east.Daemon, "clusters/east/shop/configmaps/by-alice.yaml", "9")
+	if got := f.author("clusters/east/shop/configmaps/by-alice.yaml"); got != "alice" {
+		t.Errorf("alice's change, reviewed by the replica that does not serve east, was credited to %q", got)
+	}
+
 	east.Kill(t)
+	killed := time.Now()
 	f.configMap("east", "shop", "after-kill", "7")
 	f.configMap("west", "shop", "after-kill", "8")
 	testenv.Eventually(t, 2*time.Minute, "west's replica serving east too", func() (bool, string) {
 		return serving(west, "east"), "not yet"
 	}, west.FailFast())
+	t.Logf("east handed over %.1f s after the SIGKILL (Lease %s)", time.Since(killed).Seconds(), shardTimings[1])
 	f.file(west.Daemon, "clusters/east/shop/configmaps/after-kill.yaml", "7")
 	f.file(west.Daemon, "clusters/west/shop/configmaps/after-kill.yaml", "8")
 }

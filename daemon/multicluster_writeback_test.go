@@ -40,7 +40,7 @@ type remoteWriteBack struct {
 // refused proves the apply was made as deployer, not as bob. Bob may neither impersonate nor ask
 // SubjectAccessReviews yet.
 func newRemoteWriteBack(t *testing.T) *remoteWriteBack {
-	f := newFleet(t, "east")
+	f := newFleet(t, "fleet-writeback", "east")
 	w := &remoteWriteBack{fleet: f, remote: kubernetes.NewForConfigOrDie(f.remotes["east"].AdminConfig())}
 	writerAccount(t, w.remote, "shop", "deployer", "", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: writeVerbs}})
 	bindRole(t, w.remote, "shop", "bob-services", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: writeVerbs}}, "bob")
@@ -241,7 +241,7 @@ func TestWriteBackToARemoteClusterActsThere(t *testing.T) {
 		return appliedCondition(p).Reason == writeback.ReasonClusterForbidden
 	})
 	msg := appliedCondition(p).Message
-	for _, want := range []string{"RemoteCluster fleet/east", "impersonate on serviceaccounts (resourceNames: deployer) in namespace shop",
+	for _, want := range []string{"RemoteCluster " + w.ns + "/east", "impersonate on serviceaccounts (resourceNames: deployer) in namespace shop",
 		"create on subjectaccessreviews.authorization.k8s.io"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the reason of the waiting proposal does not say %q: %s", want, msg)
@@ -284,7 +284,7 @@ func refusedAsDeployer(w *remoteWriteBack) {
 		return appliedCondition(p).Reason == "Forbidden"
 	})
 	msg := appliedCondition(p).Message
-	if !strings.Contains(msg, "ServiceAccount shop/deployer in RemoteCluster fleet/east") || !strings.Contains(msg, `"system:serviceaccount:shop:deployer" cannot`) {
+	if !strings.Contains(msg, "ServiceAccount shop/deployer in RemoteCluster "+w.ns+"/east") || !strings.Contains(msg, `"system:serviceaccount:shop:deployer" cannot`) {
 		w.t.Errorf("the refusal does not say east's apiserver refused deployer: %s", msg)
 	}
 	if _, err := w.remote.CoreV1().Services("shop").Get(context.Background(), "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -307,7 +307,7 @@ func approvalAskedInTheRemote(w *remoteWriteBack, x string) {
 	p = w.proposal(x, "alice's approval refused by east", func(p *crds.Proposal) bool {
 		return p.Spec.Change == crds.ChangeDestroy && appliedCondition(p).Reason == "Forbidden"
 	})
-	if msg := appliedCondition(p).Message; !strings.Contains(msg, "alice approved it but may not delete ConfigMap shop/x in RemoteCluster fleet/east") {
+	if msg := appliedCondition(p).Message; !strings.Contains(msg, "alice approved it but may not delete ConfigMap shop/x in RemoteCluster "+w.ns+"/east") {
 		w.t.Errorf("the refusal of alice's approval: %s", msg)
 	}
 	if w.eastConfigMap("x") == nil {

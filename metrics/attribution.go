@@ -33,13 +33,15 @@ const (
 	ReceivedTooLarge     = "too_large"    // the body is over the limit
 	ReceivedMalformed    = "malformed"    // not a POST, no timestamp, or a record that does not parse
 	ReceivedUnavailable  = "unavailable"  // this replica has no certificate yet, so no key to verify with
+	// ReceivedUnknownCluster: a record of a RemoteCluster this replica keeps no store for.
+	ReceivedUnknownCluster = "unknown_cluster"
 )
 
 // ForwardResults and ReceivedResults list every label value of the two counters.
 var (
 	ForwardResults  = []string{ForwardDelivered, ForwardRefused, ForwardFailed, ForwardTimeout}
 	ReceivedResults = []string{ReceivedImported, ReceivedExpired, ReceivedUnauthorized, ReceivedStale,
-		ReceivedReplayed, ReceivedTooLarge, ReceivedMalformed, ReceivedUnavailable}
+		ReceivedReplayed, ReceivedTooLarge, ReceivedMalformed, ReceivedUnavailable, ReceivedUnknownCluster}
 )
 
 // Attribution are the collectors of the who-changed-it flow: the admission webhook records the
@@ -74,7 +76,7 @@ func newAttribution(reg prometheus.Registerer) *Attribution {
 		Forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "correlations_forwarded_total",
 			Help: "Admission records sent to a peer replica, by result (delivered, refused, failed, timeout)."}, []string{"result"}),
 		Received: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "correlations_received_total",
-			Help: "Admission records a peer replica sent, by result (imported, expired, unauthorized, stale, replayed, too_large, malformed, unavailable)."},
+			Help: "Admission records a peer replica sent, by result (imported, expired, unauthorized, stale, replayed, too_large, malformed, unavailable, unknown_cluster)."},
 			[]string{"result"}),
 		ForwardDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: Namespace,
 			Name:    "correlation_forward_duration_seconds",

@@ -364,10 +364,8 @@ func (m *Manager) applyWatchers(ctx context.Context, dests []*destination, specs
 			served[w.sel.Cluster] = true
 		}
 		for _, s := range specs {
-			if s.sel.Cluster != "" && !served[s.sel.Cluster] {
-				continue // a cluster of another replica's: it registers the webhook there
-			}
 			sel := s.sel
+			sel.Elsewhere = sel.Cluster != "" && !served[sel.Cluster]
 			for _, t := range s.targets {
 				sel.Ops |= t.ops
 			}

@@ -58,7 +58,10 @@ func opsOf(list []crds.Operation) ops {
 // of GVR in Namespace ("" = every namespace, or a cluster-scoped resource).
 type Selection struct {
 	// Cluster is the RemoteCluster ("namespace/name") of the selection; "" for the daemon's own.
-	Cluster    string
+	Cluster string
+	// Elsewhere (in what OnWatched is told only) says another replica watches the selection's
+	// RemoteCluster: it registers the webhook there, and this one hands it what reaches it.
+	Elsewhere  bool
 	GVR        schema.GroupVersionResource
 	Kind       string
 	Namespaced bool

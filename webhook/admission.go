@@ -130,6 +130,7 @@ type admissionHandler struct {
 	watched   *Watched
 	decisions *Decisions // nil: proposals are reviewed like any other resource
 	peers     *Peers     // nil: records stay in this replica's store
+	cluster   string     // the RemoteCluster whose apiserver calls this handler; "" for the daemon's own
 	log       *slog.Logger
 	duration  prometheus.Histogram
 	results   map[string]prometheus.Counter
@@ -276,6 +277,7 @@ func (h *admissionHandler) record(ctx context.Context, req *admissionRequest, bo
 // answered: a peer's watch cannot see the change before the apiserver has the answer.
 func (h *admissionHandler) note(ctx context.Context, c Change, user authenticationv1.UserInfo) {
 	if rec, ok := h.store.Record(c, user); ok {
+		rec.Cluster = h.cluster
 		h.peers.Forward(ctx, rec)
 	}
 }

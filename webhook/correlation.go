@@ -18,6 +18,9 @@ type Correlation struct {
 	Author                           gitops.Signature
 	Groups                           []string
 	Age                              time.Duration // since the record was made
+	// Cluster is the RemoteCluster ("namespace/name") whose apiserver sent the review; "" for the
+	// daemon's own cluster.
+	Cluster string
 }
 
 func correlationOf(k key, author gitops.Signature, groups []string) Correlation {
@@ -37,5 +40,6 @@ func (s *Store) Import(c Correlation) bool {
 	k := key{op: c.Op, group: c.Group, kind: c.Kind, namespace: c.Namespace, name: c.Name, hash: c.Hash}
 	e := entry{author: c.Author, groups: slices.Clone(c.Groups), at: s.now().Add(-c.Age)}
 	s.cache.Set(k, e, s.ttl-c.Age)
+	s.last.Store(e.at.UnixNano())
 	return true
 }

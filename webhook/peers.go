@@ -42,6 +42,9 @@ const (
 type PeersConfig struct {
 	// Store receives the records peers send.
 	Store *Store
+	// StoreFor, if set, is the store of the records of RemoteCluster cluster ("namespace/name"),
+	// nil for one this replica keeps none of; records of remote clusters are dropped without it.
+	StoreFor func(cluster string) *Store
 	// Addresses gives the host:port of the other live replicas' webhook servers; it is asked on
 	// every admission. nil, or no addresses, forwards nothing and costs nothing.
 	Addresses func() []string
@@ -67,6 +70,7 @@ type PeersConfig struct {
 // and imports its record into the Store. Safe for concurrent use.
 type Peers struct {
 	store      *Store
+	storeFor   func(cluster string) *Store
 	addresses  func() []string
 	certs      func() CertSource
 	serverName string
@@ -102,8 +106,11 @@ func NewPeers(cfg PeersConfig) (*Peers, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.StoreFor == nil {
+		cfg.StoreFor = func(string) *Store { return nil }
+	}
 	p := &Peers{
-		store: cfg.Store, addresses: cfg.Addresses, certs: cfg.Certs, serverName: cfg.ServerName,
+		store: cfg.Store, storeFor: cfg.StoreFor, addresses: cfg.Addresses, certs: cfg.Certs, serverName: cfg.ServerName,
 		timeout: cfg.Timeout, log: cfg.Log,
 		keys: keyring{certs: cfg.Certs}, seen: newNonces(replayMemory),
 		limiter:   httpserver.NewThrottle(peerLogInterval, peerLogKeys),
@@ -135,6 +142,12 @@ func NewPeers(cfg PeersConfig) (*Peers, error) {
 
 // WithPeers has the admission handler forward every record it makes to p's peers before it
 // answers. nil forwards nothing.
+// WithCluster has the handler take the reviews of RemoteCluster cluster ("namespace/name"): its
+// records say so when they are handed to peers, which keep them for that cluster.
+func WithCluster(cluster string) AdmissionOption {
+	return func(h *admissionHandler) { h.cluster = cluster }
+}
+
 func WithPeers(p *Peers) AdmissionOption {
 	return func(h *admissionHandler) { h.peers = p }
 }

@@ -68,7 +68,13 @@ func (p *Peers) receive(w http.ResponseWriter, r *http.Request) (string, int, er
 	if !p.seen.add(nonce, now) {
 		return metrics.ReceivedReplayed, http.StatusUnauthorized, errors.New("request already received (a replay)")
 	}
-	if !p.store.Import(c) {
+	store := p.store
+	if c.Cluster != "" {
+		if store = p.storeFor(c.Cluster); store == nil {
+			return metrics.ReceivedUnknownCluster, 0, nil // not a cluster of this replica's: nothing to credit here
+		}
+	}
+	if !store.Import(c) {
 		return metrics.ReceivedExpired, 0, nil
 	}
 	return metrics.ReceivedImported, 0, nil

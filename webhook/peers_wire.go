@@ -76,6 +76,7 @@ type wireCorrelation struct {
 	Author    wireAuthor `json:"author"`
 	Groups    []string   `json:"groups,omitempty"`
 	AgeMillis int64      `json:"ageMs"`
+	Cluster   string     `json:"cluster,omitempty"` // the RemoteCluster of the review; absent for the daemon's own
 }
 
 type wireAuthor struct {
@@ -90,7 +91,7 @@ func encodeCorrelation(c Correlation) ([]byte, error) {
 	_, _ = rand.Read(nonce[:]) // crypto/rand never fails on the platforms Go supports
 	return json.Marshal(wireCorrelation{Nonce: hex.EncodeToString(nonce[:]), Op: c.Op, Group: c.Group, Kind: c.Kind,
 		Namespace: c.Namespace, Name: c.Name, Hash: c.Hash, Author: wireAuthor(c.Author), Groups: c.Groups,
-		AgeMillis: c.Age.Milliseconds()})
+		AgeMillis: c.Age.Milliseconds(), Cluster: c.Cluster})
 }
 
 // decodeCorrelation parses and checks an authenticated body; it returns the record and its nonce.
@@ -116,7 +117,7 @@ func decodeCorrelation(body []byte) (Correlation, [16]byte, error) {
 		return Correlation{}, nonce, errors.New("record has a negative age")
 	}
 	return Correlation{Op: w.Op, Group: w.Group, Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Hash: w.Hash,
-		Author: gitops.Signature(w.Author), Groups: w.Groups, Age: time.Duration(w.AgeMillis) * time.Millisecond}, nonce, nil
+		Author: gitops.Signature(w.Author), Groups: w.Groups, Age: time.Duration(w.AgeMillis) * time.Millisecond, Cluster: w.Cluster}, nonce, nil
 }
 
 // signature is the MAC of one request under key.

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/jellydator/ttlcache/v3"
@@ -41,7 +42,16 @@ type Store struct {
 	bot   gitops.Signature
 
 	hits, misses, expired prometheus.Counter
-	unsubscribe           func() // ends the eviction subscription, waiting for running callbacks
+	unsubscribe           func()       // ends the eviction subscription, waiting for running callbacks
+	last                  atomic.Int64 // unix nanoseconds of the newest record, made here or imported
+}
+
+// LastRecord is when the newest record was made here or imported from a peer; zero for never.
+func (s *Store) LastRecord() time.Time {
+	if n := s.last.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
 
 // key identifies one change. Version is left out: the object's apiVersion is in the hashed bytes.
@@ -115,7 +125,9 @@ func (s *Store) Record(c Change, user authenticationv1.UserInfo) (Correlation, b
 		return Correlation{}, false
 	}
 	k := s.key(op, gk, namespace, name, content)
-	s.cache.Set(k, entry{author: author, groups: user.Groups, at: s.now()}, ttlcache.DefaultTTL)
+	now := s.now()
+	s.cache.Set(k, entry{author: author, groups: user.Groups, at: now}, ttlcache.DefaultTTL)
+	s.last.Store(now.UnixNano())
 	return correlationOf(k, author, user.Groups), true
 }
 
