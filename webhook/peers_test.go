@@ -336,3 +336,52 @@ func TestNoncesRememberWithinTheWindowAndStayBounded(t *testing.T) {
 		t.Error("the oldest nonce was kept over the limit")
 	}
 }
+
+// A review a RemoteCluster's apiserver sent is handed over as that cluster's: the peer keeps it in
+// the store of that cluster, never in its own cluster's, and drops the record of a cluster it
+// keeps no store for.
+func TestRecordOfARemoteClusterGoesToThatClustersStore(t *testing.T) {
+	certs := newStaticCerts(t, peerService)
+	local, m, _ := newTestStore(t, StoreConfig{})
+	east, _, _ := newTestStore(t, StoreConfig{})
+	b, err := NewPeers(PeersConfig{Store: local, StoreFor: func(c string) *Store {
+		if c == "fleet/east" {
+			return east
+		}
+		return nil
+	}, Certs: func() CertSource { return certs }, ServerName: peerService, Metrics: m, Log: whLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST "+CorrelationsPath, b)
+	t.Cleanup(b.Close)
+	srv := serveWebhook(t, certs, mux)
+	sender := func(cluster string) http.Handler {
+		store, sm, _ := newTestStore(t, StoreConfig{})
+		p, err := NewPeers(PeersConfig{Store: store, Addresses: func() []string { return []string{srv.addr} }, Certs: func() CertSource { return certs },
+			ServerName: peerService, Metrics: sm, Log: whLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		var w Watched
+		w.Set([]Resource{{GVR: configMaps, Namespaced: true, Namespace: "team-a"}})
+		return NewAdmissionHandler(store, &w, sm, nil, WithPeers(p), WithCluster(cluster))
+	}
+	update, content := cmUpdate(t, "app")
+	post(sender("fleet/east"), http.MethodPost, "application/json", update.review(t))
+	if got, ok := east.Author("UPDATE", configMap, "team-a", "app", content); !ok || got.Author != aliceSig {
+		t.Errorf("east's store: %+v, %v; want alice", got, ok)
+	}
+	if _, ok := local.Author("UPDATE", configMap, "team-a", "app", content); ok {
+		t.Error("a remote cluster's record reached the store of the daemon's own cluster")
+	}
+	post(sender("fleet/west"), http.MethodPost, "application/json", update.review(t))
+	if n := testutil.ToFloat64(m.Received.WithLabelValues(metrics.ReceivedUnknownCluster)); n != 1 {
+		t.Errorf("records of an unknown cluster dropped: %v, want 1", n)
+	}
+	if _, ok := local.Author("UPDATE", configMap, "team-a", "app", content); ok {
+		t.Error("an unknown cluster's record reached the store of the daemon's own cluster")
+	}
+}
