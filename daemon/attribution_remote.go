@@ -21,6 +21,7 @@ import (
 	"github.com/configbutler/gitops-reverser/metrics"
 	"github.com/configbutler/gitops-reverser/watch"
 	"github.com/configbutler/gitops-reverser/webhook"
+	"github.com/configbutler/gitops-reverser/writeback"
 )
 
 // clusterAdmissionPrefix is where the apiservers of RemoteClusters send their admission reviews:
@@ -236,15 +237,18 @@ func (h *remoteHooks) hook(name string) *clusterHook {
 	return h.hooks[name]
 }
 
-// authors credits the watch events of cluster name to the users its apiserver told the webhook of.
-func (h *remoteHooks) authors(name string) watch.Authors { return clusterAuthors{h: h, name: name} }
-
+// clusterAuthors credits the watch events of RemoteCluster name to the person write-back applied
+// them for, else to the user its apiserver told the webhook of.
 type clusterAuthors struct {
-	h    *remoteHooks
-	name string
+	h       *remoteHooks
+	credits *writeback.Credits
+	name    string
 }
 
 func (c clusterAuthors) Author(op string, gk schema.GroupKind, namespace, name string, content []byte) (gitops.Credit, bool) {
+	if cr, ok := c.credits.AuthorIn(c.name, op, gk, namespace, name, content); ok {
+		return cr, true
+	}
 	hook := c.h.hook(c.name)
 	if hook == nil {
 		return gitops.Credit{}, false

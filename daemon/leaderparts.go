@@ -8,6 +8,7 @@ import (
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/kube"
 	"github.com/configbutler/gitops-reverser/shard"
+	"github.com/configbutler/gitops-reverser/watch"
 	"github.com/configbutler/gitops-reverser/writeback"
 )
 
@@ -63,7 +64,10 @@ func buildLeaderParts(ctx context.Context, s shared, cfg Config, d leaderDeps) (
 	}
 	if p.attr != nil {
 		deps.onWatched = p.attr.onWatched
-		deps.clusterAuthors, deps.clusterAttribution = p.attr.remotes.authors, p.attr.remotes.state
+		deps.clusterAuthors = func(cluster string) watch.Authors {
+			return clusterAuthors{h: p.attr.remotes, credits: credits, name: cluster}
+		}
+		deps.clusterAttribution = p.attr.remotes.state
 	}
 	var err error
 	if p.mirror, err = newMirror(ctx, s, cfg.Mirror, deps); err != nil {

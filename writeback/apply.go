@@ -82,9 +82,9 @@ func (c *Controller) apply(ctx context.Context, d *dest, p *crds.Proposal, credi
 			return outcome{kind: outcomeStale, message: why, live: live}, nil
 		}
 		if p.Spec.Change == crds.ChangeDestroy {
-			err = c.delete(ctx, d, p, as, live, credit, gk)
+			err = c.delete(ctx, d, p, as, live, credit, cl.name, gk)
 		} else {
-			err = c.serverSideApply(ctx, d, p, as, live, credit, gk)
+			err = c.serverSideApply(ctx, d, p, as, live, credit, cl.name, gk)
 		}
 		switch {
 		case errors.Is(err, ErrFenced):
@@ -122,7 +122,7 @@ func (c *Controller) writeAs(ctx context.Context, d *dest, p *crds.Proposal) (*c
 
 // delete deletes the proposal's target at the live resourceVersion, as the writer as, once the
 // fence allows it.
-func (c *Controller) delete(ctx context.Context, d *dest, p *crds.Proposal, as dynamic.Interface, live *unstructured.Unstructured, credit gitops.Credit, gk schema.GroupKind) error {
+func (c *Controller) delete(ctx context.Context, d *dest, p *crds.Proposal, as dynamic.Interface, live *unstructured.Unstructured, credit gitops.Credit, cluster string, gk schema.GroupKind) error {
 	gvr, _ := gvrOf(p.Spec.Target)
 	client := as.Resource(gvr).Namespace(p.Spec.Target.Namespace)
 	rv := live.GetResourceVersion()
@@ -131,7 +131,7 @@ func (c *Controller) delete(ctx context.Context, d *dest, p *crds.Proposal, as d
 		return err
 	}
 	defer done()
-	c.cfg.Credits.Expect(gk, p.Spec.Target.Namespace, p.Spec.Target.Name, nil, credit)
+	c.cfg.Credits.Expect(cluster, gk, p.Spec.Target.Namespace, p.Spec.Target.Name, nil, credit)
 	err = client.Delete(ctx, p.Spec.Target.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -165,7 +165,7 @@ func (c *Controller) fence(ctx context.Context, d *dest, p *crds.Proposal) (_ co
 // serverSideApply applies the proposal's desired object as the writer as. A dry run first gives
 // the exact content the watch will see, so the commit recording it is credited before it can
 // happen.
-func (c *Controller) serverSideApply(ctx context.Context, d *dest, p *crds.Proposal, as dynamic.Interface, live *unstructured.Unstructured, credit gitops.Credit, gk schema.GroupKind) error {
+func (c *Controller) serverSideApply(ctx context.Context, d *dest, p *crds.Proposal, as dynamic.Interface, live *unstructured.Unstructured, credit gitops.Credit, cluster string, gk schema.GroupKind) error {
 	doc, err := ParseDocument([]byte(p.Spec.Desired))
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())
@@ -195,14 +195,14 @@ func (c *Controller) serverSideApply(ctx context.Context, d *dest, p *crds.Propo
 		return err
 	}
 	defer done()
-	c.cfg.Credits.Expect(gk, p.Spec.Target.Namespace, p.Spec.Target.Name, expected, credit)
+	c.cfg.Credits.Expect(cluster, gk, p.Spec.Target.Namespace, p.Spec.Target.Name, expected, credit)
 	opts.DryRun = nil
 	applied, err := client.Patch(ctx, p.Spec.Target.Name, types.ApplyPatchType, data, opts)
 	if err != nil {
 		return err
 	}
 	if got, err := sanitize.JSON(sanitize.Object(applied.Object)); err == nil && string(got) != string(expected) {
-		c.cfg.Credits.Expect(gk, p.Spec.Target.Namespace, p.Spec.Target.Name, got, credit)
+		c.cfg.Credits.Expect(cluster, gk, p.Spec.Target.Namespace, p.Spec.Target.Name, got, credit)
 	}
 	return nil
 }

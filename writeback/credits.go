@@ -24,6 +24,7 @@ type Credits struct {
 }
 
 type creditKey struct {
+	cluster         string // the RemoteCluster ("namespace/name") of the object; "" for the daemon's own
 	gk              schema.GroupKind
 	namespace, name string
 }
@@ -40,9 +41,10 @@ func NewCredits() *Credits {
 	return &Credits{entries: map[creditKey]creditEntry{}, now: time.Now}
 }
 
-// Expect records that the next watch event of the object with this content (its canonical JSON,
-// sanitize.JSON; nil for a delete) is credited to credit.
-func (c *Credits) Expect(gk schema.GroupKind, namespace, name string, content []byte, credit gitops.Credit) {
+// Expect records that the next watch event of the object of cluster (a RemoteCluster, "" for the
+// daemon's own) with this content (its canonical JSON, sanitize.JSON; nil for a delete) is
+// credited to credit.
+func (c *Credits) Expect(cluster string, gk schema.GroupKind, namespace, name string, content []byte, credit gitops.Credit) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
@@ -51,16 +53,22 @@ func (c *Credits) Expect(gk schema.GroupKind, namespace, name string, content []
 			delete(c.entries, k)
 		}
 	}
-	c.entries[creditKey{gk, namespace, name}] = creditEntry{
+	c.entries[creditKey{cluster, gk, namespace, name}] = creditEntry{
 		deleted: content == nil, digest: sha256.Sum256(content), credit: credit, expires: now.Add(creditTTL),
 	}
 }
 
-// Author implements watch.Authors for the changes write-back made; anything else is not found.
+// Author implements watch.Authors for the changes write-back made in the daemon's own cluster;
+// anything else is not found.
 func (c *Credits) Author(op string, gk schema.GroupKind, namespace, name string, content []byte) (gitops.Credit, bool) {
+	return c.AuthorIn("", op, gk, namespace, name, content)
+}
+
+// AuthorIn is Author for the objects of RemoteCluster cluster.
+func (c *Credits) AuthorIn(cluster, op string, gk schema.GroupKind, namespace, name string, content []byte) (gitops.Credit, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := creditKey{gk, namespace, name}
+	k := creditKey{cluster, gk, namespace, name}
 	e, ok := c.entries[k]
 	if !ok || c.now().After(e.expires) {
 		return gitops.Credit{}, false

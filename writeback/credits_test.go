@@ -13,7 +13,7 @@ func TestCreditsMatchTheAppliedContentOnce(t *testing.T) {
 	c := NewCredits()
 	gk := schema.GroupKind{Group: "apps", Kind: "Deployment"}
 	credit := gitops.Credit{Author: gitops.Signature{Name: "Alice"}, Trailers: [][2]string{{TrailerProposal, "ns/p"}}}
-	c.Expect(gk, "ns", "web", []byte("replicas: 3\n"), credit)
+	c.Expect("", gk, "ns", "web", []byte("replicas: 3\n"), credit)
 
 	if _, ok := c.Author("UPDATE", gk, "ns", "web", []byte("replicas: 2\n")); ok {
 		t.Error("other content was credited to the apply")
@@ -35,8 +35,8 @@ func TestCreditsOfDeletesAndExpiry(t *testing.T) {
 	c := NewCredits()
 	c.now = func() time.Time { return now }
 	gk := schema.GroupKind{Kind: "ConfigMap"}
-	c.Expect(gk, "ns", "gone", nil, gitops.Credit{Author: gitops.Signature{Name: "Alice"}})
-	c.Expect(gk, "ns", "late", []byte("x"), gitops.Credit{Author: gitops.Signature{Name: "Bob"}})
+	c.Expect("", gk, "ns", "gone", nil, gitops.Credit{Author: gitops.Signature{Name: "Alice"}})
+	c.Expect("", gk, "ns", "late", []byte("x"), gitops.Credit{Author: gitops.Signature{Name: "Bob"}})
 	if got, ok := c.Author("DELETE", gk, "ns", "gone", nil); !ok || got.Author.Name != "Alice" {
 		t.Errorf("delete credit = %+v, %v", got, ok)
 	}
