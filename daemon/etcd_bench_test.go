@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 // The scale benchmarks write their ConfigMaps straight into etcd, the way the apiserver stores
@@ -30,10 +32,18 @@ const etcdTxnOps = 100
 // benchCreated is the time stamped into the objects written to etcd.
 var benchCreated = time.Now().UTC().Format(time.RFC3339)
 
-// etcdClient connects to the control plane's etcd; it is closed when the benchmark ends.
+// etcdClient connects to the etcd of the control plane lent to tb; it is closed when the
+// benchmark ends.
 func etcdClient(tb testing.TB) *clientv3.Client {
 	tb.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{planes.Of(tb).EtcdURL}, DialTimeout: 5 * time.Second})
+	return etcdClientOf(tb, planes.Of(tb))
+}
+
+// etcdClientOf connects to the etcd of control plane cp (a remote cluster's, say); it is closed
+// when the benchmark ends.
+func etcdClientOf(tb testing.TB, cp *testenv.ControlPlane) *clientv3.Client {
+	tb.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cp.EtcdURL}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -62,18 +72,26 @@ func etcdKey(ns, name string) string { return "/registry/configmaps/" + ns + "/"
 
 // seed writes ConfigMaps cm-<i> for i in [from, to) into etcd, in transactions on benchWriters
 // goroutines, and records what Git must hold.
-func (m *mirrorBench) seed(etcd *clientv3.Client, from, to int) {
+func (m *mirrorBench) seed(etcd *clientv3.Client, from, to int) { m.seedWith(etcd, from, to, m.putOp) }
+
+// putFunc makes the write of object i's payload round, and gives the path and blob hash that it
+// makes Git's target (mirrorBench.putOp is one).
+type putFunc func(i, round int) (put clientv3.Op, path, hash string, err error)
+
+// seedWith is seed with the writes and targets that put makes: those of another cluster's etcd,
+// say, whose objects land in a folder of their own.
+func (m *mirrorBench) seedWith(etcd *clientv3.Client, from, to int, put putFunc) {
 	txns := (to - from + etcdTxnOps - 1) / etcdTxnOps
 	m.parallel(0, txns, func(ctx context.Context, k int) error {
 		start := from + k*etcdTxnOps
 		ops := make([]clientv3.Op, 0, etcdTxnOps)
 		var targets [][2]string
 		for i := start; i < min(start+etcdTxnOps, to); i++ {
-			put, path, hash, err := m.putOp(i, 0)
+			op, path, hash, err := put(i, 0)
 			if err != nil {
 				return err
 			}
-			ops, targets = append(ops, put), append(targets, [2]string{path, hash})
+			ops, targets = append(ops, op), append(targets, [2]string{path, hash})
 		}
 		if _, err := etcd.Txn(ctx).Then(ops...).Commit(); err != nil {
 			return fmt.Errorf("seed etcd: %w", err)
