@@ -32,6 +32,9 @@ const clusterAdmissionPrefix = "/admit/clusters/"
 // without a single review before attribution is told Failing: its apiserver cannot reach the hub.
 const silentAfter = 20 * time.Second
 
+// unregisterTimeout bounds the removal of the webhook from a cluster no longer mirrored.
+const unregisterTimeout = 10 * time.Second
+
 // clusterConns gives the connection of a RemoteCluster ("namespace/name") the mirror uses, and
 // the fingerprint of its kubeconfig (watch.Manager.ClusterConn).
 type clusterConns func(name string) (cfg *rest.Config, fingerprint string, ok bool)
@@ -61,6 +64,7 @@ type clusterHook struct {
 	store                    *webhook.Store
 	watched                  *webhook.Watched
 	handler                  http.Handler
+	registration             *webhook.Registration
 	registrar                *webhook.Registrar
 	cancel                   context.CancelFunc // stops the hook: its store, and its registrar
 	ctx                      context.Context    // the hook's, until cancel
@@ -134,6 +138,7 @@ func (h *remoteHooks) onWatched(sels []watch.Selection) {
 		if byCluster[name] == nil {
 			hook.cancel()
 			delete(h.hooks, name)
+			h.register.Go(func() { h.unregister(hook) })
 		}
 	}
 	if h.ctx == nil {
@@ -183,6 +188,18 @@ func (h *remoteHooks) setLocked(name string, rs []webhook.Resource, served bool)
 	}
 }
 
+// unregister removes the webhook from a cluster no destination mirrors any longer, so its
+// apiserver stops calling a path that now refuses it; the cluster may not answer: it is told once.
+func (h *remoteHooks) unregister(hook *clusterHook) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(h.ctx), unregisterTimeout)
+	defer cancel()
+	if err := hook.registration.Delete(ctx); err != nil {
+		h.a.log.Warn("remove the webhook from a cluster no longer mirrored; delete it there by hand", "cluster", hook.name, "err", err)
+		return
+	}
+	h.a.log.Info("webhook removed from a cluster no longer mirrored", "cluster", hook.name)
+}
+
 // storeOf is the correlation store of RemoteCluster cluster, for the records peers hand over;
 // nil when no destination of this daemon mirrors it.
 func (h *remoteHooks) storeOf(cluster string) *webhook.Store {
@@ -207,11 +224,12 @@ func (h *remoteHooks) newHook(name string, cfg *rest.Config, fp string) (*cluste
 	}
 	hook.handler = webhook.NewAdmissionHandler(hook.store, hook.watched, a.metrics, a.log.With("cluster", name), opts...)
 	base := strings.TrimSuffix(a.cfg.URL, "/")
+	hook.registration = webhook.NewRegistration(webhook.RegistrationConfig{
+		Dynamic: dyn, Name: a.cfg.ServiceName + "-hub", URL: base, Path: clusterAdmissionPrefix + name + "/" + hook.token,
+		CABundle: a.caBundle, TimeoutSeconds: 2,
+	})
 	hook.registrar = webhook.NewRegistrar(webhook.RegistrarConfig{
-		Registration: webhook.NewRegistration(webhook.RegistrationConfig{
-			Dynamic: dyn, Name: a.cfg.ServiceName + "-hub", URL: base, Path: clusterAdmissionPrefix + name + "/" + hook.token,
-			CABundle: a.caBundle, TimeoutSeconds: 2,
-		}),
+		Registration: hook.registration,
 		OnApply: func(err error) {
 			if err != nil {
 				msg := err.Error()

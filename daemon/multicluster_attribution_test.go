@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -84,6 +86,15 @@ func TestRemoteChangesAreAttributedToTheirAuthors(t *testing.T) {
 		f.configMap("east", "shop", "probe", time.Now().Format("150405"))
 		rc := f.status("east")
 		return rc.Status.Attribution == crds.AttributionFailing, rc.Status.Attribution
+	}, d.FailFast())
+
+	// East is no longer mirrored: the hub's webhook is removed from it.
+	if err := f.hubDyn.Resource(crds.GitDestinations).Namespace(f.ns).Delete(ctx, "east", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "the hub's webhook removed from east", func() (bool, string) {
+		_, err := east.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "gitops-reverser-hub", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	}, d.FailFast())
 }
 

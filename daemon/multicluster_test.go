@@ -70,7 +70,7 @@ func newFleetOn(t *testing.T, ns string, ownBranch bool, names ...string) *fleet
 		grantRole(t, kube, cp, "shop", "mirror-reader", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}},
 			"configmaps", "bob")
 		grantClusterRole(t, kube, "hub-webhook", rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"},
-			Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{"gitops-reverser-hub"}, Verbs: []string{"get", "create", "patch"}}, "bob")
+			Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{"gitops-reverser-hub"}, Verbs: []string{"get", "create", "patch", "delete"}}, "bob")
 	}
 	f.srv, _ = mirrorSetup(t, f.ns) // a repository, its GitRepoConfig "repo", and a destination of the hub's own
 	if ownBranch {

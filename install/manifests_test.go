@@ -100,7 +100,7 @@ func TestKustomizeManifestsPassServerDryRun(t *testing.T) {
 		"ConfigMap/gitops-reverser-config",
 		"CustomResourceDefinition/clusterwatchrules.configbutler.ai", "CustomResourceDefinition/gitdestinations.configbutler.ai",
 		"CustomResourceDefinition/gitrepoconfigs.configbutler.ai", "CustomResourceDefinition/proposals.configbutler.ai",
-		"CustomResourceDefinition/receivers.configbutler.ai",
+		"CustomResourceDefinition/receivers.configbutler.ai", "CustomResourceDefinition/remoteclusters.configbutler.ai",
 		"CustomResourceDefinition/syncruns.configbutler.ai", "CustomResourceDefinition/watchrules.configbutler.ai",
 		"Deployment/gitops-reverser", "Namespace/" + systemNamespace, "Role/gitops-reverser", "Role/gitops-reverser-leader-election",
 		"RoleBinding/gitops-reverser", "RoleBinding/gitops-reverser-leader-election",

@@ -87,7 +87,7 @@ func newAttribution(reg prometheus.Registerer) *Attribution {
 	for _, r := range []string{EvictedCapacity, EvictedExpired} {
 		a.Evictions.WithLabelValues(r)
 	}
-	for _, r := range []string{ReviewRecorded, ReviewDryRun, ReviewIgnored, ReviewError} {
+	for _, r := range []string{ReviewRecorded, ReviewDryRun, ReviewIgnored, ReviewError, ReviewRefused} {
 		a.Reviews.WithLabelValues(r)
 	}
 	for _, r := range ForwardResults {

@@ -84,7 +84,7 @@ The daemon's config file: the `config` values, which must not set what the chart
 arguments (a flag overrides the file, so such a key would be silently ignored).
 */}}
 {{- define "gitops-reverser.configFile" -}}
-{{- range $key := list "namespace" "webhook-service-name" "install-crds" "enable-webhook" "webhook-cert-dir" "webhook-bind-address" "metrics-bind-address" "health-probe-bind-address" "receiver-bind-address" "ui-bind-address" "ui-auth" "leader-elect" "leader-election-namespace" "leader-election-id" "leader-election-lease-duration" "leader-election-renew-deadline" "leader-election-retry-period" "shards" "peer-address" }}
+{{- range $key := list "namespace" "webhook-service-name" "install-crds" "enable-webhook" "webhook-cert-dir" "webhook-bind-address" "metrics-bind-address" "health-probe-bind-address" "receiver-bind-address" "ui-bind-address" "ui-auth" "leader-elect" "leader-election-namespace" "leader-election-id" "leader-election-lease-duration" "leader-election-renew-deadline" "leader-election-retry-period" "shards" "peer-address" "remote-allow-exec" "remote-allow-insecure" }}
 {{- if hasKey $.Values.config $key }}
 {{- fail (printf "config.%s is passed as an argument by the chart; set the value that owns it instead (see values.yaml)" $key) }}
 {{- end }}
