@@ -78,7 +78,7 @@ func TestDocumentedExamplesAreValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
-	for _, ns := range []string{"gitops-reverser-system", "team-a"} {
+	for _, ns := range []string{"gitops-reverser-system", "team-a", "capi-clusters"} {
 		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)

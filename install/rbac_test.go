@@ -196,7 +196,7 @@ var notExercised = map[string]string{
 	// This scenario mirrors no RemoteCluster: TestHubMirrorsRemoteClusters (package daemon) does.
 	"list remoteclusters.configbutler.ai":         "the RemoteClusters informer, started once a GitDestination names a cluster",
 	"watch remoteclusters.configbutler.ai":        "the RemoteClusters informer, started once a GitDestination names a cluster",
-	"patch remoteclusters.configbutler.ai/status": "watch.Manager.reportClusters, for each RemoteCluster a destination of this replica uses",
+	"patch remoteclusters/status.configbutler.ai": "watch.Manager.reportClusters, for each RemoteCluster a destination of this replica uses",
 	// This scenario enables write-back on no destination: TestShippedWriteBackActsOnlyAsTheRulesServiceAccount
 	// runs it under the shipped RBAC.
 	"get proposals.configbutler.ai":                    writeBackExercised,

@@ -11,6 +11,7 @@ import (
 // overviewData is what the overview shows.
 type overviewData struct {
 	Repos        []repoView
+	Clusters     []clusterView // none when there is no RemoteCluster the viewer may see
 	Dests        []destView
 	Pending      []proposalView // this page of them, with their diffs
 	PendingTotal int
@@ -77,7 +78,7 @@ func (p *Page) overview(w http.ResponseWriter, r *http.Request) {
 	if s == nil {
 		return
 	}
-	data := overviewData{Repos: s.repos, Dests: s.dests, Hidden: hidden, ReadOnly: v.readOnly()}
+	data := overviewData{Repos: s.repos, Clusters: s.clusters, Dests: s.dests, Hidden: hidden, ReadOnly: v.readOnly()}
 	var pending, history []proposalView
 	for _, pr := range s.proposals {
 		if pr.Phase == string(crds.PhasePending) {

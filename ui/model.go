@@ -48,6 +48,16 @@ type repoView struct {
 	Ready                condView
 }
 
+// clusterView is a RemoteCluster as the overview lists it: what the daemon last saw of it.
+type clusterView struct {
+	Namespace, Name, Server string
+	Ready                   condView
+	Watches                 int
+	// Attribution is the status's word for it; AttributionClass colours it ("ok", "bad" or "").
+	Attribution, AttributionClass string
+	LastEvent                     time.Time // zero when no watch has delivered a change yet
+}
+
 // gitView is the progress of a destination's Git worker.
 type gitView struct {
 	LastPushed, Author string
@@ -68,6 +78,7 @@ type runView struct {
 
 type destView struct {
 	Namespace, Name, RepoURL, Branch, Folder string
+	Cluster                                  string // the RemoteCluster's namespace/name; "" for the daemon's own
 	Ready                                    condView
 	Git                                      *gitView // nil when this process does not push it
 	WriteBack                                bool
@@ -107,6 +118,7 @@ type proposalView struct {
 // snapshot is what the caches hold in the namespaces a viewer may see.
 type snapshot struct {
 	repos     []repoView
+	clusters  []clusterView
 	dests     []destView
 	proposals []proposalView // newest first
 }
@@ -163,10 +175,11 @@ func (p *Page) snapshot(namespaces []string) snapshot {
 			s.repos = append(s.repos, repoView{Namespace: r.Namespace, Name: r.Name, URL: r.Spec.RepoURL, Ready: readyOf(r.Status.Conditions)})
 		}
 	}
+	s.clusters = p.clusters(in)
 	runs := p.runsByDestination(in)
 	for _, d := range list[crds.GitDestination](p, crds.GitDestinations, in) {
 		v := destView{
-			Namespace: d.Namespace, Name: d.Name, Branch: d.Spec.Branch, Folder: d.Spec.BaseFolder,
+			Namespace: d.Namespace, Name: d.Name, Branch: d.Spec.Branch, Folder: d.Spec.BaseFolder, Cluster: clusterOf(d),
 			RepoURL: repoURLs[d.Spec.RepoRef.NamespaceOr(d.Namespace)+"/"+d.Spec.RepoRef.Name],
 			Ready:   readyOf(d.Status.Conditions), WriteBack: d.Spec.WriteBack != nil && d.Spec.WriteBack.Enabled,
 			Runs: runs[d.Namespace+"/"+d.Name],
@@ -197,6 +210,45 @@ func (p *Page) snapshot(namespaces []string) snapshot {
 		return cmp.Or(b.Created.Compare(a.Created), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	return s
+}
+
+// clusters lists the cached RemoteClusters of the given namespaces, sorted by namespace and name.
+func (p *Page) clusters(in map[string]bool) []clusterView {
+	var out []clusterView
+	for _, c := range list[crds.RemoteCluster](p, crds.RemoteClusters, nil) {
+		v := clusterView{Namespace: c.Namespace, Name: c.Name, Server: c.Status.Server, Ready: readyOf(c.Status.Conditions),
+			Watches: c.Status.Watches, Attribution: c.Status.Attribution, AttributionClass: attributionClass(c.Status.Attribution)}
+		if c.Status.LastEventTime != nil {
+			v.LastEvent = c.Status.LastEventTime.Time
+		}
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b clusterView) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// attributionClass colours a RemoteCluster's attribution: working is good, failing is bad, and
+// off or registered (no review seen yet) are neither.
+func attributionClass(attribution string) string {
+	switch attribution {
+	case crds.AttributionWorking:
+		return "ok"
+	case crds.AttributionFailing:
+		return "bad"
+	}
+	return ""
+}
+
+// clusterOf names the RemoteCluster a destination mirrors as namespace/name; "" when it mirrors
+// the daemon's own cluster.
+func clusterOf(d *crds.GitDestination) string {
+	ref := d.Spec.ClusterRef
+	if ref == nil {
+		return ""
+	}
+	return ref.NamespaceOr(d.Namespace) + "/" + ref.Name
 }
 
 // progress is the Git worker's progress for a repository and branch, nil when unknown here.

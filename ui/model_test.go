@@ -114,3 +114,21 @@ func TestRequestTemplateLinksOnlyWebURLs(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterOfNamesTheMirroredCluster: a destination's cluster is shown as namespace/name, its
+// own namespace when the reference names none, and not at all for the daemon's own cluster.
+func TestClusterOfNamesTheMirroredCluster(t *testing.T) {
+	for _, c := range []struct {
+		ref  *crds.NamespacedReference
+		want string
+	}{
+		{nil, ""},
+		{&crds.NamespacedReference{Name: "prod"}, "team/prod"},
+		{&crds.NamespacedReference{Name: "prod", Namespace: "infra"}, "infra/prod"},
+	} {
+		d := &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "dest", Namespace: "team"}, Spec: crds.GitDestinationSpec{ClusterRef: c.ref}}
+		if got := clusterOf(d); got != c.want {
+			t.Errorf("clusterOf(%+v) = %q, want %q", c.ref, got, c.want)
+		}
+	}
+}

@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -55,8 +57,11 @@ type Page struct {
 	auth    *authenticator
 	factory *controller.Informers
 	stores  map[schema.GroupVersionResource]cache.SharedIndexInformer
-	views   map[string]*template.Template
-	mux     *http.ServeMux
+	// unserved holds a flag per kind the page shows if it can but does not wait for (see
+	// cacheOptional); the flag is set once the apiserver says it does not serve the kind.
+	unserved map[schema.GroupVersionResource]*atomic.Bool
+	views    map[string]*template.Template
+	mux      *http.ServeMux
 }
 
 // New builds the page; it starts nothing.
@@ -77,18 +82,59 @@ func New(cfg Config) (*Page, error) {
 	}
 	p := &Page{
 		cfg: cfg, auth: newAuthenticator(cfg.Auth, dyn), views: views,
-		factory: controller.NewInformers(dyn),
-		stores:  map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		factory:  controller.NewInformers(dyn),
+		stores:   map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		unserved: map[schema.GroupVersionResource]*atomic.Bool{},
 	}
 	for _, gvr := range []schema.GroupVersionResource{crds.GitRepoConfigs, crds.GitDestinations, crds.Proposals, crds.SyncRuns} {
-		inf := p.factory.ForResource(gvr)
-		if err := inf.SetTransform(dropManagedFields); err != nil {
-			return nil, fmt.Errorf("operator page: %w", err)
+		if _, err := p.cache(gvr); err != nil {
+			return nil, err
 		}
-		p.stores[gvr] = inf
+	}
+	// RemoteClusters are newer than the other kinds: a cluster that still has the older CRDs does
+	// not serve them, and the page must not wait for them there.
+	if err := p.cacheOptional(crds.RemoteClusters); err != nil {
+		return nil, err
 	}
 	p.mux = p.routes()
 	return p, nil
+}
+
+// cache adds an informer of gvr to the page's caches; it runs from Run.
+func (p *Page) cache(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, error) {
+	inf := p.factory.ForResource(gvr)
+	if err := inf.SetTransform(dropManagedFields); err != nil {
+		return nil, fmt.Errorf("operator page: %w", err)
+	}
+	p.stores[gvr] = inf
+	return inf, nil
+}
+
+// cacheOptional caches gvr like cache, but the page stops waiting for its first list once the
+// apiserver answers that it does not serve gvr (its CRD is not installed) or does not let the
+// daemon list it. The informer keeps retrying meanwhile, so a CRD installed later is cached
+// then; until then the page shows no object of the kind.
+func (p *Page) cacheOptional(gvr schema.GroupVersionResource) error {
+	inf, err := p.cache(gvr)
+	if err != nil {
+		return err
+	}
+	unserved := &atomic.Bool{}
+	p.unserved[gvr] = unserved
+	err = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		if !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+			cache.DefaultWatchErrorHandler(ctx, r, err)
+			return
+		}
+		if unserved.CompareAndSwap(false, true) { // said once, not at every retry
+			p.cfg.Log.Info("operator page: the apiserver does not serve (or let the daemon list) a kind; the page shows none of it",
+				"resource", gvr.Resource, "err", err)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("operator page: %w", err)
+	}
+	return nil
 }
 
 // dropManagedFields keeps the caches small: the page never shows who manages which field.
@@ -107,14 +153,21 @@ func (p *Page) Run(ctx context.Context) error {
 	return nil
 }
 
-// synced reports whether every cache holds a first complete list.
+// synced reports whether every cache holds a first complete list, but for an optional kind
+// the apiserver does not serve.
 func (p *Page) synced() bool {
-	for _, inf := range p.stores {
-		if !inf.HasSynced() {
+	for gvr, inf := range p.stores {
+		if !inf.HasSynced() && gvr.Resource != "" {
 			return false
 		}
 	}
 	return true
+}
+
+// notServed reports whether gvr is an optional kind the apiserver said it does not serve.
+func (p *Page) notServed(gvr schema.GroupVersionResource) bool {
+	flag, optional := p.unserved[gvr]
+	return optional && flag.Load()
 }
 
 func (p *Page) routes() *http.ServeMux {

@@ -3,6 +3,7 @@ package ui
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -338,4 +339,78 @@ func (w *world) pullRequestDestination(namespace, name string, pr *crds.PullRequ
 		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: "main", BaseFolder: name,
 			Push: &crds.Push{Mode: crds.PushPullRequest, PullRequest: &crds.PullRequestPush{Provider: crds.ProviderGitea}}}},
 		crds.GitDestinationStatus{PullRequest: pr})
+}
+
+// remoteCluster creates a RemoteCluster named name in namespace with status.
+func (w *world) remoteCluster(namespace, name string, status crds.RemoteClusterStatus) {
+	w.t.Helper()
+	w.create(crds.RemoteClusters, &crds.RemoteCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: crds.RemoteClusterSpec{KubeConfig: crds.KubeConfigReference{SecretRef: crds.SecretKeyReference{Name: name + "-kubeconfig"}},
+			Namespaces: []string{crds.AllNamespaces}}}, status)
+}
+
+// TestAViewerSeesTheRemoteClustersOfTheirNamespacesOnly: the overview lists each RemoteCluster
+// of a namespace the viewer may list, with its Ready condition, server, watches, attribution and
+// last event, and a destination names the cluster it mirrors; a viewer who sees no RemoteCluster
+// gets no section of them.
+func TestAViewerSeesTheRemoteClustersOfTheirNamespacesOnly(t *testing.T) {
+	w := newWorld(t)
+	mine, theirs, plain := w.namespace("mine"), w.namespace("theirs"), w.namespace("plain")
+	w.fixtures(plain)
+	lastEvent := metav1.NewTime(time.Now().Add(-3 * time.Minute))
+	w.remoteCluster(mine, "prod", crds.RemoteClusterStatus{Server: "https://prod.example.com:6443", Watches: 12, LastEventTime: &lastEvent,
+		Attribution: crds.AttributionFailing, Status: crds.Status{Conditions: []metav1.Condition{{Type: crds.ConditionReady,
+			Status: metav1.ConditionFalse, Reason: "Unreachable", Message: "dial tcp: connection refused", LastTransitionTime: metav1.Now()}}}})
+	w.remoteCluster(theirs, "staging", crds.RemoteClusterStatus{Server: "https://staging.example.com:6443", Attribution: crds.AttributionWorking})
+	w.create(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "mirror", Namespace: mine},
+		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: "main", BaseFolder: "prod",
+			ClusterRef: &crds.NamespacedReference{Name: "prod"}}}, nil)
+	w.grant(mine, "alice", "get", "list")
+	w.grant(plain, "bob", "get", "list")
+	base := startPage(t, Config{Auth: AuthToken})
+
+	r := waitFor(t, base, "/", "alice", `id="cluster-`+mine+`-prod"`, mine+"/mirror")
+	row := r.body[strings.Index(r.body, `<tr id="cluster-`+mine+`-prod"`):]
+	row = row[:strings.Index(row, "</tr>")]
+	for _, want := range []string{mine + "/prod", "https://prod.example.com:6443", "False · Unreachable", "dial tcp: connection refused",
+		"<td>12</td>", `class="attribution bad">Failing<`, "3m ago"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("alice's row of the cluster lacks %q:\n%s", want, row)
+		}
+	}
+	if !strings.Contains(r.body, "<dt>Cluster</dt><dd>"+mine+"/prod</dd>") {
+		t.Errorf("the destination %s/mirror does not name its cluster", mine)
+	}
+	if strings.Contains(r.body, theirs) || strings.Contains(r.body, "staging.example.com") {
+		t.Errorf("alice sees the RemoteCluster of %s, where she may not list proposals", theirs)
+	}
+
+	b := waitFor(t, base, "/", "bob", plain+"/dest")
+	if strings.Contains(b.body, `id="clusters"`) || strings.Contains(b.body, "<dt>Cluster</dt>") {
+		t.Errorf("bob, who may see no RemoteCluster, gets a section of them or a destination's cluster:\n%s", b.body)
+	}
+}
+
+// TestThePageDoesNotWaitForAKindTheApiserverDoesNotServe: on a cluster whose CRDs predate an
+// optional kind (as RemoteClusters are), the page answers once the other kinds are cached,
+// rather than "still reading" for ever.
+func TestThePageDoesNotWaitForAKindTheApiserverDoesNotServe(t *testing.T) {
+	w := newWorld(t)
+	ns := w.namespace("a")
+	w.fixtures(ns)
+	p, err := New(Config{Kube: cp.AdminConfig(), Auth: AuthNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := crds.GroupVersion.WithResource("notinstalleds")
+	if err := p.cacheOptional(missing); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Run(t, p)
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	waitFor(t, srv.URL, "/", "", ns+"/dest")
+	if !p.notServed(missing) || p.stores[missing].HasSynced() {
+		t.Errorf("the kind that is not served: notServed %v, synced %v", p.notServed(missing), p.stores[missing].HasSynced())
+	}
 }
