@@ -48,6 +48,9 @@ type clusterConns func(name string) (cfg *rest.Config, fingerprint string, ok bo
 type remoteHooks struct {
 	a     *attribution
 	conns atomic.Pointer[clusterConns] // set once the mirror is built
+	// inUse says whether a destination still names the cluster (watch.Manager.ClusterInUse): only
+	// then is its webhook kept while its rules select nothing (refused, or it does not answer).
+	inUse atomic.Pointer[func(name string) bool]
 
 	mu      sync.Mutex
 	ctx     context.Context // Run's; nil until attribution serves
@@ -134,8 +137,9 @@ func (h *remoteHooks) onWatched(sels []watch.Selection) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	inUse := h.inUse.Load()
 	for name, hook := range h.hooks {
-		if byCluster[name] == nil {
+		if byCluster[name] == nil && (inUse == nil || !(*inUse)(name)) {
 			hook.cancel()
 			delete(h.hooks, name)
 			h.register.Go(func() { h.unregister(hook) })
@@ -145,7 +149,7 @@ func (h *remoteHooks) onWatched(sels []watch.Selection) {
 		h.pending, h.pendingServed = byCluster, served
 		return
 	}
-	for name, rs := range byCluster {
+	for name, rs := range byCluster { // a cluster kept above without a selection keeps its last ones
 		h.setLocked(name, rs, served[name])
 	}
 }

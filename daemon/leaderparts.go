@@ -74,8 +74,9 @@ func buildLeaderParts(ctx context.Context, s shared, cfg Config, d leaderDeps) (
 		return nil, err
 	}
 	if p.attr != nil {
-		conns := clusterConns(p.mirror.manager.ClusterConn)
+		conns, inUse := clusterConns(p.mirror.manager.ClusterConn), p.mirror.manager.ClusterInUse
 		p.attr.remotes.conns.Store(&conns)
+		p.attr.remotes.inUse.Store(&inUse)
 	}
 	if p.wb, err = newWriteBack(ctx, s, cfg.WriteBack, writeBackDeps{mirror: p.mirror, attr: p.attr, credits: credits, fences: d.fences, shards: d.shards,
 		approverPolicy: cfg.ApproverPolicy, sealName: cfg.Webhook.ServiceName + "-proposal-seal"}); err != nil {

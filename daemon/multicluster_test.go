@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -185,7 +186,8 @@ func (f *fleet) configMap(cluster, ns, name, value string) {
 	}
 }
 
-// file waits until the repository holds path with value (as a ConfigMap's data.value).
+// file waits until the repository holds path with value (as a ConfigMap's data.value; a number,
+// which the YAML quotes).
 func (f *fleet) file(d *testenv.Daemon, path, value string) {
 	f.t.Helper()
 	testenv.Eventually(f.t, time.Minute, path+" = "+value, func() (bool, string) {
@@ -211,6 +213,32 @@ func (f *fleet) ready(d *testenv.Daemon, name, reason string) *crds.RemoteCluste
 		return c.Reason == reason && (c.Status == metav1.ConditionTrue) == (reason == "Connected"), c.Reason + ": " + c.Message
 	}, d.FailFast())
 	return rc
+}
+
+// allow sets the namespaces RemoteCluster name allows.
+func (f *fleet) allow(name string, namespaces ...string) {
+	f.t.Helper()
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"namespaces": namespaces}})
+	if _, err := f.hubDyn.Resource(crds.RemoteClusters).Namespace(f.ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// event waits for a Warning Event of RemoteCluster name with reason.
+func (f *fleet) event(d *testenv.Daemon, name, reason string) {
+	f.t.Helper()
+	testenv.Eventually(f.t, time.Minute, "Event "+reason+" of RemoteCluster "+name, func() (bool, string) {
+		list, err := f.hubKube.CoreV1().Events(f.ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind == crds.KindRemoteCluster && e.Reason == reason && e.Type == corev1.EventTypeWarning {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events", len(list.Items))
+	}, d.FailFast())
 }
 
 // folder is the files of the repository under prefix, with their content.
@@ -300,10 +328,22 @@ func TestHubMirrorsRemoteClusters(t *testing.T) {
 		t.Errorf("a RemoteCluster that does not admit team-b was mirrored for it: %v", stolen)
 	}
 
+	// East's owner lets namespace private be mirrored too, but its kubeconfig's identity may not
+	// read there: the cluster says which rights the rules need (the rule waits for them, as a
+	// rule whose ServiceAccount may not read waits; its files stay).
+	f.allow("east", "shop", "private")
+	rc = f.ready(d, "east", "Forbidden")
+	if c := meta.FindStatusCondition(rc.Status.Conditions, crds.ConditionReady); !strings.Contains(c.Message, "list configmaps in namespace private") {
+		t.Errorf("the Forbidden condition does not say what to grant: %s", c.Message)
+	}
+	f.allow("east", "shop")
+	f.ready(d, "east", "Connected")
+
 	// East's apiserver stops: it is reported, its files stay, west goes on.
 	before := f.folder("clusters/east/")
 	err := f.remotes["east"].RestartAPIServer(context.Background(), func() error {
 		f.ready(d, "east", "Unreachable")
+		f.event(d, "east", "Unreachable")
 		f.configMap("west", "shop", "during", "2")
 		f.file(d, "clusters/west/shop/configmaps/during.yaml", "2")
 		if during := f.folder("clusters/east/"); !maps.Equal(before, during) {
@@ -321,6 +361,8 @@ func TestHubMirrorsRemoteClusters(t *testing.T) {
 	if n := f.commitsTouching("clusters/east/") - commits; n != 1 {
 		t.Errorf("%d commits touched east's folder after it came back, want only the one of its new ConfigMap", n)
 	}
+	f.configMap("east", "shop", "after", "33") // a change a watch delivers (the one above may have come by a list)
+	f.file(d, "clusters/east/shop/configmaps/after.yaml", "33")
 	testenv.Eventually(t, time.Minute, "east's last change in its status", func() (bool, string) {
 		rc := f.status("east")
 		return rc.Status.LastEventTime != nil, "no lastEventTime"

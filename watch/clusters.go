@@ -86,6 +86,7 @@ func (m *Manager) resolveClusters(ctx context.Context, dests []*destination) {
 		}
 	}
 	m.clusterConfigs.Store(&conns)
+	m.clustersInUse.Store(&used)
 	for name, r := range m.remotes {
 		if !used[name] {
 			r.stop()
@@ -202,6 +203,13 @@ func (m *Manager) addRemoteRule(ctx context.Context, specs map[string]*watcherSp
 func (m *Manager) ClusterConfig(name string) (*rest.Config, bool) {
 	cfg, _, ok := m.ClusterConn(name)
 	return cfg, ok
+}
+
+// ClusterInUse says whether a GitDestination the last reconcile found usable names the
+// RemoteCluster name ("namespace/name"), connected or not. Safe from any goroutine.
+func (m *Manager) ClusterInUse(name string) bool {
+	p := m.clustersInUse.Load()
+	return p != nil && (*p)[name]
 }
 
 // ClusterConn is ClusterConfig with the fingerprint of the kubeconfig it was made from (and the

@@ -144,6 +144,7 @@ type Manager struct {
 	cacheRemoteClusters func() bool
 	// clusterConfigs is, by RemoteCluster, the connection the last reconcile used: for ClusterConfig.
 	clusterConfigs atomic.Pointer[map[string]*connection]
+	clustersInUse  atomic.Pointer[map[string]bool] // for ClusterInUse
 	// published is, by destination, what the last reconcile selected: for Selections and Render.
 	published atomic.Pointer[map[string]*destinationRules]
 	// admitted is, by destination, the GitRepoConfig the last reconcile found it may use: for Admits.
