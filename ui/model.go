@@ -215,7 +215,7 @@ func (p *Page) snapshot(namespaces []string) snapshot {
 // clusters lists the cached RemoteClusters of the given namespaces, sorted by namespace and name.
 func (p *Page) clusters(in map[string]bool) []clusterView {
 	var out []clusterView
-	for _, c := range list[crds.RemoteCluster](p, crds.RemoteClusters, nil) {
+	for _, c := range list[crds.RemoteCluster](p, crds.RemoteClusters, in) {
 		v := clusterView{Namespace: c.Namespace, Name: c.Name, Server: c.Status.Server, Ready: readyOf(c.Status.Conditions),
 			Watches: c.Status.Watches, Attribution: c.Status.Attribution, AttributionClass: attributionClass(c.Status.Attribution)}
 		if c.Status.LastEventTime != nil {

@@ -157,7 +157,7 @@ func (p *Page) Run(ctx context.Context) error {
 // the apiserver does not serve.
 func (p *Page) synced() bool {
 	for gvr, inf := range p.stores {
-		if !inf.HasSynced() && gvr.Resource != "" {
+		if !inf.HasSynced() && !p.notServed(gvr) {
 			return false
 		}
 	}
