@@ -346,6 +346,15 @@ func TestChartCertificateModes(t *testing.T) {
 			}
 		})
 	}
+	// A hub's remote apiservers call config.webhook-url: cert-manager's certificate names its host.
+	for url, want := range map[string][2]string{"https://hub.example.com:9443": {"dnsNames", "hub.example.com"}, "https://10.1.2.3:9443": {"ipAddresses", "10.1.2.3"}} {
+		r := renderChart(t, "--set", "webhook.certificate.mode=cert-manager", "--set-string", "config.webhook-url="+url)
+		var cert unstructured.Unstructured
+		object(t, r.objs, "Certificate", "gitops-reverser-webhook", &cert.Object)
+		if names, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", want[0]); !slices.Contains(names, want[1]) {
+			t.Errorf("webhook-url %s: the Certificate's %s %v lack %s", url, want[0], names, want[1])
+		}
+	}
 	if _, err := runHelmTemplate(t, systemNamespace, "--set", "webhook.certificate.mode=existing-secret"); err == nil {
 		t.Error("existing-secret without secretName renders")
 	}
