@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 // BenchmarkSeed2000 seeds 2,000 ConfigMaps of ~1 KiB into an empty remote with the default
@@ -30,7 +32,7 @@ func BenchmarkSeed2000(b *testing.B) {
 		MustFlush(b, w)
 		total += time.Since(start)
 		b.StopTimer()
-		if files := mustFiles(b, srv, name); len(files) != len(contents) {
+		if files := testenv.MustFiles(b, srv, name); len(files) != len(contents) {
 			b.Fatalf("remote has %d files, want %d", len(files), len(contents))
 		}
 		_ = w.stop()
@@ -94,7 +96,7 @@ func BenchmarkMirrorWorkload(b *testing.B) {
 		phase(0, 2000, "updated")
 		phase(2000, 2500, "created")
 		phase(0, 500, "")
-		if files := mustFiles(b, srv, name); len(files) != 2000 {
+		if files := testenv.MustFiles(b, srv, name); len(files) != 2000 {
 			b.Fatalf("remote has %d files, want 2000", len(files))
 		}
 		b.ReportMetric(cpuTime().Seconds()-cpu0.Seconds(), "cpu-s")

@@ -3,8 +3,6 @@ package gitops
 import (
 	"context"
 	"fmt"
-	"io/fs"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/configbutler/gitops-reverser/gitstore"
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 // BenchmarkChurnBytes is issue 33's measure of what a commit costs as a folder churns: n
@@ -41,7 +40,7 @@ func churnBytes(b *testing.B, n int, repo string) {
 		MustEnqueue(b, w, Change{Path: cmPath(name(i)), Content: configMap(name(i), "0", 512)})
 	}
 	MustFlush(b, w)
-	cloneBefore, pushedBefore, gcBefore := mustDirSize(b, clone), srv.PushedBytes(), gcSize(b, remote)
+	cloneBefore, pushedBefore, gcBefore := testenv.DirSize(b, clone), srv.PushedBytes(), testenv.GCSize(b, remote)
 	var times []time.Duration
 	cpu0 := cpuTime()
 	for r := 1; r <= rounds; r++ {
@@ -55,7 +54,7 @@ func churnBytes(b *testing.B, n int, repo string) {
 	}
 	cpu := cpuTime() - cpu0
 	_ = w.stop()
-	grew, pushed, gc := mustDirSize(b, clone)-cloneBefore, srv.PushedBytes()-pushedBefore, gcSize(b, remote)-gcBefore
+	grew, pushed, gc := testenv.DirSize(b, clone)-cloneBefore, srv.PushedBytes()-pushedBefore, testenv.GCSize(b, remote)-gcBefore
 	slices.Sort(times)
 	fmt.Printf("gitops: churn in a folder of %d, 30 commits of 50 files: per commit the clone grew %.1f KiB, %.1f KiB were pushed, git needs %.1f KiB; a round took %.0f ms (median), worker CPU %.1f ms (%s)\n",
 		n, float64(grew)/rounds/1024, float64(pushed)/rounds/1024, float64(gc)/rounds/1024,
@@ -67,47 +66,6 @@ func churnBytes(b *testing.B, n int, repo string) {
 var beforeChurn = map[int]string{
 	2000:   "before: clone 57.3 KiB, pushed 55.9 KiB, git 5.6 KiB; 118 ms, CPU 8.6 ms",
 	100000: "before: clone 2515.3 KiB, pushed 2514.0 KiB, git 78.6 KiB; 559 ms, CPU 103.2 ms",
-}
-
-// mustDirSize is the bytes of the files under dir, or the end of the test.
-func mustDirSize(tb testing.TB, dir string) int64 {
-	tb.Helper()
-	var n int64
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		info, err := d.Info()
-		if err == nil {
-			n += info.Size()
-		}
-		return err
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return n
-}
-
-// gcSize is the bytes git packs the objects of the repository at dir into, measured on a copy
-// repacked with deltas found afresh (git gc, but not reusing the packs it finds): what git itself
-// needs for its history.
-func gcSize(tb testing.TB, dir string) int64 {
-	tb.Helper()
-	cp := filepath.Join(tb.TempDir(), "copy.git")
-	if out, err := exec.Command("cp", "-a", dir, cp).CombinedOutput(); err != nil {
-		tb.Fatalf("copy %s: %v\n%s", dir, err, out)
-	}
-	mustGit(tb, "--git-dir="+cp, "repack", "-a", "-d", "-f", "-q")
-	mustGit(tb, "--git-dir="+cp, "prune", "--expire=now")
-	return mustDirSize(tb, filepath.Join(cp, "objects"))
-}
-
-func mustGit(tb testing.TB, args ...string) {
-	tb.Helper()
-	if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-		tb.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
 }
 
 // BenchmarkCloneOverTime is a week of churn, compressed: the clone's size as commits pile up in a

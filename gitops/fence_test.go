@@ -40,7 +40,7 @@ func TestFencedPushIsDroppedWithItsCommits(t *testing.T) {
 	if err := w.Flush(ctx); !errors.Is(err, ErrFenced) {
 		t.Fatalf("flush while fenced: err = %v, want ErrFenced", err)
 	}
-	if got := mustFiles(t, srv, "fenced"); !slices.Equal(got, []string{cmPath("a")}) {
+	if got := testenv.MustFiles(t, srv, "fenced"); !slices.Equal(got, []string{cmPath("a")}) {
 		t.Fatalf("a fenced push reached the remote: files %v", got)
 	}
 	if got := w.metric(t, "pushes_fenced_total"); got != 1 {
@@ -53,10 +53,10 @@ func TestFencedPushIsDroppedWithItsCommits(t *testing.T) {
 	fence.held.Store(true)
 	MustEnqueue(t, w, Change{Path: cmPath("c"), Content: configMap("c", "1", 100)})
 	MustFlush(t, w)
-	if got, want := mustFiles(t, srv, "fenced"), []string{cmPath("a"), cmPath("c")}; !slices.Equal(got, want) {
+	if got, want := testenv.MustFiles(t, srv, "fenced"), []string{cmPath("a"), cmPath("c")}; !slices.Equal(got, want) {
 		t.Fatalf("files = %v, want %v (b dropped)", got, want)
 	}
-	mustFsck(t, srv, "fenced")
+	testenv.MustFsck(t, srv, "fenced")
 }
 
 // TestFencedLastPushAtStopSendsNothing: the last push a stopping worker makes is fenced too, so a
@@ -69,14 +69,14 @@ func TestFencedLastPushAtStopSendsNothing(t *testing.T) {
 		func(c *WorkerConfig) { c.Fence = fence.check })
 	MustEnqueue(t, w, Change{Path: cmPath("a"), Content: configMap("a", "1", 100)})
 	MustFlush(t, w)
-	before := mustLog(t, srv, "stop")
+	before := testenv.MustLog(t, srv, "stop")
 
 	MustEnqueue(t, w, Change{Path: cmPath("late"), Content: configMap("late", "1", 100)})
 	fence.held.Store(false)
 	if err := w.stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
-	after := mustLog(t, srv, "stop")
+	after := testenv.MustLog(t, srv, "stop")
 	if len(after) != len(before) || after[0].SHA != before[0].SHA {
 		t.Fatalf("the stopping worker pushed although fenced: %d commits before, %d after", len(before), len(after))
 	}
@@ -119,17 +119,17 @@ func TestAPushWaitsOutALateLeaseRenewal(t *testing.T) {
 	testenv.Eventually(t, 30*time.Second, "the push to ask the fence again", func() (bool, string) {
 		return asked.Load() >= before+3, fmt.Sprintf("asked %d times", asked.Load()-before)
 	})
-	if got := mustFiles(t, srv, "late"); !slices.Equal(got, []string{cmPath("a")}) {
+	if got := testenv.MustFiles(t, srv, "late"); !slices.Equal(got, []string{cmPath("a")}) {
 		t.Fatalf("pushed while the fence refused: files %v", got)
 	}
 
 	late.Store(false) // the renewal landed
 	testenv.Eventually(t, 30*time.Second, "b on the remote without a new change", func() (bool, string) {
-		got := mustFiles(t, srv, "late")
+		got := testenv.MustFiles(t, srv, "late")
 		return slices.Equal(got, []string{cmPath("a"), cmPath("b")}), fmt.Sprint(got)
 	})
 	if got := w.metric(t, "pushes_fenced_total"); got != 0 {
 		t.Errorf("pushes_fenced_total = %v, want 0: nothing was dropped", got)
 	}
-	mustFsck(t, srv, "late")
+	testenv.MustFsck(t, srv, "late")
 }

@@ -2,11 +2,8 @@ package gitops
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -118,39 +115,6 @@ func configMap(name, value string, size int) []byte {
 // cmPath is the file of ConfigMap name in namespace default.
 func cmPath(name string) string {
 	return layout.Path("clusters/prod", "", "configmaps", "default", name)
-}
-
-// mustFiles lists the files on the remote branch main.
-func mustFiles(tb testing.TB, srv *testenv.GitServer, repo string) []string {
-	tb.Helper()
-	files, err := srv.Files(repo, "main")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return files
-}
-
-// mustLog lists the commits of main, newest first.
-func mustLog(tb testing.TB, srv *testenv.GitServer, repo string) []testenv.Commit {
-	tb.Helper()
-	log, err := srv.Log(repo, "main")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return log
-}
-
-// mustFsck checks that every object and tree on the remote is well formed (sorted entries...).
-func mustFsck(tb testing.TB, srv *testenv.GitServer, repo string) {
-	tb.Helper()
-	out, err := exec.Command("git", "--git-dir="+filepath.Join(srv.Root, repo+".git"), "fsck", "--strict", "--no-dangling").CombinedOutput()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		tb.Fatal(err)
-	}
-	if err != nil {
-		tb.Fatalf("git fsck: %v\n%s", err, out)
-	}
 }
 
 // testenvSig is a competing user.

@@ -125,7 +125,7 @@ func TestHoldKeepsTheMirrorOffAPath(t *testing.T) {
 	hp.enqueue(t, Change{Path: held, Content: m1}, Change{Path: other, Content: configMap("other", "1", 100)})
 	hp.flush(t)
 	hp.mustContent(t, held, []byte("by hand\n"))
-	if files := mustFiles(t, hp.srv, hp.name); !slices.Contains(files, other) {
+	if files := testenv.MustFiles(t, hp.srv, hp.name); !slices.Contains(files, other) {
 		t.Fatalf("files = %v: the other path did not land", files)
 	}
 	if h, changed := hp.Held(hp.url, "main", held); !h || !changed {
@@ -153,7 +153,7 @@ func TestHoldKeepsTheMirrorOffAPath(t *testing.T) {
 	hp.enqueue(t, Change{Path: held, Content: m1})
 	hp.flush(t)
 	hp.mustContent(t, held, m1) // no longer held
-	mustFsck(t, hp.srv, hp.name)
+	testenv.MustFsck(t, hp.srv, hp.name)
 }
 
 // TestHeldOrphanIsNotDeleted: a file a person added, which no live object maps to, survives a
@@ -169,7 +169,7 @@ func TestHeldOrphanIsNotDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	hp.flush(t)
-	if got, want := mustFiles(t, hp.srv, hp.name), []string{added}; !slices.Equal(got, want) {
+	if got, want := testenv.MustFiles(t, hp.srv, hp.name), []string{added}; !slices.Equal(got, want) {
 		t.Fatalf("files = %v, want %v: the orphan deleted, the held file kept", got, want)
 	}
 	if h, changed := hp.Held(hp.url, "main", added); !h || !changed {
@@ -180,7 +180,7 @@ func TestHeldOrphanIsNotDeleted(t *testing.T) {
 	}
 	hp.Release(hp.url, "main", added, nil)
 	hp.flush(t)
-	if got := mustFiles(t, hp.srv, hp.name); len(got) != 0 {
+	if got := testenv.MustFiles(t, hp.srv, hp.name); len(got) != 0 {
 		t.Fatalf("files = %v after the release, want the remembered delete to have landed", got)
 	}
 }
@@ -201,7 +201,7 @@ func TestReleaseRestoresWhenNothingWasRemembered(t *testing.T) {
 		Summary: "restore " + held})
 	hp.flush(t)
 	hp.mustContent(t, held, restore)
-	last := mustLog(t, hp.srv, hp.name)[0]
+	last := testenv.MustLog(t, hp.srv, hp.name)[0]
 	if last.AuthorName != "alice" || last.Subject != "restore "+held || last.Trailers["X-ConfigButler-Proposal"] != "default/p1" {
 		t.Fatalf("release commit = %+v, want alice's restore with its trailer", last)
 	}

@@ -2,6 +2,8 @@ package gitops
 
 import (
 	"testing"
+
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 // hostileName is a name no Git would write: it holds the delimiters of the email.
@@ -54,9 +56,9 @@ func TestHostileAuthorIsWrittenAsAValidIdent(t *testing.T) {
 			Credit: Credit{Author: Signature{Name: "<>", Email: "\n"}}},
 	)
 	MustFlush(t, w)
-	mustFsck(t, srv, "idents")
+	testenv.MustFsck(t, srv, "idents")
 	var got []string
-	for _, c := range mustLog(t, srv, "idents") { // newest first
+	for _, c := range testenv.MustLog(t, srv, "idents") { // newest first
 		got = append(got, c.Subject+": "+c.AuthorName+"|"+c.AuthorEmail)
 	}
 	want := []string{

@@ -51,7 +51,7 @@ func TestEnqueueNeverBlocksWhileTheRemoteHangs(t *testing.T) {
 	if s := w.Status(); s.Coalesced == 0 || s.Pending != 0 {
 		t.Errorf("status after the stall = %+v, want coalescings counted and nothing pending", s)
 	}
-	mustFsck(t, srv, "hang")
+	testenv.MustFsck(t, srv, "hang")
 }
 
 // TestSingleChangeAfterIdleDoesNotWaitForTheQuietPeriod: with an hour of quiet period and two
@@ -61,7 +61,7 @@ func TestSingleChangeAfterIdleDoesNotWaitForTheQuietPeriod(t *testing.T) {
 	w := StartWorker(t, MustRepo(t, srv, "idle"), "", BatchLimits{Quiet: time.Hour, MaxWait: 2 * time.Hour})
 	MustEnqueue(t, w, Change{Path: cmPath("lone"), Content: configMap("lone", "1", 100)})
 	testenv.Eventually(t, 30*time.Second, "the lone change on the remote without a flush", func() (bool, string) {
-		files := mustFiles(t, srv, "idle")
+		files := testenv.MustFiles(t, srv, "idle")
 		return len(files) == 1, fmt.Sprint(files)
 	})
 }
@@ -163,10 +163,10 @@ func TestAPushTakesEverythingThatWaits(t *testing.T) {
 	}
 	srv.SetHanging(false) // no flush: it would take the batch itself
 	testenv.Eventually(t, 30*time.Second, "every change on the remote", func() (bool, string) {
-		files := mustFiles(t, srv, "all")
+		files := testenv.MustFiles(t, srv, "all")
 		return len(files) == 17, fmt.Sprintf("%d files", len(files))
 	})
-	if log := mustLog(t, srv, "all"); len(log) != 3 {
+	if log := testenv.MustLog(t, srv, "all"); len(log) != 3 {
 		t.Errorf("%d commits, want 3: the first change, the one pushed as the remote hung, and the 15 that waited meanwhile", len(log))
 	}
 }

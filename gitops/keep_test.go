@@ -3,6 +3,8 @@ package gitops
 import (
 	"bytes"
 	"testing"
+
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 // TestKeepLeavesAnEquivalentFileAsItIs: a change whose Keep says the file in the tree already
@@ -13,13 +15,13 @@ func TestKeepLeavesAnEquivalentFileAsItIs(t *testing.T) {
 	first := configMap("sealed", "1", 100)
 	MustEnqueue(t, w, Change{Path: cmPath("sealed"), Content: first})
 	MustFlush(t, w)
-	before := mustLog(t, srv, "keep")
+	before := testenv.MustLog(t, srv, "keep")
 
 	var asked []byte
 	same := func(current []byte) bool { asked = current; return true }
 	MustEnqueue(t, w, Change{Path: cmPath("sealed"), Content: configMap("sealed", "2", 100), Keep: same})
 	MustFlush(t, w)
-	if after := mustLog(t, srv, "keep"); len(after) != len(before) {
+	if after := testenv.MustLog(t, srv, "keep"); len(after) != len(before) {
 		t.Fatalf("a kept file made a commit: %d commits before, %d after", len(before), len(after))
 	}
 	if !bytes.Equal(asked, first) {

@@ -268,7 +268,7 @@ func TestPendingStaysBoundedDuringOutage(t *testing.T) {
 	if s := w.Status(); s.Pending != 0 || s.LastError != nil {
 		t.Errorf("status after the outage = %+v, want nothing pending and no error", s)
 	}
-	mustFsck(t, srv, "bounded")
+	testenv.MustFsck(t, srv, "bounded")
 }
 
 // TestBotBatchesWaitingForOnePushAreOneCommit: batches by the bot that wait for the same push
@@ -290,7 +290,7 @@ func TestBotBatchesWaitingForOnePushAreOneCommit(t *testing.T) {
 	srv.SetAvailable(true)
 	MustFlush(t, w)
 	var got []string
-	for _, c := range mustLog(t, srv, "joined") { // newest first
+	for _, c := range testenv.MustLog(t, srv, "joined") { // newest first
 		got = append(got, fmt.Sprintf("%s: %s", c.AuthorName, c.Subject))
 	}
 	want := []string{

@@ -52,7 +52,7 @@ func TestPoolOwnsOneWorkerPerBranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 30*time.Second, "the change on the remote", func() (bool, string) {
-		files := mustFiles(t, srv, "state")
+		files := testenv.MustFiles(t, srv, "state")
 		return slices.Contains(files, cmPath("web")), fmt.Sprint(files)
 	})
 	testenv.Eventually(t, 10*time.Second, "the status to show the push", func() (bool, string) {
@@ -104,7 +104,7 @@ func TestPoolStartsWhatWasAskedForBeforeRun(t *testing.T) {
 	}
 	testenv.Run(t, p)
 	testenv.Eventually(t, 30*time.Second, "the change on the remote", func() (bool, string) {
-		files := mustFiles(t, srv, "early")
+		files := testenv.MustFiles(t, srv, "early")
 		return slices.Contains(files, cmPath("early")), fmt.Sprint(files)
 	})
 	if _, err := p.Fetch(t.Context(), url, "other"); err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 // TestARemoteRefusingThinPacksGetsWholeOnes: a remote whose receive-pack refuses thin packs
@@ -28,5 +30,5 @@ func TestARemoteRefusingThinPacksGetsWholeOnes(t *testing.T) {
 	if err != nil || !bytes.Equal(got, configMap("cm", "3", 200)) {
 		t.Fatalf("the remote holds %q (%v)", got, err)
 	}
-	mustGit(t, "--git-dir="+filepath.Join(srv.Root, "thinless.git"), "fsck", "--strict", "--no-dangling", "--full")
+	testenv.MustGit(t, "--git-dir="+filepath.Join(srv.Root, "thinless.git"), "fsck", "--strict", "--no-dangling", "--full")
 }

@@ -48,7 +48,7 @@ func TestConcurrentPushesFromAnotherUserLoseNothing(t *testing.T) {
 	MustEnqueue(t, w, Change{Path: cmPath("last"), Content: configMap("last", "1", 200)})
 	MustFlush(t, w)
 
-	log := mustLog(t, srv, "race")
+	log := testenv.MustLog(t, srv, "race")
 	shas := map[string]bool{}
 	for _, c := range log {
 		shas[c.SHA] = true
@@ -61,7 +61,7 @@ func TestConcurrentPushesFromAnotherUserLoseNothing(t *testing.T) {
 			t.Errorf("the other user's commit %s was lost", sha)
 		}
 	}
-	files := mustFiles(t, srv, "race")
+	files := testenv.MustFiles(t, srv, "race")
 	for i := range theirs {
 		if !slices.Contains(files, fmt.Sprintf("manual/%d.txt", i)) {
 			t.Errorf("manual/%d.txt missing", i)
@@ -75,7 +75,7 @@ func TestConcurrentPushesFromAnotherUserLoseNothing(t *testing.T) {
 	if got := w.metric(t, "rebase_retries_total"); got == 0 {
 		t.Error("want rebase retries > 0: the remote moved under the worker")
 	}
-	mustFsck(t, srv, "race")
+	testenv.MustFsck(t, srv, "race")
 }
 
 // pushAsOtherUser pushes n commits to repo as another user, about every 200 ms, and returns
@@ -117,7 +117,7 @@ func TestRemoteOutageRetriedUntilItLands(t *testing.T) {
 	}
 	srv.SetAvailable(true)
 	testenv.Eventually(t, 30*time.Second, "the change to land without another enqueue", func() (bool, string) {
-		files := mustFiles(t, srv, "outage")
+		files := testenv.MustFiles(t, srv, "outage")
 		return slices.Contains(files, cmPath("during")), fmt.Sprint(files)
 	})
 	testenv.Eventually(t, 10*time.Second, "status to clear", func() (bool, string) {
@@ -148,7 +148,7 @@ func TestRestartReusesOrRecreatesClone(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []string{cmPath("a"), cmPath("b"), "manual.txt"}
-		if got := mustFiles(t, srv, "restart"); !slices.Equal(got, want) {
+		if got := testenv.MustFiles(t, srv, "restart"); !slices.Equal(got, want) {
 			t.Fatalf("files = %v, want %v", got, want)
 		}
 	})
@@ -164,10 +164,10 @@ func TestRestartReusesOrRecreatesClone(t *testing.T) {
 		MustEnqueue(t, w, Change{Path: cmPath("c"), Content: configMap("c", "1", 100)})
 		MustFlush(t, w)
 		want := []string{cmPath("a"), cmPath("b"), cmPath("c"), "manual.txt"}
-		if got := mustFiles(t, srv, "restart"); !slices.Equal(got, want) {
+		if got := testenv.MustFiles(t, srv, "restart"); !slices.Equal(got, want) {
 			t.Fatalf("files = %v, want %v", got, want)
 		}
-		mustFsck(t, srv, "restart")
+		testenv.MustFsck(t, srv, "restart")
 	})
 }
 
@@ -188,10 +188,10 @@ func TestUpdateIntoLargeRepo(t *testing.T) {
 	if !bytes.Equal(got, configMap("changed", "2", 1024)) {
 		t.Fatalf("content not updated: %q", got)
 	}
-	if files := mustFiles(t, srv, "large"); len(files) != 50*1000 {
+	if files := testenv.MustFiles(t, srv, "large"); len(files) != 50*1000 {
 		t.Fatalf("files = %d, want 50000", len(files))
 	}
-	if log := mustLog(t, srv, "large"); len(log) != 2 || len(log[0].Parents) != 1 {
+	if log := testenv.MustLog(t, srv, "large"); len(log) != 2 || len(log[0].Parents) != 1 {
 		t.Fatalf("want the seed commit and one update, got %d commits", len(log))
 	}
 }

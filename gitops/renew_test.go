@@ -96,7 +96,7 @@ func TestAPullRequestsCloneIsRenewedToo(t *testing.T) {
 		MustFlush(t, w)
 	}
 	renewed(t, w)
-	mustGit(t, "--git-dir="+w.dir, "rev-parse", "--verify", "refs/remotes/origin/"+testHead)
+	testenv.MustGit(t, "--git-dir="+w.dir, "rev-parse", "--verify", "refs/remotes/origin/"+testHead)
 	MustEnqueue(t, w, Change{Path: cmPath("after"), Content: configMap("after", "1", 400)})
 	MustFlush(t, w)
 

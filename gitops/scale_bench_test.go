@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 // BenchmarkSeed100k is the Git side of the daemon's largest seed (issue 24): 100,000 ConfigMaps
@@ -36,8 +38,8 @@ func BenchmarkSeed100k(b *testing.B) {
 		MustFlush(b, w)
 		took := time.Since(start)
 		cpu, server := cpuTime()-cpu0, childrenCPUTime()-server0
-		commits := len(mustLog(b, srv, name))
-		if files := mustFiles(b, srv, name); len(files) != n {
+		commits := len(testenv.MustLog(b, srv, name))
+		if files := testenv.MustFiles(b, srv, name); len(files) != n {
 			b.Fatalf("remote has %d files, want %d", len(files), n)
 		}
 		_ = w.stop()

@@ -2,6 +2,8 @@ package gitops
 
 import (
 	"testing"
+
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 // TestChangeTrailersFollowTheIdentitys: a change's trailers come after the identity's in the
@@ -18,7 +20,7 @@ func TestChangeTrailersFollowTheIdentitys(t *testing.T) {
 		Change{Path: cmPath("d"), Content: configMap("d", "1", 100)},
 	)
 	MustFlush(t, w)
-	log := mustLog(t, srv, "trailers")
+	log := testenv.MustLog(t, srv, "trailers")
 	if len(log) != 3 {
 		t.Fatalf("want 3 commits (p1, p2, none), got %d: %+v", len(log), log)
 	}
@@ -38,7 +40,7 @@ func TestChangeTrailersFollowTheIdentitys(t *testing.T) {
 	if body := log[2].Body; len(body) < len(wantTail) || body[len(body)-len(wantTail):] != wantTail {
 		t.Errorf("message of the p1 commit ends %q, want it to end with %q", log[2].Body, wantTail)
 	}
-	mustFsck(t, srv, "trailers")
+	testenv.MustFsck(t, srv, "trailers")
 }
 
 // TestCoalesceDropsTrailers: merged runs are the bot's and carry no change trailers.

@@ -39,17 +39,17 @@ func TestFirstCommitCreatesBranchInEmptyRemote(t *testing.T) {
 		Change{Path: cmPath("b"), Content: configMap("b", "1", 200), Summary: "create configmaps/default/b"},
 	)
 	MustFlush(t, w)
-	if got, want := mustFiles(t, srv, "empty"), []string{cmPath("a"), cmPath("b")}; !slices.Equal(got, want) {
+	if got, want := testenv.MustFiles(t, srv, "empty"), []string{cmPath("a"), cmPath("b")}; !slices.Equal(got, want) {
 		t.Fatalf("files = %v, want %v", got, want)
 	}
-	log := mustLog(t, srv, "empty")
+	log := testenv.MustLog(t, srv, "empty")
 	if len(log) != 1 || len(log[0].Parents) != 0 {
 		t.Fatalf("want one root commit, got %+v", log)
 	}
 	if st := w.Status(); st.LastPushed != log[0].SHA || st.LastPushedAuthor.Name != log[0].AuthorName {
 		t.Errorf("status last pushed = %q by %+v, want %q by %q", st.LastPushed, st.LastPushedAuthor, log[0].SHA, log[0].AuthorName)
 	}
-	mustFsck(t, srv, "empty")
+	testenv.MustFsck(t, srv, "empty")
 }
 
 func TestUnchangedContentMakesNoCommit(t *testing.T) {
@@ -61,11 +61,11 @@ func TestUnchangedContentMakesNoCommit(t *testing.T) {
 	}
 	MustEnqueue(t, w, batch...)
 	MustFlush(t, w)
-	before := mustLog(t, srv, "same")
+	before := testenv.MustLog(t, srv, "same")
 	MustEnqueue(t, w, batch...)
 	MustEnqueue(t, w, Change{Path: cmPath("missing")}) // deleting a missing file is a no-op
 	MustFlush(t, w)
-	after := mustLog(t, srv, "same")
+	after := testenv.MustLog(t, srv, "same")
 	if len(after) != len(before) || after[0].SHA != before[0].SHA {
 		t.Fatalf("identical batch made commits: before %d, after %d", len(before), len(after))
 	}
@@ -86,7 +86,7 @@ func TestCommitPerContiguousAuthorRun(t *testing.T) {
 		Change{Path: cmPath("a3"), Content: configMap("a3", "1", 100), Credit: Credit{Author: alice}, Summary: "update configmaps/default/a3"},
 	)
 	MustFlush(t, w)
-	log := mustLog(t, srv, "authors")
+	log := testenv.MustLog(t, srv, "authors")
 	if len(log) != 3 {
 		t.Fatalf("want 3 commits, got %d: %+v", len(log), log)
 	}
@@ -108,7 +108,7 @@ func TestCommitPerContiguousAuthorRun(t *testing.T) {
 	if log[0].Subject != "update configmaps/default/a3" {
 		t.Errorf("subject = %q", log[0].Subject)
 	}
-	mustFsck(t, srv, "authors")
+	testenv.MustFsck(t, srv, "authors")
 }
 
 func TestFlushTriggers(t *testing.T) {
@@ -116,7 +116,7 @@ func TestFlushTriggers(t *testing.T) {
 	never := time.Hour
 	commits := func(repo string) func() (bool, string) {
 		return func() (bool, string) {
-			log := mustLog(t, srv, repo)
+			log := testenv.MustLog(t, srv, repo)
 			return len(log) > 0, fmt.Sprintf("%d commits", len(log))
 		}
 	}
@@ -181,10 +181,10 @@ func TestSyncDeletesOrphansOnlyInScope(t *testing.T) {
 	MustFlush(t, w)
 	want := []string{"README.md", outside, "clusters/prod/notes.txt", keep}
 	slices.Sort(want)
-	if got := mustFiles(t, srv, "orphans"); !slices.Equal(got, want) {
+	if got := testenv.MustFiles(t, srv, "orphans"); !slices.Equal(got, want) {
 		t.Fatalf("files = %v, want %v", got, want)
 	}
-	mustFsck(t, srv, "orphans")
+	testenv.MustFsck(t, srv, "orphans")
 }
 
 func TestSyncWildcardScopeCoversEveryNamespaceFolder(t *testing.T) {
@@ -210,7 +210,7 @@ func TestSyncWildcardScopeCoversEveryNamespaceFolder(t *testing.T) {
 	MustFlush(t, w)
 	want := []string{clusterScoped, live, otherResource}
 	slices.Sort(want)
-	if got := mustFiles(t, srv, "wildcard"); !slices.Equal(got, want) {
+	if got := testenv.MustFiles(t, srv, "wildcard"); !slices.Equal(got, want) {
 		t.Fatalf("files = %v, want %v", got, want)
 	}
 }

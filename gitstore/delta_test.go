@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 // TestTreeDeltaMakesTheNextTree: the delta of a tree against its previous version, applied by
@@ -115,8 +117,8 @@ func TestChurnCostsWhatChanged(t *testing.T) {
 		seed[cmPath(name(i))] = configMap(name(i), "0", 300)
 	}
 	c.write(seed)
-	commits := len(mustLog(t, srv, "churn"))
-	cloneBefore, pushedBefore, gcBefore := mustDirSize(t, clone), srv.PushedBytes(), gcSize(t, remote)
+	commits := len(testenv.MustLog(t, srv, "churn"))
+	cloneBefore, pushedBefore, gcBefore := testenv.DirSize(t, clone), srv.PushedBytes(), testenv.GCSize(t, remote)
 	for r := 1; r <= rounds; r++ {
 		changes := map[string][]byte{}
 		for k := range perRound {
@@ -125,10 +127,10 @@ func TestChurnCostsWhatChanged(t *testing.T) {
 		}
 		c.write(changes)
 	}
-	if n := len(mustLog(t, srv, "churn")) - commits; n != rounds {
+	if n := len(testenv.MustLog(t, srv, "churn")) - commits; n != rounds {
 		t.Fatalf("%d commits, want %d", n, rounds)
 	}
-	grew, pushed, gc := mustDirSize(t, clone)-cloneBefore, srv.PushedBytes()-pushedBefore, gcSize(t, remote)-gcBefore
+	grew, pushed, gc := testenv.DirSize(t, clone)-cloneBefore, srv.PushedBytes()-pushedBefore, testenv.GCSize(t, remote)-gcBefore
 	t.Logf("per commit: clone %d B, pushed %d B, git gc %d B", grew/rounds, pushed/rounds, gc/rounds)
 	if grew > 2*gc || pushed > 2*gc {
 		t.Fatalf("the clone grew %d bytes and %d were pushed for what git gc stores in %d", grew, pushed, gc)
@@ -138,9 +140,9 @@ func TestChurnCostsWhatChanged(t *testing.T) {
 	}
 	c.close()
 	mustVerifyClone(t, clone)
-	mustGit(t, "--git-dir="+remote, "fsck", "--strict", "--no-dangling", "--full")
+	testenv.MustGit(t, "--git-dir="+remote, "fsck", "--strict", "--no-dangling", "--full")
 	plain := filepath.Join(t.TempDir(), "plain")
-	mustGit(t, "clone", "--quiet", srv.AuthURL("churn"), plain)
+	testenv.MustGit(t, "clone", "--quiet", srv.AuthURL("churn"), plain)
 	want := map[string][]byte{}
 	for i := range files {
 		f := cmPath(name(i))

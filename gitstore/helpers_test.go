@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -214,61 +212,3 @@ func configMap(name, value string, size int) []byte {
 
 // cmPath is the file of ConfigMap name in namespace default.
 func cmPath(name string) string { return "clusters/prod/default/configmaps/" + name + ".yaml" }
-
-// mustFiles lists the files on the remote branch main.
-func mustFiles(tb testing.TB, srv *testenv.GitServer, repo string) []string {
-	tb.Helper()
-	files, err := srv.Files(repo, "main")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return files
-}
-
-// mustLog lists the commits of main, newest first.
-func mustLog(tb testing.TB, srv *testenv.GitServer, repo string) []testenv.Commit {
-	tb.Helper()
-	log, err := srv.Log(repo, "main")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return log
-}
-
-// mustGit runs git with args.
-func mustGit(tb testing.TB, args ...string) {
-	tb.Helper()
-	if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-		tb.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
-// mustFsck checks that every object and tree on the remote is well formed (sorted entries...).
-func mustFsck(tb testing.TB, srv *testenv.GitServer, repo string) {
-	tb.Helper()
-	mustGit(tb, "--git-dir="+filepath.Join(srv.Root, repo+".git"), "fsck", "--strict", "--no-dangling")
-}
-
-// mustDirSize is dirSize or the end of the test.
-func mustDirSize(tb testing.TB, dir string) int64 {
-	tb.Helper()
-	n, err := dirSize(dir)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return n
-}
-
-// gcSize is the bytes git packs the objects of the repository at dir into, measured on a copy
-// repacked with deltas found afresh (git gc, but not reusing the packs it finds): what git itself
-// needs for its history.
-func gcSize(tb testing.TB, dir string) int64 {
-	tb.Helper()
-	cp := filepath.Join(tb.TempDir(), "copy.git")
-	if out, err := exec.Command("cp", "-a", dir, cp).CombinedOutput(); err != nil {
-		tb.Fatalf("copy %s: %v\n%s", dir, err, out)
-	}
-	mustGit(tb, "--git-dir="+cp, "repack", "-a", "-d", "-f", "-q")
-	mustGit(tb, "--git-dir="+cp, "prune", "--expire=now")
-	return mustDirSize(tb, filepath.Join(cp, "objects"))
-}

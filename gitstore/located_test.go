@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configbutler/gitops-reverser/testenv"
 )
 
 // TestTheNextChangeReadsItsFileWherePushed: a file changed once has its new version located in
@@ -98,7 +100,7 @@ func TestTheNextChangeReadsItsFileWherePushed(t *testing.T) {
 			t.Fatalf("the remote holds %s as %q (%v), want round %d", name(i), got, err, round)
 		}
 	}
-	mustGit(t, "--git-dir="+filepath.Join(srv.Root, "located.git"), "fsck", "--strict", "--no-dangling", "--full")
+	testenv.MustGit(t, "--git-dir="+filepath.Join(srv.Root, "located.git"), "fsck", "--strict", "--no-dangling", "--full")
 	c.close()
 	if n := len(c.located.files); n != 0 {
 		t.Fatalf("a closed clone keeps %d packs open", n)

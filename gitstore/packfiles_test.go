@@ -48,7 +48,7 @@ func TestOwnPacksAreValidForGit(t *testing.T) {
 func mustReadBackOffline(t *testing.T, srv *testenv.GitServer, repo, url, dir string) {
 	t.Helper()
 	want := map[string][]byte{}
-	for _, f := range mustFiles(t, srv, repo) {
+	for _, f := range testenv.MustFiles(t, srv, repo) {
 		content, err := srv.ReadFile(repo, "main", f)
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +61,7 @@ func mustReadBackOffline(t *testing.T, srv *testenv.GitServer, repo, url, dir st
 // mustReadFilesOffline is mustReadBackOffline with the files of the remote's tip known: want.
 func mustReadFilesOffline(t *testing.T, srv *testenv.GitServer, repo, url, dir string, want map[string][]byte) {
 	t.Helper()
-	tip := plumbing.NewHash(mustLog(t, srv, repo)[0].SHA)
+	tip := plumbing.NewHash(testenv.MustLog(t, srv, repo)[0].SHA)
 	srv.SetAvailable(false)
 	defer srv.SetAvailable(true)
 	c := openOffline(t, url, dir, 0)
@@ -164,10 +164,10 @@ func TestManyPushesKeepClonePacksBounded(t *testing.T) {
 	mustVerifyClone(t, dir)
 	c = openClone(t, url, dir, 0) // the compacted clone is still valid
 	c.write(map[string][]byte{cmPath("after"): configMap("after", "1", 100)})
-	if got := len(mustFiles(t, srv, "packs")); got != 6 {
+	if got := len(testenv.MustFiles(t, srv, "packs")); got != 6 {
 		t.Fatalf("files = %d, want 6", got)
 	}
-	if got := len(mustLog(t, srv, "packs")); got != maxPacks+9 {
+	if got := len(testenv.MustLog(t, srv, "packs")); got != maxPacks+9 {
 		t.Fatalf("commits = %d, want %d", got, maxPacks+9)
 	}
 }

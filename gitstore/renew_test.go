@@ -47,7 +47,7 @@ func TestTheCloneKeepsItsNewestCommits(t *testing.T) {
 		write(i)
 	}
 	c.renew()
-	history := mustLog(t, srv, "renew")
+	history := testenv.MustLog(t, srv, "renew")
 	if len(history) != commits {
 		t.Fatalf("the remote has %d commits, want all %d", len(history), commits)
 	}
@@ -60,7 +60,7 @@ func TestTheCloneKeepsItsNewestCommits(t *testing.T) {
 	for i := commits; i < commits+3; i++ {
 		write(i)
 	}
-	mustFsck(t, srv, "renew")
+	testenv.MustFsck(t, srv, "renew")
 	hashes, err := srv.FileHashes("renew", "main")
 	if err != nil {
 		t.Fatal(err)
