@@ -141,7 +141,7 @@ func (h registeredHook) post(t *testing.T, path string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	return resp.StatusCode
 }
 
@@ -189,7 +189,7 @@ func newLink(t *testing.T, target string) *link {
 		t.Fatal(err)
 	}
 	l := &link{addr: ln.Addr().String(), target: target}
-	t.Cleanup(func() { ln.Close(); l.cut() })
+	t.Cleanup(func() { _ = ln.Close(); l.cut() })
 	go func() {
 		for {
 			in, err := ln.Accept()
@@ -217,17 +217,17 @@ func (l *link) forward(in net.Conn) {
 	l.mu.Lock()
 	if err != nil || l.down {
 		l.mu.Unlock()
-		in.Close()
+		_ = in.Close()
 		if out != nil {
-			out.Close()
+			_ = out.Close()
 		}
 		return
 	}
 	l.conns = append(l.conns, in, out)
 	l.mu.Unlock()
-	go func() { _, _ = io.Copy(out, in); out.Close() }()
+	go func() { _, _ = io.Copy(out, in); _ = out.Close() }()
 	_, _ = io.Copy(in, out)
-	in.Close()
+	_ = in.Close()
 }
 
 // cut refuses every new connection and ends those open.
@@ -236,7 +236,7 @@ func (l *link) cut() {
 	defer l.mu.Unlock()
 	l.down = true
 	for _, c := range l.conns {
-		c.Close()
+		_ = c.Close()
 	}
 	l.conns = nil
 }

@@ -208,7 +208,7 @@ func (m *Manager) kubeconfigOf(ctx context.Context, obj *crds.RemoteCluster) ([]
 func fingerprint(data []byte, qps, burst int32) string {
 	h := sha256.New()
 	h.Write(data)
-	fmt.Fprintf(h, "\x00%d\x00%d", qps, burst)
+	_, _ = fmt.Fprintf(h, "\x00%d\x00%d", qps, burst) // a hash never fails to write
 	return hex.EncodeToString(h.Sum(nil))
 }
 
