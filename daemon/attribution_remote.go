@@ -52,13 +52,11 @@ type remoteHooks struct {
 	// then is its webhook kept while its rules select nothing (refused, or it does not answer).
 	inUse atomic.Pointer[func(name string) bool]
 
-	mu      sync.Mutex
-	ctx     context.Context // Run's; nil until attribution serves
-	hooks   map[string]*clusterHook
-	pending map[string][]webhook.Resource // what onWatched asked before Run served
-	// pendingServed says which of pending this replica watches.
-	pendingServed map[string]bool
-	register      sync.WaitGroup
+	mu       sync.Mutex
+	ctx      context.Context // Run's; nil until attribution serves
+	hooks    map[string]*clusterHook
+	pending  []watch.Selection // what onWatched was told last before Run served
+	register sync.WaitGroup
 }
 
 // clusterHook is the webhook of one RemoteCluster.
@@ -71,15 +69,15 @@ type clusterHook struct {
 	registrar                *webhook.Registrar
 	cancel                   context.CancelFunc // stops the hook: its store, and its registrar
 	ctx                      context.Context    // the hook's, until cancel
-	// unregister stops the registrar while this replica serves the cluster; nil while it does not.
-	unregister   context.CancelFunc
-	registeredAt atomic.Int64 // unix nanoseconds of the last successful apply; 0 before
-	failure      atomic.Pointer[string]
-	lastReview   atomic.Int64
+	// stopRegistering stops the registrar while this replica serves the cluster; nil while it does not.
+	stopRegistering context.CancelFunc
+	registeredAt    atomic.Int64 // unix nanoseconds of the last successful apply; 0 before
+	failure         atomic.Pointer[string]
+	lastReview      atomic.Int64
 }
 
 func newRemoteHooks(a *attribution) *remoteHooks {
-	return &remoteHooks{a: a, hooks: map[string]*clusterHook{}, pending: map[string][]webhook.Resource{}}
+	return &remoteHooks{a: a, hooks: map[string]*clusterHook{}}
 }
 
 // clusterToken is the last segment of a cluster's admission path.
@@ -113,10 +111,8 @@ func (h *remoteHooks) start(ctx context.Context) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.ctx = ctx
-	for name, rs := range h.pending {
-		h.setLocked(name, rs, h.pendingServed[name])
-	}
-	clear(h.pending)
+	h.applyLocked(h.pending)
+	h.pending = nil
 }
 
 // wait returns once every registrar has stopped (after Run's ctx ended).
@@ -127,6 +123,17 @@ func (h *remoteHooks) wait() { h.register.Wait() }
 // this replica watches, with exactly the resources watched there, and lets go of the clusters no
 // longer watched.
 func (h *remoteHooks) onWatched(sels []watch.Selection) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ctx == nil {
+		h.pending = sels
+		return
+	}
+	h.applyLocked(sels)
+}
+
+// applyLocked is onWatched once attribution serves; h.mu is held.
+func (h *remoteHooks) applyLocked(sels []watch.Selection) {
 	byCluster := map[string][]webhook.Resource{}
 	served := map[string]bool{}
 	for _, s := range sels {
@@ -135,8 +142,6 @@ func (h *remoteHooks) onWatched(sels []watch.Selection) {
 			served[s.Cluster] = served[s.Cluster] || !s.Elsewhere
 		}
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	inUse := h.inUse.Load()
 	for name, hook := range h.hooks {
 		if byCluster[name] == nil && (inUse == nil || !(*inUse)(name)) {
@@ -144,10 +149,6 @@ func (h *remoteHooks) onWatched(sels []watch.Selection) {
 			delete(h.hooks, name)
 			h.register.Go(func() { h.unregister(hook) })
 		}
-	}
-	if h.ctx == nil {
-		h.pending, h.pendingServed = byCluster, served
-		return
 	}
 	for name, rs := range byCluster { // a cluster kept above without a selection keeps its last ones
 		h.setLocked(name, rs, served[name])
@@ -182,13 +183,13 @@ func (h *remoteHooks) setLocked(name string, rs []webhook.Resource, served bool)
 	hook.watched.Set(rs)
 	hook.registrar.SetResources(rs)
 	switch {
-	case served && hook.unregister == nil:
+	case served && hook.stopRegistering == nil:
 		ctx, cancel := context.WithCancel(hook.ctx)
-		hook.unregister = cancel
+		hook.stopRegistering = cancel
 		h.register.Go(func() { _ = hook.registrar.Run(ctx) })
-	case !served && hook.unregister != nil:
-		hook.unregister() // the replica that serves it now registers its own
-		hook.unregister = nil
+	case !served && hook.stopRegistering != nil:
+		hook.stopRegistering() // the replica that serves it now registers its own
+		hook.stopRegistering = nil
 	}
 }
 

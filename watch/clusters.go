@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/configbutler/gitops-reverser/crds"
 )
@@ -24,8 +23,7 @@ func (m *Manager) remoteClusterCache(ctx context.Context, informers *sync.WaitGr
 	return func() bool {
 		start.Do(func() {
 			inf := m.configInformer(crds.RemoteClusters)
-			poke := func(any) { m.poke() }
-			if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(any, any) { m.poke() }, DeleteFunc: poke}); err != nil {
+			if _, err := inf.AddEventHandler(m.pokeOnChange()); err != nil {
 				m.opts.Log.Error("follow RemoteClusters", "err", err)
 				return
 			}
@@ -40,7 +38,7 @@ func (m *Manager) remoteClusterCache(ctx context.Context, informers *sync.WaitGr
 // cluster exists and admits the destination's namespace, else the destination is not usable.
 // Clusters no destination uses any longer are let go.
 func (m *Manager) resolveClusters(ctx context.Context, dests []*destination) {
-	used := map[string]bool{}
+	used := map[string]*connection{} // the connection of each cluster in use; nil while it is not connected
 	for _, d := range dests {
 		ref := d.obj.Spec.ClusterRef
 		if !d.usable || ref == nil {
@@ -71,24 +69,18 @@ func (m *Manager) resolveClusters(ctx context.Context, dests []*destination) {
 			r = m.startRemote(ctx, obj)
 			m.remotes[name] = r
 		} else if old := r.obj.Swap(obj); old.Generation != obj.Generation {
-			select {
-			case r.kick <- struct{}{}:
-			default:
-			}
+			r.kick.Notify()
 		}
-		used[name] = true
 		d.cluster, d.clusterState = r, r.snapshot()
-	}
-	conns := map[string]*connection{}
-	for _, d := range dests {
-		if d.cluster != nil && d.clusterState.conn != nil && d.clusterState.cond.ready {
-			conns[d.cluster.name] = d.clusterState.conn
+		if d.clusterState.cond.ready {
+			used[name] = d.clusterState.conn
+		} else if _, known := used[name]; !known {
+			used[name] = nil
 		}
 	}
-	m.clusterConfigs.Store(&conns)
-	m.clustersInUse.Store(&used)
+	m.clustersUsed.Store(&used)
 	for name, r := range m.remotes {
-		if !used[name] {
+		if _, ok := used[name]; !ok {
 			r.stop()
 			delete(m.remotes, name)
 			m.forgetClusterMetrics(name)
@@ -208,19 +200,23 @@ func (m *Manager) ClusterConfig(name string) (*rest.Config, bool) {
 // ClusterInUse says whether a GitDestination the last reconcile found usable names the
 // RemoteCluster name ("namespace/name"), connected or not. Safe from any goroutine.
 func (m *Manager) ClusterInUse(name string) bool {
-	p := m.clustersInUse.Load()
-	return p != nil && (*p)[name]
+	p := m.clustersUsed.Load()
+	if p == nil {
+		return false
+	}
+	_, ok := (*p)[name]
+	return ok
 }
 
 // ClusterConn is ClusterConfig with the fingerprint of the kubeconfig it was made from (and the
 // limits): it changes whenever the Secret is rotated.
 func (m *Manager) ClusterConn(name string) (cfg *rest.Config, fingerprint string, ok bool) {
-	p := m.clusterConfigs.Load()
+	p := m.clustersUsed.Load()
 	if p == nil {
 		return nil, "", false
 	}
-	c, ok := (*p)[name]
-	if !ok {
+	c := (*p)[name]
+	if c == nil {
 		return nil, "", false
 	}
 	return c.cfg, c.fingerprint, true

@@ -142,9 +142,9 @@ type Manager struct {
 	remotes             map[string]*remote
 	remoteClusters      cache.SharedIndexInformer
 	cacheRemoteClusters func() bool
-	// clusterConfigs is, by RemoteCluster, the connection the last reconcile used: for ClusterConfig.
-	clusterConfigs atomic.Pointer[map[string]*connection]
-	clustersInUse  atomic.Pointer[map[string]bool] // for ClusterInUse
+	// clustersUsed is, by RemoteCluster a usable destination names, the connection the last
+	// reconcile used (nil while it is not connected): for ClusterConn and ClusterInUse.
+	clustersUsed atomic.Pointer[map[string]*connection]
 	// published is, by destination, what the last reconcile selected: for Selections and Render.
 	published atomic.Pointer[map[string]*destinationRules]
 	// admitted is, by destination, the GitRepoConfig the last reconcile found it may use: for Admits.
@@ -224,11 +224,7 @@ func (m *Manager) Run(ctx context.Context) error {
 // startInformers caches the configuration kinds; every change of one asks for a reconcile.
 func (m *Manager) startInformers(ctx context.Context, informers *sync.WaitGroup) error {
 	m.informers = map[schema.GroupVersionResource]cache.SharedIndexInformer{}
-	poke := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { m.poke() },
-		UpdateFunc: func(any, any) { m.poke() },
-		DeleteFunc: func(any) { m.poke() },
-	}
+	poke := m.pokeOnChange()
 	for _, gvr := range []schema.GroupVersionResource{crds.GitRepoConfigs, crds.GitDestinations, crds.WatchRules, crds.ClusterWatchRules} {
 		inf := m.configInformer(gvr)
 		if _, err := inf.AddEventHandler(poke); err != nil {
@@ -341,6 +337,15 @@ func (m *Manager) follow(ctx context.Context) error {
 // configInformer caches one of our kinds in every namespace.
 func (m *Manager) configInformer(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
 	return cache.NewSharedIndexInformer(controller.ListWatch(m.dyn.Resource(gvr)), &unstructured.Unstructured{}, 0, cache.Indexers{})
+}
+
+// pokeOnChange asks for a reconcile whenever an object of an informer is added, changed or deleted.
+func (m *Manager) pokeOnChange() cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { m.poke() },
+		UpdateFunc: func(any, any) { m.poke() },
+		DeleteFunc: func(any) { m.poke() },
+	}
 }
 
 func (m *Manager) poke() {

@@ -86,7 +86,7 @@ type remote struct {
 	mu        sync.Mutex
 	state     remoteState
 	lastEvent atomic.Int64 // unix nanoseconds of the last change a watch event delivered
-	kick      chan struct{}
+	kick      Changes      // probe now: the RemoteCluster changed
 	rights    rights
 	// denied is what the rules select that the kubeconfig's identity may not read, as the last
 	// reconcile found; touched only by the manager's goroutine.
@@ -107,7 +107,7 @@ func (r *remote) seen() { r.lastEvent.Store(time.Now().UnixNano()) }
 // startRemote starts following a RemoteCluster; onChange is called when its state moved.
 func (m *Manager) startRemote(ctx context.Context, obj *crds.RemoteCluster) *remote {
 	ctx, cancel := context.WithCancel(ctx)
-	r := &remote{name: obj.Namespace + "/" + obj.Name, kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	r := &remote{name: obj.Namespace + "/" + obj.Name, kick: NewChanges(), cancel: cancel, done: make(chan struct{})}
 	r.obj.Store(obj)
 	r.state.cond = notReady("Connecting", "connecting")
 	go func() {
