@@ -116,6 +116,39 @@ func grantClusterRole(t *testing.T, kube kubernetes.Interface, name string, rule
 	}
 }
 
+// tenant gives users a Role in the hub's namespace ns (created here) to manage GitDestinations
+// and WatchRules there: all the rights of a tenant.
+func (f *fleet) tenant(ns string, users ...string) {
+	f.t.Helper()
+	ctx := context.Background()
+	mustCreate(f.t, func() error {
+		_, err := f.hubKube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		return err
+	})
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{crds.Group},
+		Resources: []string{"gitdestinations", "watchrules"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "tenant"}}
+	for _, u := range users {
+		binding.Subjects = append(binding.Subjects, rbacv1.Subject{Kind: "User", Name: u, APIGroup: rbacv1.GroupName})
+	}
+	mustCreate(f.t, func() error {
+		_, err := f.hubKube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{})
+		return err
+	})
+	mustCreate(f.t, func() error {
+		_, err := f.hubKube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{})
+		return err
+	})
+	for _, u := range users {
+		client := dynamic.NewForConfigOrDie(f.hub.UserConfig(u))
+		testenv.Eventually(f.t, time.Minute, u+" may list GitDestinations in "+ns, func() (bool, string) {
+			_, err := client.Resource(crds.GitDestinations).Namespace(ns).List(ctx, metav1.ListOptions{})
+			return err == nil, fmt.Sprint(err)
+		})
+	}
+}
+
 // branch is where the destination of cluster name pushes.
 func (f *fleet) branch(name string) string {
 	if f.ownBranch {
@@ -299,33 +332,43 @@ func TestHubMirrorsRemoteClusters(t *testing.T) {
 		return v == 1, fmt.Sprint(v)
 	}, d.FailFast())
 
-	// A tenant of namespace team-b, admitted to the repository but not by RemoteCluster east, names
-	// it in a destination of hers: refused, and nothing of east reaches her folder.
-	mustCreate(t, func() error {
-		_, err := f.hubKube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}}, metav1.CreateOptions{})
-		return err
-	})
+	// Dave, whose only rights are a Role in the hub's namespace shop, points a destination of his at
+	// RemoteCluster east (it admits no other namespace) and a WatchRule at it: east's namespace shop
+	// would land in his folder. Refused, and nothing of east reaches it.
+	f.tenant("shop", "dave")
 	if _, err := f.hubDyn.Resource(crds.GitRepoConfigs).Namespace(f.ns).Patch(context.Background(), "repo", types.MergePatchType,
-		[]byte(`{"spec":{"accessPolicy":{"namespaces":["team-b"]}}}`), metav1.PatchOptions{}); err != nil {
+		[]byte(`{"spec":{"accessPolicy":{"namespaces":["shop"]}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.create(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "stolen", Namespace: "team-b"},
-		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo", Namespace: f.ns}, Branch: "main", BaseFolder: "stolen",
-			ClusterRef: &crds.NamespacedReference{Name: "east", Namespace: f.ns}}})
-	f.create(crds.ClusterWatchRules, &crds.ClusterWatchRule{ObjectMeta: metav1.ObjectMeta{Name: "stolen"},
-		Spec: crds.ClusterWatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "stolen", Namespace: "team-b"},
-			Rules: []crds.ClusterResourceRule{{ResourceRule: crds.ResourceRule{Resources: []string{"configmaps"}}, Scope: crds.ScopeNamespaced}}}})
-	testenv.Eventually(t, time.Minute, "the tenant's destination refused", func() (bool, string) {
-		u, err := f.hubDyn.Resource(crds.GitDestinations).Namespace("team-b").Get(context.Background(), "stolen", metav1.GetOptions{})
+	dave := dynamic.NewForConfigOrDie(f.hub.UserConfig("dave"))
+	for gvr, obj := range map[schema.GroupVersionResource]any{
+		crds.GitDestinations: &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "stolen", Namespace: "shop"},
+			Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo", Namespace: f.ns}, Branch: "main", BaseFolder: "stolen",
+				ClusterRef: &crds.NamespacedReference{Name: "east", Namespace: f.ns}}},
+		crds.WatchRules: &crds.WatchRule{ObjectMeta: metav1.ObjectMeta{Name: "stolen", Namespace: "shop"},
+			Spec: crds.WatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "stolen"}, Rules: []crds.ResourceRule{{Resources: []string{"configmaps"}}}}},
+	} {
+		u, err := crds.ToUnstructured(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dave.Resource(gvr).Namespace("shop").Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var refused bool
+	testenv.Eventually(t, time.Minute, "dave's destination refused (or east mirrored for him)", func() (bool, string) {
+		u, err := f.hubDyn.Resource(crds.GitDestinations).Namespace("shop").Get(context.Background(), "stolen", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		dest, _ := crds.FromUnstructured[crds.GitDestination](u)
 		c := meta.FindStatusCondition(dest.Status.Conditions, crds.ConditionReady)
-		return c != nil && c.Reason == crds.ReasonReferenceNotAllowed && strings.Contains(c.Message, "spec.clusterRef"), fmt.Sprint(c)
+		refused = c != nil && c.Reason == crds.ReasonReferenceNotAllowed && strings.Contains(c.Message, "spec.clusterRef")
+		return refused || len(f.folder("stolen/")) > 0, fmt.Sprint(c)
 	}, d.FailFast())
-	if stolen := f.folder("stolen/"); len(stolen) > 0 {
-		t.Errorf("a RemoteCluster that does not admit team-b was mirrored for it: %v", stolen)
+	if stolen := f.folder("stolen/"); !refused || len(stolen) > 0 {
+		t.Errorf("a RemoteCluster that does not admit namespace shop was mirrored for dave (refused %v): %v", refused, stolen)
 	}
 
 	// East's owner lets namespace private be mirrored too, but its kubeconfig's identity may not
