@@ -54,11 +54,11 @@ all: build
 build: ## the daemon binary in bin/, built as the image builds it (static, stripped)
 	CGO_ENABLED=0 go build -trimpath -ldflags="-s -w $(VERSION_LDFLAGS)" -o bin/gitops-reverser .
 
-# scripts/image cross-compiles the daemon (CGO_ENABLED=0 GOOS=linux GOARCH=... go build -trimpath
+# scripts/release image cross-compiles the daemon (CGO_ENABLED=0 GOOS=linux GOARCH=... go build -trimpath
 # -ldflags="-s -w -X ...Version=$(VERSION)", printed as it runs) and assembles the image from
 # nothing with go-containerregistry: no container engine, no base image, no registry.
 image: ## the daemon's OCI image (linux/amd64 + linux/arm64) and its SPDX SBOM in bin/image/ (docs/image.md)
-	go run ./scripts/image -out bin/image -version '$(VERSION)' -revision '$(REVISION)' -created '$(SOURCE_DATE_EPOCH)'
+	go run ./scripts/release image -out bin/image -version '$(VERSION)' -revision '$(REVISION)' -created '$(SOURCE_DATE_EPOCH)'
 
 # TESTENV is testenv's command (testenv/cmd/testenv), built once per make run before the targets
 # that run it, so targets made side by side (-j) do not each compile it.
@@ -210,7 +210,7 @@ testenv: ## start a control plane and a git server for manual use; prints a kube
 demo: ## run the daemon against a local control plane and git repository, and show the result
 	go run ./scripts/demo
 
-BENCH_PACKAGES := ./daemon/ ./gitops/ ./receiver/ ./sanitize/ ./scripts/image/ ./sops/ ./ui/ ./webhook/
+BENCH_PACKAGES := ./daemon/ ./gitops/ ./receiver/ ./sanitize/ ./scripts/release/ ./sops/ ./ui/ ./webhook/
 
 # The packages' benchmarks run one package at a time (-p 1): side by side, one package's builds and
 # load took the cores another's figures were measuring.

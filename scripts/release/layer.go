@@ -36,7 +36,7 @@ func newPlatformImage(o options, platform, bin string) (v1.Image, *moduleSet, er
 	img, err = mutate.Append(img, mutate.Addendum{
 		Layer:     layer,
 		MediaType: types.OCILayer,
-		History:   v1.History{Created: created, CreatedBy: "scripts/image: the daemon binary as " + entrypoint},
+		History:   v1.History{Created: created, CreatedBy: "scripts/release: the daemon binary as " + entrypoint},
 	})
 	if err != nil {
 		return nil, nil, err

@@ -1,12 +1,3 @@
-// Command image builds the daemon's OCI image with no container engine, no base image and no
-// registry: it cross-compiles the daemon for each platform (static, stripped, the version set at
-// link time), puts each binary alone in the one layer of an image that starts from nothing, and
-// writes the multi-platform index into an OCI image layout. An SPDX SBOM of the Go modules in the
-// binaries is written beside it, and as an OCI artifact that refers to the index. The same commit
-// built with the same Go version gives the same digest. make image runs it; docs/image.md says
-// what is in the image and how to push it.
-//
-//	go run ./scripts/image -version 1.2.3 -revision "$(git rev-parse HEAD)" -out bin/image
 package main
 
 import (
@@ -15,25 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "image:", err)
-		os.Exit(1)
-	}
-}
-
-// run parses the command line, builds the image and prints where it is and what it weighs.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// runImage parses release image's command line, builds the image and prints where it is and what
+// it weighs.
+func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o := options{Log: stderr}
