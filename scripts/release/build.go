@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -70,12 +71,14 @@ type platformImage struct {
 // result says what build wrote and how long it took.
 type result struct {
 	Repository, Version string
-	Digest              v1.Hash // the image index's digest
-	Layout              string  // the OCI layout holding the index
+	Digest              v1.Hash       // the image index's digest
+	Index               v1.Descriptor // the image index's descriptor: what signatures refer to
+	Layout              string        // the OCI layout holding the index
 	SBOMFile            string
 	SBOMLayout          string  // the OCI layout holding the SBOM artifact
 	SBOMDigest          v1.Hash // the SBOM artifact manifest's digest
 	Platforms           []platformImage
+	Modules             []*moduleSet // what each platform's binary links, from its build info
 	Compile, Assemble   time.Duration
 }
 
@@ -137,6 +140,7 @@ func assemble(o options, dir string, bins []string, res *result) error {
 			return err
 		}
 		modules = append(modules, mods)
+		res.Modules = append(res.Modules, mods)
 		pi := platformImage{Platform: o.Platforms[i], Binary: filepath.Join(o.Out, filepath.Base(bin))}
 		if pi.Digest, err = img.Digest(); err != nil {
 			return err
@@ -160,16 +164,17 @@ func assemble(o options, dir string, bins []string, res *result) error {
 	}
 	res.Layout = filepath.Join(o.Out, layoutDir)
 
-	subject, err := indexDescriptor(idx)
+	subject, err := partial.Descriptor(idx)
 	if err != nil {
 		return err
 	}
+	res.Index = *subject
 	sbom, err := writeSBOM(filepath.Join(dir, sbomFile), o, res.Digest, modules)
 	if err != nil {
 		return err
 	}
 	res.SBOMFile = filepath.Join(o.Out, sbomFile)
-	if res.SBOMDigest, err = writeSBOMArtifact(filepath.Join(dir, sbomLayoutDir), sbom, subject, o.Created); err != nil {
+	if res.SBOMDigest, err = writeSBOMArtifact(filepath.Join(dir, sbomLayoutDir), sbom, *subject, o.Created); err != nil {
 		return err
 	}
 	res.SBOMLayout = filepath.Join(o.Out, sbomLayoutDir)
@@ -191,23 +196,6 @@ func writeLayout(dir string, idx v1.ImageIndex, o options) error {
 		return fmt.Errorf("write OCI layout: %w", err)
 	}
 	return nil
-}
-
-// indexDescriptor is the descriptor of idx, the subject of the SBOM artifact.
-func indexDescriptor(idx v1.ImageIndex) (v1.Descriptor, error) {
-	mt, err := idx.MediaType()
-	if err != nil {
-		return v1.Descriptor{}, err
-	}
-	d, err := idx.Digest()
-	if err != nil {
-		return v1.Descriptor{}, err
-	}
-	size, err := idx.Size()
-	if err != nil {
-		return v1.Descriptor{}, err
-	}
-	return v1.Descriptor{MediaType: mt, Digest: d, Size: size}, nil
 }
 
 // sizes are the size of the binary and of the image's compressed layers.

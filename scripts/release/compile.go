@@ -16,22 +16,13 @@ import (
 // Apart from GOOS and GOARCH this is make build's command, so the compiled packages are shared
 // with it and with the tests (make test builds with CGO_ENABLED=0 and -trimpath too).
 func compile(ctx context.Context, o options, platform, out string) error {
-	goos, goarch, _ := strings.Cut(platform, "/")
 	abs, err := filepath.Abs(out)
 	if err != nil {
 		return err
 	}
-	env := []string{"CGO_ENABLED=0", "GOOS=" + goos, "GOARCH=" + goarch}
-	switch goarch {
-	case "amd64":
-		env = append(env, "GOAMD64=v1")
-	case "arm64":
-		env = append(env, "GOARM64=v8.0")
-	}
-	args := []string{"build", "-trimpath", "-buildvcs=false",
-		"-ldflags=-s -w -X " + versionVariable + "=" + o.Version, "-o", abs, "."}
+	env, args := goBuild(o, platform, abs)
 	if o.Log != nil {
-		_, _ = fmt.Fprintf(o.Log, "%s go %s\n", strings.Join(env, " "), strings.Join(quoteArgs(args), " "))
+		_, _ = fmt.Fprintln(o.Log, commandLine(env, args))
 	}
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = o.Dir
@@ -42,8 +33,23 @@ func compile(ctx context.Context, o options, platform, out string) error {
 	return nil
 }
 
-// quoteArgs quotes the arguments with a space, for a log line a shell can run.
-func quoteArgs(args []string) []string {
+// goBuild is the environment and the arguments of the go command that builds the daemon for
+// platform into out.
+func goBuild(o options, platform, out string) (env, args []string) {
+	goos, goarch, _ := strings.Cut(platform, "/")
+	env = []string{"CGO_ENABLED=0", "GOOS=" + goos, "GOARCH=" + goarch}
+	switch goarch {
+	case "amd64":
+		env = append(env, "GOAMD64=v1")
+	case "arm64":
+		env = append(env, "GOARM64=v8.0")
+	}
+	return env, []string{"build", "-trimpath", "-buildvcs=false",
+		"-ldflags=-s -w -X " + versionVariable + "=" + o.Version, "-o", out, "."}
+}
+
+// commandLine is the go command as a shell runs it, each argument with a space quoted.
+func commandLine(env, args []string) string {
 	q := make([]string, len(args))
 	for i, a := range args {
 		q[i] = a
@@ -51,5 +57,5 @@ func quoteArgs(args []string) []string {
 			q[i] = "'" + a + "'"
 		}
 	}
-	return q
+	return strings.Join(env, " ") + " go " + strings.Join(q, " ")
 }

@@ -1,0 +1,346 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"log"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/secure-systems-lab/go-securesystemslib/dsse"
+
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+// The cosign the tests verify with: the current release, built from the module proxy once and
+// cached (Makefile: later-tools builds it beside the tests).
+const (
+	cosignPackage = "github.com/sigstore/cosign/v3/cmd/cosign"
+	cosignVersion = "v3.1.3"
+)
+
+// The releaser's throwaway key's password, and a registry account.
+const (
+	testPassword = "correct horse battery staple"
+	registryUser = "releaser"
+	registryPass = "s3cret"
+)
+
+// cosignBinary is the cosign CLI, built once.
+func cosignBinary(t testing.TB) string {
+	t.Helper()
+	return testenv.GoTool(t, "cosign", cosignPackage, cosignVersion, testenv.Unoptimised...)
+}
+
+// The release the tests share: building one takes a while the first time (the darwin binaries
+// are compiled), so a test binary makes it once, from a clean clone of HEAD, with a throwaway key.
+var sharedRel struct {
+	once sync.Once
+	rel  *testRelease
+	err  error
+}
+
+// testRelease is a release and what it was made from.
+type testRelease struct {
+	src, out, key string
+	result        *releaseResult
+}
+
+// sharedRelease is the release the tests share, made on first use; $COSIGN_PASSWORD is set for
+// the test.
+func sharedRelease(t *testing.T) *testRelease {
+	t.Helper()
+	t.Setenv(passwordEnv, testPassword)
+	sharedRel.once.Do(func() {
+		dir := filepath.Join(shared.dir, "release")
+		rel := &testRelease{src: filepath.Join(dir, "src"), out: filepath.Join(dir, "out")}
+		if out, err := exec.Command("git", "clone", "--quiet", filepath.Join("..", ".."), rel.src).CombinedOutput(); err != nil {
+			sharedRel.err = fmt.Errorf("git clone: %w\n%s", err, out)
+			return
+		}
+		if err := run(context.Background(), []string{"keygen", "-out", dir}, io.Discard, io.Discard); err != nil {
+			sharedRel.err = err
+			return
+		}
+		rel.key = filepath.Join(dir, "cosign.key")
+		var stderr bytes.Buffer
+		args := []string{"build", "-C", rel.src, "-out", rel.out, "-version", "1.2.3", "-key", rel.key}
+		if err := run(context.Background(), args, io.Discard, &stderr); err != nil {
+			sharedRel.err = fmt.Errorf("release build: %w\n%s", err, stderr.String())
+			return
+		}
+		sharedRel.rel = rel
+	})
+	if sharedRel.err != nil {
+		t.Fatal(sharedRel.err)
+	}
+	sharedRel.rel.result = readRelease(t, sharedRel.rel.out)
+	return sharedRel.rel
+}
+
+// cloneSource is a clean clone of this repository's HEAD: what a releaser has checked out.
+func cloneSource(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "src")
+	testenv.MustGit(t, "clone", "--quiet", filepath.Join("..", ".."), dir)
+	return dir
+}
+
+// authRegistry is an OCI registry on loopback (go-containerregistry's, with the referrers API)
+// that wants registryUser's password, and a Docker config file that gives it: publish, cosign
+// and helm read their credentials from there as they would for any registry.
+func authRegistry(t testing.TB) (host, dockerConfig string) {
+	t.Helper()
+	reg := registry.New(registry.WithReferrersSupport(true), registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != registryUser || p != registryPass {
+			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(http.DefaultClient.CloseIdleConnections)
+	host = strings.TrimPrefix(srv.URL, "http://")
+	dir := t.TempDir()
+	auth := base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + registryPass))
+	cfg := `{"auths":{"` + host + `":{"auth":"` + auth + `"}}}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return host, dir
+}
+
+// releaseInto builds a release of src into out, signed with key, and returns release.json.
+func releaseInto(t testing.TB, src, out, key string) *releaseResult {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"build", "-C", src, "-out", out, "-version", "1.2.3", "-key", key}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("release build: %v\n%s", err, stderr.String())
+	}
+	t.Logf("release build:\n%s", stdout.String())
+	return readRelease(t, out)
+}
+
+func readRelease(t testing.TB, dir string) *releaseResult {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, releaseManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r releaseResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+// keyPair makes a throwaway key pair with release keygen into a folder of its own.
+func keyPair(t testing.TB) (private, public string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := run(context.Background(), []string{"keygen", "-out", dir}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub")
+}
+
+// toolRun runs a printed command line (split on spaces: the commands have no quoted arguments)
+// with bin for its program, in env, and returns its combined output and error.
+func toolRun(t testing.TB, bin string, env []string, line string) (string, error) {
+	t.Helper()
+	args := strings.Fields(line)[1:]
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// printedCommands are the lines of publish's output that start with prog, without the indent.
+func printedCommands(out, prog string) []string {
+	var cmds []string
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, prog+" ") {
+			cmds = append(cmds, l)
+		}
+	}
+	return cmds
+}
+
+// TestTheSameCommitGivesTheSameRelease builds the shared release's commit again with the same key:
+// every digest is the same but the signatures' (ECDSA signs with fresh randomness), so anyone
+// can rebuild a release and compare.
+func TestTheSameCommitGivesTheSameRelease(t *testing.T) {
+	rel := sharedRelease(t)
+	out := filepath.Join(t.TempDir(), "release")
+	again := releaseInto(t, rel.src, out, rel.key)
+	first := rel.result
+	if again.Image != first.Image || again.Chart != first.Chart || again.SBOM != first.SBOM {
+		t.Errorf("image, chart, SBOM:\n%+v %+v %+v\nthen\n%+v %+v %+v", first.Image, first.Chart, first.SBOM, again.Image, again.Chart, again.SBOM)
+	}
+	if !slices.Equal(again.Files, first.Files) {
+		t.Errorf("files:\n%v\nthen\n%v", first.Files, again.Files)
+	}
+	if a, b := provenanceOf(t, rel.out), provenanceOf(t, out); !bytes.Equal(a, b) {
+		t.Errorf("the provenance statements differ:\n%s\n%s", a, b)
+	}
+}
+
+// TestTheProvenanceSaysWhatWasBuiltFromWhat reads the signed provenance: it names the commit and
+// the repository, the go build of every platform, the Go version, every module with its go.sum
+// hash, and every artifact of the release by digest.
+func TestTheProvenanceSaysWhatWasBuiltFromWhat(t *testing.T) {
+	rel := sharedRelease(t)
+	var st struct {
+		Type          string `json:"_type"`
+		PredicateType string `json:"predicateType"`
+		Subject       []struct {
+			Name   string            `json:"name"`
+			Digest map[string]string `json:"digest"`
+		} `json:"subject"`
+		Predicate struct {
+			BuildDefinition struct {
+				BuildType            string `json:"buildType"`
+				ExternalParameters   map[string]any
+				InternalParameters   map[string]any
+				ResolvedDependencies []struct {
+					URI    string            `json:"uri"`
+					Digest map[string]string `json:"digest"`
+				} `json:"resolvedDependencies"`
+			} `json:"buildDefinition"`
+			RunDetails struct {
+				Builder struct {
+					ID string `json:"id"`
+				} `json:"builder"`
+			} `json:"runDetails"`
+		} `json:"predicate"`
+	}
+	if err := json.Unmarshal(provenanceOf(t, rel.out), &st); err != nil {
+		t.Fatal(err)
+	}
+	head := strings.TrimSpace(gitOutput(t, rel.src, "rev-parse", "HEAD"))
+	def := st.Predicate.BuildDefinition
+	if st.Type != "https://in-toto.io/Statement/v1" || st.PredicateType != slsaProvenanceType || def.BuildType != buildType {
+		t.Errorf("statement %s, predicate %s, build type %s", st.Type, st.PredicateType, def.BuildType)
+	}
+	if src := def.ExternalParameters["source"].(map[string]any); src["revision"] != head || src["repository"] != defaultSource {
+		t.Errorf("external parameters name the source %v, want %s at %s", src, defaultSource, head)
+	}
+	if len(def.ResolvedDependencies) < 10 || def.ResolvedDependencies[0].Digest["gitCommit"] != head {
+		t.Fatalf("resolved dependencies: %+v", def.ResolvedDependencies)
+	}
+	var modules int
+	for _, d := range def.ResolvedDependencies {
+		if strings.HasPrefix(d.URI, "pkg:golang/k8s.io/client-go@") && len(d.Digest["dirHash"]) == 64 {
+			modules++
+		}
+	}
+	if modules != 1 {
+		t.Errorf("client-go with its go.sum hash is listed %d times", modules)
+	}
+	builds := def.InternalParameters["builds"].([]any)
+	if len(builds) != len(defaultBinaryPlatforms) || !strings.Contains(builds[2].(string), "GOOS=darwin GOARCH=amd64") ||
+		def.InternalParameters["goVersion"] != runtime.Version() {
+		t.Errorf("internal parameters: %v", def.InternalParameters)
+	}
+	subjects := map[string]string{}
+	for _, s := range st.Subject {
+		subjects[s.Name] = s.Digest["sha256"]
+	}
+	r := rel.result
+	want := map[string]string{r.Image.Repository: r.Image.Digest.Hex, r.Chart.Repository: r.Chart.Digest.Hex}
+	for _, f := range r.Files {
+		want[f.Name] = f.Digest.Hex
+	}
+	if !maps.Equal(subjects, want) {
+		t.Errorf("subjects\n%v\nwant\n%v", subjects, want)
+	}
+}
+
+// TestADirtyTreeIsNotReleased: a file changed, or one Git does not know, stops the release
+// before anything is built, naming the file.
+func TestADirtyTreeIsNotReleased(t *testing.T) {
+	rel := sharedRelease(t)
+	for _, file := range []string{"README.md", "extra.go"} {
+		path := filepath.Join(rel.src, file)
+		before, _ := os.ReadFile(path)
+		if err := os.WriteFile(path, append(slices.Clone(before), "\n// changed\n"...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "release")
+		err := run(context.Background(), []string{"build", "-C", rel.src, "-out", out, "-version", "1.2.3", "-key", rel.key}, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "has changes") || !strings.Contains(err.Error(), file) {
+			t.Errorf("with %s changed: %v, want a refusal naming it", file, err)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("with %s changed, %s was written", file, out)
+		}
+		testenv.MustGit(t, "-C", rel.src, "checkout", "--quiet", "--", ".")
+		testenv.MustGit(t, "-C", rel.src, "clean", "--quiet", "-f")
+	}
+}
+
+// provenanceOf is the statement in the release's provenance file, its signature checked with
+// the release's public key.
+func provenanceOf(t testing.TB, dir string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, provenanceFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env dsse.Envelope
+	if err := json.Unmarshal(bytes.TrimSpace(raw), &env); err != nil {
+		t.Fatal(err)
+	}
+	pub, err := os.ReadFile(filepath.Join(dir, publicKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(pub)
+	key, err := x509.ParsePKIXPublicKey(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := env.DecodeB64Payload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := base64.StdEncoding.DecodeString(env.Signatures[0].Sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := sha256.Sum256(dsse.PAE(env.PayloadType, body))
+	if env.PayloadType != inTotoPayloadType || !ecdsa.VerifyASN1(key.(*ecdsa.PublicKey), digest[:], sig) {
+		t.Fatalf("%s: the envelope (%s) is not signed by the release's key", provenanceFile, env.PayloadType)
+	}
+	return body
+}
+
+func gitOutput(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return string(out)
+}
