@@ -25,6 +25,10 @@ SOPS := $(TOOLS_CACHE)/sops-$(SOPS_VERSION)/sops
 # a test keeps its version equal to this one.
 GITEA_VERSION := v1.26.0
 GITEA := $(TOOLS_CACHE)/gitea-$(GITEA_VERSION)/gitea
+# scripts/release's tests verify what make release signs with this cosign, built into the same
+# place; a test keeps its version equal to this one.
+COSIGN_VERSION := v3.1.3
+COSIGN := $(TOOLS_CACHE)/cosign-$(COSIGN_VERSION)/cosign
 # testenv/browser.go drives a headless Chromium with the same playwright-core from the same place
 # (installing it there too when missing); a test keeps its version equal to this one.
 PLAYWRIGHT_VERSION := 1.64.1
@@ -47,7 +51,7 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
 VERSION_LDFLAGS = -X github.com/configbutler/gitops-reverser/daemon.Version=$(VERSION)
 
-.PHONY: all build image test later-tools testenv-cmd debian-packages vet lint helm-lint sops gitea browser playwright chromium signing-tools testenv testenv-bins demo bench clean
+.PHONY: all build image release publish test later-tools cosign testenv-cmd debian-packages vet lint helm-lint sops gitea browser playwright chromium signing-tools testenv testenv-bins demo bench clean
 
 all: build
 
@@ -59,6 +63,17 @@ build: ## the daemon binary in bin/, built as the image builds it (static, strip
 # nothing with go-containerregistry: no container engine, no base image, no registry.
 image: ## the daemon's OCI image (linux/amd64 + linux/arm64) and its SPDX SBOM in bin/image/ (docs/image.md)
 	go run ./scripts/release image -out bin/image -version '$(VERSION)' -revision '$(REVISION)' -created '$(SOURCE_DATE_EPOCH)'
+
+# make release builds the image, the chart, the binaries and a krew manifest from the commit
+# checked out (refusing a tree with changes), and signs them with the cosign key $(COSIGN_KEY),
+# whose password is $COSIGN_PASSWORD in the environment; make publish pushes bin/release to
+# REGISTRY (e.g. ghcr.io/configbutler) with Docker's credentials and prints how to verify and
+# install it (docs/release.md).
+release: ## a signed, attested release in bin/release/: image, chart, binaries, checksums, krew manifest (docs/release.md)
+	go run ./scripts/release build -out bin/release -version '$(VERSION)' $(if $(COSIGN_KEY),-key '$(COSIGN_KEY)')
+
+publish: ## push bin/release to REGISTRY=<registry>/<owner> and print the commands that verify and install it
+	go run ./scripts/release publish -from bin/release $(if $(REGISTRY),-registry '$(REGISTRY)')
 
 # TESTENV is testenv's command (testenv/cmd/testenv), built once per make run before the targets
 # that run it, so targets made side by side (-j) do not each compile it.
@@ -99,7 +114,7 @@ test: ## vet and run every test against a real apiserver and real git remotes
 	  exit $$status
 
 # later-tools are the tools the tests run that not every test package needs.
-later-tools: sops gitea
+later-tools: sops gitea cosign
 
 # Debian's packages are installed one after the other: two apt-get at once would fight over
 # dpkg's lock.
@@ -142,6 +157,11 @@ gitea: $(GITEA) ## build (once) the pinned Gitea the pull-request tests run
 # copy of its module with cgo (sqlite) into a scratch directory and moves it into place.
 $(GITEA): | testenv-cmd
 	TOOLS_CACHE=$(TOOLS_CACHE) $(TESTENV) -gitea
+
+cosign: $(COSIGN) ## build (once) the pinned cosign the release tests verify signatures with
+
+$(COSIGN): | testenv-cmd
+	$(call GO_TOOL,github.com/sigstore/cosign/v3/cmd/cosign@$(COSIGN_VERSION),$(UNOPTIMISED_GCFLAGS))
 
 browser: playwright chromium ## install (once) the headless Chromium and playwright-core the browser tests drive
 
