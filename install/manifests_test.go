@@ -378,8 +378,8 @@ func podNameEnv(c corev1.Container) *corev1.EnvVar {
 	return nil
 }
 
-// imageUID and imageGID are the image's user (make image, scripts/image), which has no passwd
-// file: runAsNonRoot needs the numbers. scripts/image's tests keep the manifests and the chart on it.
+// imageUID and imageGID are the image's user (make image, scripts/release), which has no passwd
+// file: runAsNonRoot needs the numbers. scripts/release's tests keep the manifests and the chart on it.
 const imageUID, imageGID int64 = 65532, 65532
 
 // TestDeploymentRunsLockedDown pins the Deployment's shape: one replica, rolled out by starting the

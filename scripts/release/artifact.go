@@ -20,22 +20,23 @@ const sbomMediaType = "application/spdx+json"
 // emptyConfig is the content of the OCI empty descriptor, the config of an artifact that has none.
 var emptyConfig = []byte("{}")
 
-// artifact is an OCI 1.1 artifact manifest whose one layer is the SBOM and whose subject is the
-// image index: registries with the referrers API list it under the index's digest.
+// artifact is an OCI manifest of one layer that is no container image: the SBOM (whose subject is
+// the image index, so registries with the referrers API list it under the index's digest), or the
+// Helm chart (whose config is the chart's metadata).
 type artifact struct {
-	manifest []byte
-	layer    v1.Layer
+	manifest, config []byte
+	layer            v1.Layer
 }
 
 var _ partial.CompressedImageCore = artifact{}
 
-func (a artifact) RawConfigFile() ([]byte, error)      { return emptyConfig, nil }
+func (a artifact) RawConfigFile() ([]byte, error)      { return a.config, nil }
 func (a artifact) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }
 func (a artifact) RawManifest() ([]byte, error)        { return a.manifest, nil }
 
 func (a artifact) LayerByDigest(h v1.Hash) (partial.CompressedLayer, error) {
 	if d, err := a.layer.Digest(); err != nil || d != h {
-		return nil, fmt.Errorf("the SBOM artifact has no layer %s", h)
+		return nil, fmt.Errorf("the artifact has no layer %s", h)
 	}
 	return a.layer, nil
 }
@@ -66,7 +67,7 @@ func newSBOMArtifact(sbom []byte, subject v1.Descriptor, created time.Time) (v1.
 	if err != nil {
 		return nil, err
 	}
-	return partial.CompressedToImage(artifact{manifest: raw, layer: layer})
+	return partial.CompressedToImage(artifact{manifest: raw, config: emptyConfig, layer: layer})
 }
 
 // writeSBOMArtifact writes the SBOM artifact alone into an OCI layout at dir, so crane push can

@@ -83,11 +83,12 @@ func makeRelease(ctx context.Context, ro releaseOptions) (*releaseResult, error)
 	if err != nil {
 		return nil, err
 	}
+	compileMore := time.Now()
 	bins, mods, err := releaseBinaries(ctx, ro, img, filepath.Join(tmp, "bin"))
 	if err != nil {
 		return nil, err
 	}
-	res := &releaseResult{Version: ro.Image.Version, Revision: ro.Image.Revision, Compile: img.Compile}
+	res := &releaseResult{Version: ro.Image.Version, Revision: ro.Image.Revision, Compile: img.Compile + time.Since(compileMore)}
 	if err := packageRelease(ro, tmp, img, bins, mods, res); err != nil {
 		return nil, err
 	}

@@ -9,14 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 )
-
-// semver is the grammar of a release's version: what helm and krew need (without the v).
-var semver = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
 
 // defaultDownloadURL is where the archives of version v are downloadable, for the krew manifest:
 // the assets of the repository's release v<version>.
@@ -70,7 +66,7 @@ func parseBuildFlags(args []string, stderr io.Writer) (releaseOptions, string, e
 	if fs.NArg() > 0 {
 		errs = append(errs, fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
-	if !semver.MatchString(ro.Image.Version) {
+	if !chartVersionPattern.MatchString(ro.Image.Version) {
 		errs = append(errs, fmt.Errorf("version %q is not semver without a leading v: tag the commit (git tag v0.2.0) and give VERSION=0.2.0", ro.Image.Version))
 	}
 	if keyFile == "" {
