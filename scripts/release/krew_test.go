@@ -91,9 +91,9 @@ func licensedArchives(t *testing.T) []binaryArchive {
 	return licensed
 }
 
-// validate runs krew's validator on the manifest, with only the krew tools on PATH, and returns
+// runValidator runs krew's validator on the manifest, with only the krew tools on PATH, and returns
 // its output.
-func validate(t *testing.T, validator, path, manifest string) (string, error) {
+func runValidator(t *testing.T, validator, path, manifest string) (string, error) {
 	t.Helper()
 	cmd := exec.Command(validator, "-manifest", manifest)
 	cmd.Env = []string{"PATH=" + path, "HOME=" + t.TempDir(), "TMPDIR=" + t.TempDir()}
@@ -112,7 +112,7 @@ func TestKrewValidatorInstallsEveryPlatform(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := validate(t, validator, path, manifest)
+	out, err := runValidator(t, validator, path, manifest)
 	if err != nil || !strings.Contains(out, "all 4 spec.platforms installed fine") {
 		t.Fatalf("validate-krew-manifest: %v\n%s", err, out)
 	}
@@ -135,7 +135,7 @@ func TestKrewValidatorWantsALicense(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := validate(t, validator, path, manifest)
+	out, err := runValidator(t, validator, path, manifest)
 	if err == nil || !strings.Contains(out, "could not find license file among [gitops-reverser]") {
 		t.Fatalf("validate-krew-manifest: %v, want a refusal for the missing LICENSE\n%s", err, out)
 	}
@@ -173,12 +173,12 @@ func TestKrewValidatorRefusesBrokenManifests(t *testing.T) {
 				t.Fatal(err)
 			}
 			if c.edit != nil {
-				edited := c.edit(string(mustRead(t, manifest)))
+				edited := c.edit(string(mustReadFile(t, manifest)))
 				if err := os.WriteFile(manifest, []byte(edited), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
-			out, err := validate(t, validator, path, manifest)
+			out, err := runValidator(t, validator, path, manifest)
 			if err == nil || !strings.Contains(out, c.want) {
 				t.Fatalf("validate-krew-manifest: %v, want a refusal saying %q\n%s", err, c.want, out)
 			}
@@ -240,7 +240,7 @@ func TestKrewManifestNamesTheArchives(t *testing.T) {
 		t.Errorf("manifest at %s, krew wants <plugin name>.yaml", manifest)
 	}
 	var p krewPlugin
-	if err := yaml.Unmarshal(mustRead(t, manifest), &p); err != nil {
+	if err := yaml.Unmarshal(mustReadFile(t, manifest), &p); err != nil {
 		t.Fatal(err)
 	}
 	if p.APIVersion != krewAPIVersion || p.Kind != "Plugin" || p.Metadata.Name != "gitops-reverser" || p.Spec.Version != "v1.2.3" {
