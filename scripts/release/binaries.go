@@ -76,8 +76,10 @@ func checkBinaries(platforms []string, bins map[string]string) error {
 	}
 	seen := map[string]bool{}
 	for _, platform := range platforms {
-		if _, _, err := splitPlatform(platform); err != nil {
+		if goos, _, err := splitPlatform(platform); err != nil {
 			return err
+		} else if goos == "windows" {
+			return fmt.Errorf("platform %s: a Windows binary must be named %s.exe, which the archives do not do yet", platform, cliBinary)
 		}
 		if seen[platform] {
 			return fmt.Errorf("platform %s is listed twice", platform)

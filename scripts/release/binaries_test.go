@@ -80,7 +80,7 @@ func TestArchivesAreReproducible(t *testing.T) {
 		if a.Platform != cliPlatforms[i] || a.Name != b.Name || a.Digest != b.Digest {
 			t.Errorf("archive %d: %s %s %s, then %s %s %s", i, a.Platform, a.Name, a.Digest, b.Platform, b.Name, b.Digest)
 		}
-		x, y := mustRead(t, a.Path), mustRead(t, b.Path)
+		x, y := mustReadFile(t, a.Path), mustReadFile(t, b.Path)
 		if !bytes.Equal(x, y) {
 			t.Errorf("%s: the two archives differ (%d and %d bytes)", a.Name, len(x), len(y))
 		}
@@ -195,7 +195,7 @@ func TestArchivesRefuseWhatTheyCannotShip(t *testing.T) {
 	}
 	host := runtime.GOOS + "/" + runtime.GOARCH
 	other := map[bool]string{true: "darwin/arm64", false: "linux/amd64"}[host != "darwin/arm64"]
-	bins := map[string]string{host: self, "linux/arm/v7": self, other: self, "windows/amd64": text, "linux/riscv64": dir}
+	bins := map[string]string{host: self, "linux/arm/v7": self, other: self, "windows/amd64": self, "linux/ppc64le": text, "linux/riscv64": dir}
 	for _, c := range []struct {
 		name, version string
 		platforms     []string
@@ -210,7 +210,8 @@ func TestArchivesRefuseWhatTheyCannotShip(t *testing.T) {
 		{"no binary", "1.2.3", []string{host, "linux/s390x"}, "no binary for platform linux/s390x"},
 		{"twice", "1.2.3", []string{host, host}, "listed twice"},
 		{"another platform's", "1.2.3", []string{host, other}, "is built for " + host},
-		{"not a Go program", "1.2.3", []string{"windows/amd64"}, "could not read Go build info"},
+		{"not a Go program", "1.2.3", []string{"linux/ppc64le"}, "could not read Go build info"},
+		{"windows", "1.2.3", []string{"windows/amd64"}, "must be named gitops-reverser.exe"},
 		{"folder", "1.2.3", []string{"linux/riscv64"}, "the binary for linux/riscv64"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -230,7 +231,7 @@ func TestArchivesRefuseWhatTheyCannotShip(t *testing.T) {
 // last entry of the tar.gz at path.
 func readArchive(t testing.TB, path string) (*gzip.Reader, []*tar.Header, []byte) {
 	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(mustRead(t, path)))
+	zr, err := gzip.NewReader(bytes.NewReader(mustReadFile(t, path)))
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
@@ -254,8 +255,8 @@ func readArchive(t testing.TB, path string) (*gzip.Reader, []*tar.Header, []byte
 	return zr, hdrs, data
 }
 
-// mustRead is the content of the file at path.
-func mustRead(t testing.TB, path string) []byte {
+// mustReadFile is the content of the file at path.
+func mustReadFile(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
