@@ -31,11 +31,12 @@ func IsPlugin(argv0 string) bool {
 }
 
 // Run runs the command line args (args[0] is the program) as the kubectl plugin: the commands
-// only; without one it prints the help. A refusal of the apiserver is returned with its reason.
+// only; without one it prints the help, and --version prints version (the daemon's). A refusal of the apiserver is returned with its reason.
 // The error is a cli.ExitCoder: 1 when a command failed, 2 for a wrong command line.
-func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func Run(ctx context.Context, version string, args []string, stdout, stderr io.Writer) error {
 	app := &cli.App{
 		Name:      "kubectl gitops-reverser",
+		Version:   version,
 		Usage:     "see and decide what gitops-reverser does, as yourself (your kubeconfig, your RBAC)",
 		Commands:  Commands(),
 		Writer:    stdout,

@@ -290,7 +290,7 @@ func runCLI(t *testing.T, args ...string) result {
 	var stdout, stderr bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err := Run(ctx, append([]string{"/usr/local/bin/" + PluginName}, args...), &stdout, &stderr)
+	err := Run(ctx, "1.2.3-test", append([]string{"/usr/local/bin/" + PluginName}, args...), &stdout, &stderr)
 	t.Logf("%s\n-> err=%v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
 	return result{stdout: stdout.String(), stderr: stderr.String(), err: err}
 }

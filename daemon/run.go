@@ -26,7 +26,7 @@ import (
 // program is the kubectl plugin (ctl.PluginName).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && ctl.IsPlugin(args[0]) {
-		return ctl.Run(ctx, args, stdout, stderr)
+		return ctl.Run(ctx, Version, args, stdout, stderr)
 	}
 	return runWith(ctx, args, stdout, stderr, func(ctx context.Context, cfg Config) error {
 		log := newLogger(stderr, cfg)

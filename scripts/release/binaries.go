@@ -16,7 +16,6 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	k8sversion "k8s.io/apimachinery/pkg/util/version"
 )
 
 // cliBinary is the binary's name in every archive, at its root: the krew manifest's bin, and the
@@ -114,19 +113,6 @@ func builtFor(path string) (string, error) {
 		}
 	}
 	return goos + "/" + goarch, nil
-}
-
-// checkSemver refuses a version that is not a semantic version without a leading v: krew wants
-// "v" + semver as the plugin's version, and the archives' names carry the version as it is.
-// The parser is the one krew itself uses (k8s.io/apimachinery's ParseSemantic).
-func checkSemver(version string) error {
-	if strings.HasPrefix(version, "v") {
-		return fmt.Errorf("version %q: give the semantic version without the leading v (%s)", version, strings.TrimPrefix(version, "v"))
-	}
-	if _, err := k8sversion.ParseSemantic(version); err != nil {
-		return fmt.Errorf("version %q is not a semantic version (MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD]): %w", version, err)
-	}
-	return nil
 }
 
 // splitPlatform splits os/arch, refusing anything else (a variant such as linux/arm/v7 has no

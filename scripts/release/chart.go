@@ -10,7 +10,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -19,12 +18,6 @@ import (
 
 // chartLayoutDir is the OCI layout under chartOptions.Out that holds the chart's manifest.
 const chartLayoutDir = "chart"
-
-// chartVersionPattern is SemVer 2.0 without build metadata: Helm wants a chart version to be
-// semver, and a "+" can be neither in an OCI tag (the image's tag is the same version) nor in the
-// app.kubernetes.io/version label the chart sets from appVersion.
-var chartVersionPattern = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)` +
-	`(-(0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(\.(0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*)?$`)
 
 // chartOptions says how to package the chart.
 type chartOptions struct {
@@ -56,9 +49,8 @@ type chartFile struct {
 // the archive helm package would make and as the OCI artifact helm push would make, with every
 // timestamp o.Created: the same inputs give the same bytes.
 func packageChart(o chartOptions) (*chartResult, error) {
-	if !chartVersionPattern.MatchString(o.Version) {
-		return nil, fmt.Errorf("chart version %q is not semver MAJOR.MINOR.PATCH[-PRERELEASE] "+
-			"(no leading v, no +build)", o.Version)
+	if err := checkSemver(o.Version); err != nil {
+		return nil, fmt.Errorf("chart: %w", err)
 	}
 	if o.ImageDigest.Algorithm != "sha256" || len(o.ImageDigest.Hex) != 64 {
 		return nil, fmt.Errorf("chart: the image digest %q is not a sha256 digest", o.ImageDigest)

@@ -469,10 +469,10 @@ func TestChartRefusesBadInput(t *testing.T) {
 		change        func(t testing.TB, dir string) // of a copy of the chart
 		want          string
 	}{
-		{name: "leading v", version: "v1.2.3", want: `chart version "v1.2.3" is not semver`},
-		{name: "no patch", version: "1.2", want: "is not semver"},
-		{name: "build metadata", version: "1.2.3+abc", want: "is not semver"},
-		{name: "empty", version: "", want: "is not semver"},
+		{name: "leading v", version: "v1.2.3", want: "without the leading v"},
+		{name: "no patch", version: "1.2", want: "is not a semantic version"},
+		{name: "build metadata", version: "1.2.3+abc", want: "is not a semantic version"},
+		{name: "empty", version: "", want: "is not a semantic version"},
 		{name: "values without image.tag", version: "1.2.3", want: "values.yaml: no key image.tag",
 			change: func(t testing.TB, dir string) { editChartFile(t, dir, "values.yaml", `  tag: ""`+"\n", "") }},
 		{name: "image.tag a block scalar", version: "1.2.3", want: "image.tag is not a one-line string",

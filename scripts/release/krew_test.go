@@ -188,7 +188,7 @@ func TestKrewValidatorRefusesBrokenManifests(t *testing.T) {
 
 // TestKrewInstallsThePlugin: `krew install --manifest --archive` with the linux/amd64 archive
 // links the binary as kubectl-gitops_reverser, kubectl finds it there and runs it as the
-// plugin (its help), and the installed binary prints the release's version.
+// plugin (its help), and kubectl gitops-reverser --version prints the release's version.
 func TestKrewInstallsThePlugin(t *testing.T) {
 	_, path := krewTools(t)
 	_, archives := sharedArchives(t)
@@ -220,8 +220,8 @@ func TestKrewInstallsThePlugin(t *testing.T) {
 	if out := run(filepath.Join(path, "kubectl"), "gitops-reverser"); !strings.Contains(out, "kubectl gitops-reverser - see and decide") {
 		t.Errorf("kubectl gitops-reverser prints no plugin help:\n%s", out)
 	}
-	if out := run(target, "--version"); strings.TrimSpace(out) != "gitops-reverser version 1.2.3-test" {
-		t.Errorf("%s --version: %q", target, out)
+	if out := run(filepath.Join(path, "kubectl"), "gitops-reverser", "--version"); strings.TrimSpace(out) != "kubectl gitops-reverser version 1.2.3-test" {
+		t.Errorf("kubectl gitops-reverser --version: %q", out)
 	}
 }
 

@@ -9,10 +9,29 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 )
+
+// versionPattern is SemVer 2.0 without build metadata: Helm wants a chart version to be semver,
+// krew a plugin's (after a v), and a "+" can be neither in an OCI tag (the image's tag is the
+// same version) nor in the app.kubernetes.io/version label the chart sets from appVersion.
+var versionPattern = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)` +
+	`(-(0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(\.(0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*)?$`)
+
+// checkSemver refuses a release version that is not versionPattern, saying so plainly for the
+// common mistake of a leading v.
+func checkSemver(version string) error {
+	if strings.HasPrefix(version, "v") {
+		return fmt.Errorf("version %q: give the semantic version without the leading v (%s)", version, strings.TrimPrefix(version, "v"))
+	}
+	if !versionPattern.MatchString(version) {
+		return fmt.Errorf("version %q is not a semantic version MAJOR.MINOR.PATCH[-PRERELEASE] (no +build)", version)
+	}
+	return nil
+}
 
 // defaultDownloadURL is where the archives of version v are downloadable, for the krew manifest:
 // the assets of the repository's release v<version>.
@@ -66,8 +85,8 @@ func parseBuildFlags(args []string, stderr io.Writer) (releaseOptions, string, e
 	if fs.NArg() > 0 {
 		errs = append(errs, fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
-	if !chartVersionPattern.MatchString(ro.Image.Version) {
-		errs = append(errs, fmt.Errorf("version %q is not semver without a leading v: tag the commit (git tag v0.2.0) and give VERSION=0.2.0", ro.Image.Version))
+	if err := checkSemver(ro.Image.Version); err != nil {
+		errs = append(errs, fmt.Errorf("%w: tag the commit (git tag v0.2.0) and give VERSION=0.2.0", err))
 	}
 	if keyFile == "" {
 		errs = append(errs, fmt.Errorf("no signing key: give -key or $%s (make one with: go run ./scripts/release keygen)", keyEnv))
