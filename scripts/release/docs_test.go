@@ -399,7 +399,7 @@ func codeBlocks(md string) []string {
 	return out
 }
 
-// cosignFlag is a flag in cosign's help: "  -k, --key=”:" or "    --type='custom':".
+// cosignFlag is a flag in cosign's help, e.g. "    --type='custom':" or "  -k, --key=...".
 var cosignFlag = regexp.MustCompile(`(?m)^\s+(?:-[A-Za-z], )?--([a-z0-9-]+)=`)
 
 // cosignFlags are the long flags cosign sub --help lists.
