@@ -103,7 +103,7 @@ func resolvedDependencies(in provenanceInput) ([]*intoto.ResourceDescriptor, err
 		if m.Sum != "" {
 			h1, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(m.Sum, "h1:"))
 			if err != nil || !strings.HasPrefix(m.Sum, "h1:") {
-				return nil, fmt.Errorf("module %s@%s: go.sum hash %q is not h1:", m.Path, m.Version, m.Sum)
+				return nil, fmt.Errorf("module %s@%s: go.sum hash %q is not an h1 hash", m.Path, m.Version, m.Sum)
 			}
 			d.Digest = map[string]string{"dirHash": hex.EncodeToString(h1)}
 		}

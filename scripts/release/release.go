@@ -151,7 +151,11 @@ func packageRelease(ro releaseOptions, dir string, img *result, bins map[string]
 	if err != nil {
 		return err
 	}
-	files := []string{filepath.Join(releaseImageDir, sbomFile), filepath.Base(chart.Archive), filepath.Base(krew)}
+	// The SBOM is also at the release's top, as the release page serves it beside the archives.
+	if err := copyFile(filepath.Join(dir, releaseImageDir, sbomFile), filepath.Join(dir, sbomFile)); err != nil {
+		return err
+	}
+	files := []string{sbomFile, filepath.Base(chart.Archive), filepath.Base(krew)}
 	for _, a := range archives {
 		files = append(files, a.Name)
 	}
@@ -218,4 +222,12 @@ func writeJSON(file string, v any) error {
 		return err
 	}
 	return os.WriteFile(file, append(raw, '\n'), 0o644)
+}
+
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o644)
 }

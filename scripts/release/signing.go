@@ -61,7 +61,7 @@ type signedManifest struct {
 // signRelease signs the image index and the chart, attests the provenance on both and the SBOM
 // on the image, and writes the signatures layout, the provenance file and the public key.
 func signRelease(k *signingKey, dir string, img *result, chart *chartResult, provenance []byte, res *releaseResult) error {
-	sbom, err := os.ReadFile(filepath.Join(dir, releaseImageDir, sbomFile))
+	sbom, err := os.ReadFile(filepath.Join(dir, sbomFile))
 	if err != nil {
 		return err
 	}
