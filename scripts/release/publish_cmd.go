@@ -132,11 +132,7 @@ func pushSignatures(dir string, dst destination, opts []remote.Option) error {
 
 // fromLayout is the image index of the release's image layout.
 func fromLayout(dir string, obj releaseObject) (v1.ImageIndex, error) {
-	p, err := layout.FromPath(filepath.Join(dir, obj.Layout))
-	if err != nil {
-		return nil, err
-	}
-	outer, err := p.ImageIndex()
+	outer, err := layout.ImageIndexFromPath(filepath.Join(dir, obj.Layout))
 	if err != nil {
 		return nil, err
 	}

@@ -110,7 +110,7 @@ func makeRelease(ctx context.Context, ro releaseOptions) (*releaseResult, error)
 func releaseBinaries(ctx context.Context, ro releaseOptions, img *result, dir string) (map[string]string, []*moduleSet, error) {
 	bins := map[string]string{}
 	for _, p := range img.Platforms {
-		bins[p.Platform] = filepath.Join(ro.Image.Out+".tmp", releaseImageDir, filepath.Base(p.Binary))
+		bins[p.Platform] = p.Binary
 	}
 	mods := slices.Clone(img.Modules)
 	g, gctx := errgroup.WithContext(ctx)

@@ -82,7 +82,7 @@ func sharedRelease(t *testing.T) *testRelease {
 		}
 		rel.key = filepath.Join(dir, "cosign.key")
 		var stderr bytes.Buffer
-		args := []string{"build", "-C", rel.src, "-out", rel.out, "-version", "1.2.3", "-key", rel.key}
+		args := buildArgs(rel.src, rel.out, rel.key)
 		if err := run(context.Background(), args, io.Discard, &stderr); err != nil {
 			sharedRel.err = fmt.Errorf("release build: %w\n%s", err, stderr.String())
 			return
@@ -130,11 +130,30 @@ func authRegistry(t testing.TB) (host, dockerConfig string) {
 	return host, dir
 }
 
+// buildArgs is release build's command line of the tests: version 1.2.3 of src into out, signed
+// with key, for cliPlatforms.
+func buildArgs(src, out, key string) []string {
+	return []string{"build", "-C", src, "-out", out, "-version", "1.2.3", "-key", key, "-binary-platforms", strings.Join(cliPlatforms, ",")}
+}
+
+// TestMakeReleaseBuildsEveryPlatform: without flags, release build makes the image for linux on
+// amd64 and arm64, and the binaries for linux and darwin on amd64 and arm64.
+func TestMakeReleaseBuildsEveryPlatform(t *testing.T) {
+	ro, _, err := parseBuildFlags([]string{"-version", "1.2.3", "-key", "k"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64"}; !slices.Equal(ro.BinaryPlatforms, want) ||
+		!slices.Equal(ro.Image.Platforms, want[:2]) {
+		t.Errorf("binaries for %v, image for %v", ro.BinaryPlatforms, ro.Image.Platforms)
+	}
+}
+
 // releaseInto builds a release of src into out, signed with key, and returns release.json.
 func releaseInto(t testing.TB, src, out, key string) *releaseResult {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	err := run(context.Background(), []string{"build", "-C", src, "-out", out, "-version", "1.2.3", "-key", key}, &stdout, &stderr)
+	err := run(context.Background(), buildArgs(src, out, key), &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("release build: %v\n%s", err, stderr.String())
 	}
@@ -259,7 +278,7 @@ func TestTheProvenanceSaysWhatWasBuiltFromWhat(t *testing.T) {
 		t.Errorf("client-go with its go.sum hash is listed %d times", modules)
 	}
 	builds := def.InternalParameters["builds"].([]any)
-	if len(builds) != len(defaultBinaryPlatforms) || !strings.Contains(builds[2].(string), "GOOS=darwin GOARCH=amd64") ||
+	if len(builds) != len(cliPlatforms) || !strings.Contains(builds[2].(string), "GOOS=darwin GOARCH=arm64") ||
 		def.InternalParameters["goVersion"] != runtime.Version() {
 		t.Errorf("internal parameters: %v", def.InternalParameters)
 	}
@@ -288,7 +307,7 @@ func TestADirtyTreeIsNotReleased(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := filepath.Join(t.TempDir(), "release")
-		err := run(context.Background(), []string{"build", "-C", rel.src, "-out", out, "-version", "1.2.3", "-key", rel.key}, io.Discard, io.Discard)
+		err := run(context.Background(), buildArgs(rel.src, out, rel.key), io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "has changes") || !strings.Contains(err.Error(), file) {
 			t.Errorf("with %s changed: %v, want a refusal naming it", file, err)
 		}

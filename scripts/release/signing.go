@@ -91,7 +91,9 @@ func signRelease(k *signingKey, dir string, img *result, chart *chartResult, pro
 		if err != nil {
 			return err
 		}
-		envelope = envelopes[0]
+		if envelope == nil {
+			envelope = envelopes[0] // the image's provenance: the file holds it
+		}
 		manifests = append(manifests, signedManifest{s.repository, cosignTag(s.subject.Digest, "sig"), sig},
 			signedManifest{s.repository, cosignTag(s.subject.Digest, "att"), att})
 	}
