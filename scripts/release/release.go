@@ -117,9 +117,10 @@ func releaseBinaries(ctx context.Context, ro releaseOptions, img *result, dir st
 	var extra []string
 	for _, p := range ro.BinaryPlatforms {
 		if bins[p] == "" {
-			bins[p] = filepath.Join(dir, "gitops-reverser-"+strings.ReplaceAll(p, "/", "-"))
+			bin := filepath.Join(dir, "gitops-reverser-"+strings.ReplaceAll(p, "/", "-"))
+			bins[p] = bin
 			extra = append(extra, p)
-			g.Go(func() error { return compile(gctx, ro.Image, p, bins[p]) })
+			g.Go(func() error { return compile(gctx, ro.Image, p, bin) })
 		}
 	}
 	if err := g.Wait(); err != nil {
