@@ -60,8 +60,9 @@ func compileAll(o options, platforms []string) (map[string]string, error) {
 	bins := make(map[string]string, len(platforms))
 	var g errgroup.Group
 	for _, p := range platforms {
-		bins[p] = filepath.Join(o.Out, strings.ReplaceAll(p, "/", "_"), cliBinary)
-		g.Go(func() error { return compile(context.Background(), o, p, bins[p]) })
+		bin := filepath.Join(o.Out, strings.ReplaceAll(p, "/", "_"), cliBinary)
+		bins[p] = bin
+		g.Go(func() error { return compile(context.Background(), o, p, bin) })
 	}
 	return bins, g.Wait()
 }
