@@ -126,15 +126,18 @@ func runKeygen(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if !ok || password == "" {
 		return fmt.Errorf("set $%s to the password that encrypts the private key", passwordEnv)
 	}
-	private, public, err := generateKeyPair([]byte(password))
-	if err != nil {
-		return err
-	}
 	keyPath, pubPath := filepath.Join(*dir, "cosign.key"), filepath.Join(*dir, "cosign.pub")
 	for _, p := range []string{keyPath, pubPath} {
 		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%s exists: release keygen never replaces a key (move it away first)", p)
 		}
+	}
+	private, public, err := generateKeyPair([]byte(password))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*dir, 0o700); err != nil {
+		return err
 	}
 	if err := os.WriteFile(keyPath, private, 0o600); err != nil {
 		return err
