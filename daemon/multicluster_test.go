@@ -323,10 +323,12 @@ func TestHubMirrorsRemoteClusters(t *testing.T) {
 	if private := f.folder("clusters/east/private"); len(private) > 0 {
 		t.Errorf("a namespace the RemoteCluster does not allow was mirrored: %v", private)
 	}
-	rc := f.ready(d, "east", "Connected")
-	if rc.Status.Watches != 1 || rc.Status.Resources == 0 || rc.Status.Server != f.remotes["east"].URL {
-		t.Errorf("status of RemoteCluster east: %+v", rc.Status)
-	}
+	f.ready(d, "east", "Connected")
+	// The status counts the watch once it is reported after the watch started: poll for it.
+	testenv.Eventually(t, time.Minute, "the status of RemoteCluster east", func() (bool, string) {
+		rc := f.ready(d, "east", "Connected")
+		return rc.Status.Watches == 1 && rc.Status.Resources > 0 && rc.Status.Server == f.remotes["east"].URL, fmt.Sprintf("%+v", rc.Status)
+	}, d.FailFast())
 	testenv.Eventually(t, time.Minute, "metrics by cluster", func() (bool, string) {
 		v := d.Metric(t, `gitops_reverser_remote_cluster_ready{cluster="`+f.ns+`/west"}`)
 		return v == 1, fmt.Sprint(v)
@@ -375,7 +377,7 @@ func TestHubMirrorsRemoteClusters(t *testing.T) {
 	// read there: the cluster says which rights the rules need (the rule waits for them, as a
 	// rule whose ServiceAccount may not read waits; its files stay).
 	f.allow("east", "shop", "private")
-	rc = f.ready(d, "east", "Forbidden")
+	rc := f.ready(d, "east", "Forbidden")
 	if c := meta.FindStatusCondition(rc.Status.Conditions, crds.ConditionReady); !strings.Contains(c.Message, "list configmaps in namespace private") {
 		t.Errorf("the Forbidden condition does not say what to grant: %s", c.Message)
 	}
