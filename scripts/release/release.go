@@ -205,18 +205,6 @@ func provenanceFor(ro releaseOptions, img *result, mods []*moduleSet, res *relea
 	return in
 }
 
-// unionModules is every module any binary links, once, sorted by path and version.
-func unionModules(sets []*moduleSet) []module {
-	var all []module
-	for _, s := range sets {
-		all = append(all, s.Deps...)
-	}
-	slices.SortFunc(all, func(a, b module) int {
-		return strings.Compare(a.Path+"@"+a.Version, b.Path+"@"+b.Version)
-	})
-	return slices.Compact(all)
-}
-
 func writeJSON(file string, v any) error {
 	raw, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {

@@ -43,6 +43,20 @@ func newModuleSet(info *debug.BuildInfo) *moduleSet {
 	return s
 }
 
+// unionModules is every module any of the binaries links, once, sorted by path and version:
+// the SBOM's packages and the provenance's dependencies.
+func unionModules(sets []*moduleSet) []module {
+	deps := map[module]bool{}
+	for _, s := range sets {
+		for _, d := range s.Deps {
+			deps[d] = true
+		}
+	}
+	return slices.SortedFunc(maps.Keys(deps), func(a, b module) int {
+		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Version, b.Version))
+	})
+}
+
 const noAssertion = "NOASSERTION"
 
 // sbomDocument is the SPDX 2.3 document of the image: the image (by its index digest) contains
@@ -53,17 +67,13 @@ func sbomDocument(o options, digest v1.Hash, sets []*moduleSet) (*spdx.Document,
 	if len(sets) == 0 {
 		return nil, fmt.Errorf("no binaries")
 	}
-	deps := map[module]bool{}
 	for _, s := range sets {
 		if s.Main != sets[0].Main || s.GoVersion != sets[0].GoVersion {
 			return nil, fmt.Errorf("binaries of different programs or Go versions: %s %s and %s %s",
 				s.Main, s.GoVersion, sets[0].Main, sets[0].GoVersion)
 		}
-		for _, d := range s.Deps {
-			deps[d] = true
-		}
 	}
-	sorted := slices.SortedFunc(maps.Keys(deps), func(a, b module) int { return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Version, b.Version)) })
+	sorted := unionModules(sets)
 
 	ids := spdxIDs{}
 	image := newPackage(ids.add("image"), o.Repository, o.Version, "CONTAINER",
