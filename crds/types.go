@@ -364,12 +364,15 @@ const (
 	SkipReasonAutoUpdatedRBAC       = "AutoUpdatedRBAC" // rbac.authorization.kubernetes.io/autoupdate: "true"
 	SkipReasonExcludedUser          = "ExcludedUser"
 	SkipReasonExcludedFieldManager  = "ExcludedFieldManager"
+	// SkipReasonDaemonsOwn: labelled app.kubernetes.io/managed-by: gitops-reverser, what the
+	// daemon makes for itself (the keys of its Secrets, its admission policies).
+	SkipReasonDaemonsOwn = "DaemonsOwn"
 )
 
 // SkipReasons lists every SkipCount reason, in the order of the schema's enum.
 var SkipReasons = []string{
 	SkipReasonKubeRootCA, SkipReasonDefaultServiceAccount, SkipReasonControllerOwned,
-	SkipReasonAutoUpdatedRBAC, SkipReasonExcludedUser, SkipReasonExcludedFieldManager,
+	SkipReasonAutoUpdatedRBAC, SkipReasonExcludedUser, SkipReasonExcludedFieldManager, SkipReasonDaemonsOwn,
 }
 
 // WriteBackStatus is the progress of write-back on one GitDestination.

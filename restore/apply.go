@@ -1,12 +1,14 @@
 package restore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
@@ -33,9 +36,10 @@ type applier struct {
 	served  map[schema.GroupKind]kube.APIResource
 	workers int
 
-	// crdKinds are the kinds the CRDs of the restore define: in a dry run, which store nothing,
-	// their custom resources cannot be checked by the server.
-	crdKinds map[schema.GroupKind]bool
+	// crdKinds are the kinds the CRDs of the restore define, and the CRD of each: in a dry run,
+	// which stores nothing, their custom resources cannot be checked by the server; when the
+	// CRD fails, they fail saying so.
+	crdKinds map[schema.GroupKind]*item
 
 	mu          sync.Mutex
 	done, total int
@@ -47,7 +51,7 @@ type applier struct {
 // notChecked says why a dry run reports an object as would-be-created without the server's check.
 const (
 	notCheckedCRD       = "its CRD is in the folder and would be created first: not checked by the server"
-	notCheckedNamespace = "its namespace would be created first: not checked by the server"
+	notCheckedNamespace = "its namespace would be created first: checked by the server in namespace default, so what its own namespace adds (quotas, limits, policies bound to it) is not checked"
 )
 
 var (
@@ -71,6 +75,10 @@ func (a *applier) choose(items []item) []*item {
 			it.Outcome, it.Reason = LeftOut, "not selected (--only, --exclude)"
 			continue
 		}
+		if it.locked {
+			it.Outcome, it.Reason = Skipped, reasonLocked
+			continue
+		}
 		todo = append(todo, it)
 	}
 	return todo
@@ -84,7 +92,7 @@ func (a *applier) splitCRDs(items []*item) (crds, rest []*item) {
 			crds = append(crds, it)
 			group, _, _ := unstructured.NestedString(it.obj.Object, "spec", "group")
 			kind, _, _ := unstructured.NestedString(it.obj.Object, "spec", "names", "kind")
-			a.crdKinds[schema.GroupKind{Group: group, Kind: kind}] = true
+			a.crdKinds[schema.GroupKind{Group: group, Kind: kind}] = it
 		} else {
 			rest = append(rest, it)
 		}
@@ -106,41 +114,92 @@ func (a *applier) discover(ctx context.Context) error {
 	return nil
 }
 
-// awaitEstablished waits until every CRD restored is Established (or the wait times out: their
-// custom resources then fail, each saying the kind is not served), then discovers again so the
-// new kinds are found.
+// awaitEstablished waits for each CRD restored to be Established, each with a deadline of its
+// own: one whose names the cluster refused (NamesAccepted=False), or that is not Established in
+// time, fails and says why, and its custom resources fail with it (resolve), while the rest go
+// on. Then it discovers again, so the new kinds are found.
 func (a *applier) awaitEstablished(ctx context.Context, crds []*item) error {
 	if len(crds) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, crdEstablishTimeout)
-	defer cancel()
 	for _, it := range crds {
 		if it.Outcome == Failed || a.opts.DryRun {
 			continue
 		}
-		for ctx.Err() == nil {
-			live, err := a.dyn.Resource(crdGVR).Get(ctx, it.Name, metav1.GetOptions{})
-			if err == nil && established(live) {
-				break
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
+		if reason := a.awaitCRD(ctx, it.Name); reason != "" {
+			it.Outcome, it.Reason = Failed, reason
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	return a.discover(ctx)
 }
 
-func established(crd *unstructured.Unstructured) bool {
-	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-	for _, c := range conditions {
-		if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
-			return true
+// awaitCRD waits for the CRD name to be Established, and says why not when it is not: its names
+// refused, or what its conditions said when the wait ran out.
+func (a *applier) awaitCRD(ctx context.Context, name string) string {
+	wait := cmp.Or(a.opts.crdTimeout, crdEstablishTimeout)
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	last := "not read"
+	for {
+		live, err := a.dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			last = err.Error()
+		case conditionIs(live, "Established", "True"):
+			return ""
+		case conditionIs(live, "NamesAccepted", "False"):
+			return "not served: the cluster refused its names (NamesAccepted=False): " + conditionMessage(live, "NamesAccepted")
+		default:
+			last = conditionSummary(live)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Sprintf("not Established within %s (%s)", wait, last)
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return false
+}
+
+// conditionIs says whether crd's condition of type kind has status.
+func conditionIs(crd *unstructured.Unstructured, kind, status string) bool {
+	c := condition(crd, kind)
+	return c != nil && c["status"] == status
+}
+
+func conditionMessage(crd *unstructured.Unstructured, kind string) string {
+	c := condition(crd, kind)
+	if c == nil {
+		return ""
+	}
+	return fmt.Sprint(c["reason"], ": ", c["message"])
+}
+
+func condition(crd *unstructured.Unstructured, kind string) map[string]any {
+	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == kind {
+			return m
+		}
+	}
+	return nil
+}
+
+// conditionSummary is a CRD's conditions as "Type=Status (Reason)", or that it has none yet.
+func conditionSummary(crd *unstructured.Unstructured) string {
+	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	var parts []string
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok {
+			parts = append(parts, fmt.Sprintf("%v=%v (%v)", m["type"], m["status"], m["reason"]))
+		}
+	}
+	if len(parts) == 0 {
+		return "no conditions yet"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // resolve finds each item's resource and scope in discovery, and so its wave; an item whose kind
@@ -151,8 +210,12 @@ func (a *applier) resolve(items []*item) []*item {
 		gvk := it.obj.GroupVersionKind()
 		res, ok := a.served[gvk.GroupKind()]
 		served := ok && slices.Contains(res.Versions, gvk.Version)
-		if !served && a.opts.DryRun && a.crdKinds[gvk.GroupKind()] {
+		if !served && a.opts.DryRun && a.crdKinds[gvk.GroupKind()] != nil {
 			a.finish(it, Created, notCheckedCRD)
+			continue
+		}
+		if crd := a.crdKinds[gvk.GroupKind()]; !served && crd != nil && crd.Outcome == Failed {
+			a.finish(it, Failed, fmt.Sprintf("its CRD %s was refused: %s", crd.Name, crd.Reason))
 			continue
 		}
 		if !served {
@@ -236,7 +299,7 @@ func (a *applier) apply(ctx context.Context, it *item) (Outcome, string) {
 		return Failed, "a namespaced object without metadata.namespace"
 	}
 	if a.opts.DryRun && it.namespaced && a.newNamespace(obj.GetNamespace()) {
-		return Created, notCheckedNamespace
+		return a.checkElsewhere(ctx, it, obj)
 	}
 	client := a.dyn.Resource(it.gvr).Namespace(obj.GetNamespace())
 	before := it.live
@@ -248,9 +311,8 @@ func (a *applier) apply(ctx context.Context, it *item) (Outcome, string) {
 			return Failed, fromServer("read", err)
 		}
 	}
-	dryRun := metav1.ApplyOptions{FieldManager: FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}
 	if before != nil || a.opts.DryRun {
-		after, err := client.Apply(ctx, obj.GetName(), obj, dryRun)
+		after, err := serverSideApply(ctx, client, obj, true)
 		switch {
 		case err != nil:
 			return Failed, fromServer("apply", err)
@@ -262,13 +324,45 @@ func (a *applier) apply(ctx context.Context, it *item) (Outcome, string) {
 			return Changed, ""
 		}
 	}
-	if _, err := client.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+	if _, err := serverSideApply(ctx, client, obj, false); err != nil {
 		return Failed, fromServer("apply", err)
 	}
 	if before == nil {
 		return Created, ""
 	}
 	return Changed, ""
+}
+
+// serverSideApply applies obj as FieldManager, forcing ownership of the fields it sets, with
+// the body written so the apiserver reads every value back exactly (kube.ApplyBody).
+func serverSideApply(ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
+	body, err := kube.ApplyBody(obj.Object)
+	if err != nil {
+		return nil, err
+	}
+	force := true
+	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: &force}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	return client.Patch(ctx, obj.GetName(), types.ApplyPatchType, body, opts)
+}
+
+// checkElsewhere is the dry run of an object whose namespace the restore would create first: a
+// dry run stores no namespace, so the server cannot check the object there. It checks it in the
+// namespace default instead (its fields, its schema, the admission that is not bound to a
+// namespace), and says what that leaves unchecked.
+func (a *applier) checkElsewhere(ctx context.Context, it *item, obj *unstructured.Unstructured) (Outcome, string) {
+	elsewhere := obj.DeepCopy()
+	elsewhere.SetNamespace(metav1.NamespaceDefault)
+	_, err := serverSideApply(ctx, a.dyn.Resource(it.gvr).Namespace(metav1.NamespaceDefault), elsewhere, true)
+	switch {
+	case err == nil:
+		return Created, notCheckedNamespace
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+		return Failed, fromServer("apply", err)
+	}
+	return Created, fmt.Sprintf("its namespace would be created first, and checking it in namespace default failed too (%s): not checked by the server", fromServer("apply", err))
 }
 
 // prepared is the object to send: what the file holds, without what the server owns should a
@@ -280,7 +374,28 @@ func prepared(obj *unstructured.Unstructured, namespaced bool) *unstructured.Uns
 	if !namespaced {
 		out.SetNamespace("")
 	}
+	if isServiceAccountToken(out) {
+		withoutToken(out)
+	}
 	return out
+}
+
+// isServiceAccountToken says whether obj is a Secret of type kubernetes.io/service-account-token.
+func isServiceAccountToken(obj *unstructured.Unstructured) bool {
+	t, _, _ := unstructured.NestedString(obj.Object, "type")
+	return obj.GetKind() == "Secret" && obj.GroupVersionKind().Group == "" && t == "kubernetes.io/service-account-token"
+}
+
+// withoutToken strips a ServiceAccount token Secret of what the old cluster issued (the token,
+// its CA and namespace, and the old ServiceAccount's uid), so the new cluster's token controller
+// fills it again for the ServiceAccount it names; a token the old cluster signed is worth nothing
+// here, and a uid that does not match makes the controller delete the Secret.
+func withoutToken(obj *unstructured.Unstructured) {
+	unstructured.RemoveNestedField(obj.Object, "data")
+	unstructured.RemoveNestedField(obj.Object, "stringData")
+	annotations := obj.GetAnnotations()
+	delete(annotations, "kubernetes.io/service-account.uid")
+	obj.SetAnnotations(annotations)
 }
 
 // sameContent compares two states of an object apart from its bookkeeping.

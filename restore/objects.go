@@ -1,19 +1,15 @@
 package restore
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/sanitize"
 	"github.com/configbutler/gitops-reverser/sops"
 )
 
@@ -28,20 +24,22 @@ type item struct {
 	// (listLive); else apply reads it.
 	live   *unstructured.Unstructured
 	listed bool
+	// locked says obj is still encrypted (SOPS) for want of the age key: it can be left out, not
+	// restored.
+	locked bool
 }
 
-// parse reads the objects of files: one a document, SOPS documents decrypted with identities
-// (none: they are skipped, said so). A file that is not an object (the .sops.yaml beside them, a
-// README in YAML) is no item; one that does not parse is skipped with the reason.
+// parse reads the objects of files: one a document, SOPS documents decrypted with identities.
+// Without identities an encrypted document is read as it is (its metadata is plain), so that
+// choose can tell the daemon's own Secrets, left out, from those skipped for want of the key. A
+// file that is not an object (the .sops.yaml beside them, a README in YAML) is no item; one that
+// does not parse fails with the reason.
 func parse(files []file, identities []string) []item {
 	var items []item
 	for _, f := range files {
 		data := f.data
-		if sops.IsEncrypted(data) {
-			if len(identities) == 0 {
-				items = append(items, skippedFile(f.path, data, "encrypted (SOPS): give the age key in SOPS_AGE_KEY_FILE or SOPS_AGE_KEY"))
-				continue
-			}
+		encrypted := sops.IsEncrypted(data)
+		if encrypted && len(identities) > 0 {
 			plain, err := sops.Decrypt(data, identities)
 			if err != nil {
 				items = append(items, failedFile(f.path, data, fmt.Sprintf("decrypt: %v", err)))
@@ -51,19 +49,18 @@ func parse(files []file, identities []string) []item {
 		}
 		objs, err := decode(data)
 		if err != nil {
-			items = append(items, failedFile(f.path, nil, fmt.Sprintf("not YAML a Kubernetes object can be read from: %v", err)))
+			items = append(items, failedFile(f.path, data, fmt.Sprintf("not YAML a Kubernetes object can be read from: %v", err)))
 			continue
 		}
-		if sops.IsEncrypted(f.data) {
-			for _, obj := range objs { // the mirror's record of the plaintext, not the Secret's
+		for _, obj := range objs {
+			if encrypted { // the mirror's record of the plaintext, not the Secret's
 				unstructured.RemoveNestedField(obj.Object, "metadata", "annotations", sops.DigestAnnotation)
 				if len(obj.GetAnnotations()) == 0 {
 					unstructured.RemoveNestedField(obj.Object, "metadata", "annotations")
 				}
 			}
-		}
-		for _, obj := range objs {
-			it := item{obj: obj, Result: Result{Path: f.path, Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}}
+			it := item{obj: obj, locked: encrypted && len(identities) == 0,
+				Result: Result{Path: f.path, Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}}
 			if obj.GetAPIVersion() == "" || obj.GetName() == "" {
 				it.Outcome, it.Reason, it.obj = Skipped, "no apiVersion or metadata.name: not a Kubernetes object", nil
 			}
@@ -73,48 +70,44 @@ func parse(files []file, identities []string) []item {
 	return items
 }
 
-// decode reads every YAML document of data that has a kind; documents without one (the
-// .sops.yaml's creation rules) are not objects.
+// reasonLocked is why an encrypted Secret is skipped without the age key.
+const reasonLocked = "encrypted (SOPS): give the age key in SOPS_AGE_KEY_FILE or SOPS_AGE_KEY"
+
+// decode reads every YAML document of data that has a kind, exactly as the mirror wrote it
+// (sanitize.ObjectOf: integers stay whole, strings keep every character); documents without one
+// (the .sops.yaml's creation rules) are not objects. An error names the line or field and says
+// what to write instead.
 func decode(data []byte) ([]*unstructured.Unstructured, error) {
+	docs, err := sanitize.Documents(data)
+	if err != nil {
+		return nil, err
+	}
 	var objs []*unstructured.Unstructured
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(bytes.TrimSpace(doc)) == 0 {
+	for _, doc := range docs {
+		if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 			continue
 		}
-		var m map[string]any
-		if err := yaml.Unmarshal(doc, &m); err != nil {
+		m, err := sanitize.ObjectOf(doc)
+		if err != nil {
 			return nil, err
 		}
 		if kind, _ := m["kind"].(string); kind != "" {
 			objs = append(objs, &unstructured.Unstructured{Object: m})
 		}
 	}
+	return objs, nil
 }
 
-// skippedFile and failedFile are items for a file whose object could not be read; data, when
-// given, names the object if its unencrypted fields do.
-func skippedFile(path string, data []byte, reason string) item {
-	it := failedFile(path, data, reason)
-	it.Outcome = Skipped
-	return it
-}
-
+// failedFile is the item of a file whose object could not be read; data, when given, names the
+// object if its fields can be read.
 func failedFile(path string, data []byte, reason string) item {
 	it := item{Result: Result{Path: path, Outcome: Failed, Reason: reason}}
 	var head struct {
-		Kind     string `json:"kind"`
+		Kind     string `yaml:"kind"`
 		Metadata struct {
-			Name      string `json:"name"`
-			Namespace string `json:"namespace"`
-		} `json:"metadata"`
+			Name      string `yaml:"name"`
+			Namespace string `yaml:"namespace"`
+		} `yaml:"metadata"`
 	}
 	if data != nil && yaml.Unmarshal(data, &head) == nil {
 		it.Kind, it.Namespace, it.Name = head.Kind, head.Metadata.Namespace, head.Metadata.Name
@@ -134,11 +127,6 @@ func leftOutByDefault(obj *unstructured.Unstructured, includeConfiguration bool)
 	if apiserverMade(group, kind, obj) {
 		return reasonAPIServer
 	}
-	if group == "" && kind == "Secret" {
-		if t, _, _ := unstructured.NestedString(obj.Object, "type"); t == "kubernetes.io/service-account-token" {
-			return reasonToken
-		}
-	}
 	return ""
 }
 
@@ -154,7 +142,6 @@ func daemonsOwn(group string, obj *unstructured.Unstructured) bool {
 const (
 	reasonConfiguration = "gitops-reverser's own configuration and what the daemon makes for itself (--include-configuration brings them in)"
 	reasonAPIServer     = "made and kept by the apiserver"
-	reasonToken         = "a ServiceAccount token: the new cluster issues its own"
 )
 
 // apiserverMade says whether the apiserver (or the controllers every cluster runs) makes obj for

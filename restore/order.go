@@ -60,6 +60,8 @@ func waveOf(obj *unstructured.Unstructured, namespaced bool) int {
 		return waveAdmission
 	case !namespaced:
 		return waveClusterScoped
+	case isServiceAccountToken(obj):
+		return waveWorkloads // after its ServiceAccount: the token controller deletes a token of none
 	case referencedKinds[key]:
 		return waveReferenced
 	case workloadKinds[key]:

@@ -59,6 +59,8 @@ type Options struct {
 	Workers int
 	// Progress is told of each object done; nil: nothing.
 	Progress func(done, total int, r Result)
+
+	crdTimeout time.Duration // how long a CRD may take to be Established; 0: crdEstablishTimeout
 }
 
 // Summary is a whole restore.
@@ -79,7 +81,7 @@ func (s Summary) Count(o Outcome) int {
 	return n
 }
 
-// crdEstablishTimeout bounds the wait for the CRDs restored to be served.
+// crdEstablishTimeout bounds the wait for each CRD restored to be served.
 const crdEstablishTimeout = 60 * time.Second
 
 // Run restores the objects of opts.Source into the cluster: it reads and decrypts the files,
@@ -145,7 +147,7 @@ func newApplier(opts Options) (*applier, error) {
 		workers = 16
 	}
 	return &applier{opts: opts, dyn: dyn, api: api,
-		workers: workers, crdKinds: map[schema.GroupKind]bool{}, newNamespaces: map[string]bool{}}, nil
+		workers: workers, crdKinds: map[schema.GroupKind]*item{}, newNamespaces: map[string]bool{}}, nil
 }
 
 // Print writes the summary table: a row a kind with its count of each outcome, a total, then

@@ -216,22 +216,49 @@ func formatFloat(f float64) (tag, text string) {
 
 // stringNode lets yaml.v3 quote strings that would read back as another type, shows multi-line
 // text as a literal block, and double-quotes YAML 1.1 booleans (yes, on, n, ...) that yaml.v3
-// considers plain strings but kubectl's YAML 1.1 parser would turn into bools.
+// considers plain strings but kubectl's YAML 1.1 parser would turn into bools. Multi-line text
+// that holds a character a literal block cannot carry as it is goes in double quotes, escaped.
 func stringNode(s string) *yaml.Node {
 	n := scalar("!!str", s)
 	switch {
-	case strings.Contains(s, "\n"):
+	case strings.Contains(s, "\n") && literalSafe(s):
 		n.Style = yaml.LiteralStyle
-	case isYAML11Bool(s):
+	case strings.Contains(s, "\n"), isYAML11Bool(s):
 		n.Style = yaml.DoubleQuotedStyle
 	}
 	return n
 }
 
-// keyNode is a mapping key, quoted by the rules of stringNode except that a key is never a block.
+// literalSafe says whether s reads back from a literal block exactly: no line break other than
+// "\n" (a YAML reader turns \r, NEL, LS and PS into "\n", or folds them), no character YAML
+// readers refuse raw (C0 controls but tab, DEL, C1, the byte-order mark, U+FFFE, U+FFFF), and no
+// tab at the start or end of a line (a reader takes it for indentation).
+func literalSafe(s string) bool {
+	prev := rune('\n')
+	for _, r := range s {
+		switch {
+		case r == '\n':
+			if prev == '\t' {
+				return false
+			}
+		case r == '\t':
+			if prev == '\n' {
+				return false
+			}
+		case r < 0x20, r >= 0x7f && r <= 0x9f, r == 0x2028, r == 0x2029, r == 0xfeff, r == 0xfffe, r == 0xffff:
+			return false
+		}
+		prev = r
+	}
+	return true
+}
+
+// keyNode is a mapping key, quoted by the rules of stringNode except that a key is never a block,
+// "<<" is quoted (plain, it is YAML's merge key), and so is a key of several lines (yaml.v3 would
+// write a block).
 func keyNode(s string) *yaml.Node {
 	n := scalar("!!str", s)
-	if isYAML11Bool(s) {
+	if isYAML11Bool(s) || s == "<<" || strings.ContainsRune(s, '\n') {
 		n.Style = yaml.DoubleQuotedStyle
 	}
 	return n

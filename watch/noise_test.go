@@ -54,7 +54,8 @@ func (e *env) serviceAccount(name string) {
 func (e *env) saPath(name string) string { return e.ns + "/serviceaccounts/" + name + ".yaml" }
 
 // TestGeneratedObjectsAreLeftOutUnlessKept: kube-root-ca.crt, a namespace's default
-// ServiceAccount and an object with a controller ownerReference are not mirrored, and the
+// ServiceAccount, an object with a controller ownerReference and what the daemon makes for itself
+// (labelled managed-by gitops-reverser) are not mirrored, and the
 // destination's status counts them; the same kinds without those marks are. keepGenerated on
 // the rule mirrors them too.
 func TestGeneratedObjectsAreLeftOutUnlessKept(t *testing.T) {
@@ -69,18 +70,22 @@ func TestGeneratedObjectsAreLeftOutUnlessKept(t *testing.T) {
 	referenced := configMapIn(e.ns, "referenced") // an owner, but not a controller: declared by someone
 	referenced.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "plain", UID: types.UID("uid-2")}}
 	e.create(referenced)
+	daemons := configMapIn(e.ns, "gitops-reverser-sops-digest") // the daemon's own keys
+	daemons.Labels = map[string]string{"app.kubernetes.io/managed-by": "gitops-reverser"}
+	e.create(daemons)
 	e.rule(crds.ResourceRule{Resources: []string{"configmaps", "serviceaccounts"}})
 	e.startManager()
 
 	e.waitFiles(e.cmPath("plain"), e.cmPath("referenced"), e.saPath("app"))
 	testenv.Eventually(t, time.Minute, "status.skipped", func() (bool, string) {
 		got := e.skipped()
-		return got[crds.SkipReasonKubeRootCA] == 1 && got[crds.SkipReasonDefaultServiceAccount] == 1 && got[crds.SkipReasonControllerOwned] == 1,
-			fmt.Sprint(got)
+		return got[crds.SkipReasonKubeRootCA] == 1 && got[crds.SkipReasonDefaultServiceAccount] == 1 && got[crds.SkipReasonControllerOwned] == 1 &&
+			got[crds.SkipReasonDaemonsOwn] == 1, fmt.Sprint(got)
 	})
 
 	e.rule(crds.ResourceRule{Resources: []string{"configmaps", "serviceaccounts"}, KeepGenerated: true})
-	e.waitFiles(e.cmPath("plain"), e.cmPath("referenced"), e.saPath("app"), e.cmPath("kube-root-ca.crt"), e.cmPath("owned"), e.saPath("default"))
+	e.waitFiles(e.cmPath("plain"), e.cmPath("referenced"), e.saPath("app"), e.cmPath("kube-root-ca.crt"), e.cmPath("owned"), e.saPath("default"),
+		e.cmPath("gitops-reverser-sops-digest"))
 	testenv.Eventually(t, time.Minute, "status.skipped cleared", func() (bool, string) {
 		got := e.skipped()
 		return len(got) == 0, fmt.Sprint(got)

@@ -2,7 +2,6 @@ package writeback
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -174,7 +173,7 @@ func (c *Controller) serverSideApply(ctx context.Context, d *dest, p *crds.Propo
 	if live != nil {
 		body.SetResourceVersion(live.GetResourceVersion())
 	}
-	data, err := json.Marshal(body.Object)
+	data, err := kube.ApplyBody(body.Object)
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}

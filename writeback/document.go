@@ -2,7 +2,6 @@ package writeback
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configbutler/gitops-reverser/layout"
+	"github.com/configbutler/gitops-reverser/sanitize"
 )
 
 // MaxDocumentBytes caps a file write-back reads: larger files are refused, never parsed.
@@ -129,24 +129,15 @@ func ParseDocument(data []byte) (*Document, error) {
 		}
 		return nil, refusedf(ReasonNotAnObject, "the document is %s, not a mapping", what)
 	}
-	var m map[string]any
-	if err := doc.Decode(&m); err != nil {
-		return nil, refusedf(ReasonUnparseable, "decode YAML: %v", err)
+	// The same Go types the dynamic client decodes live objects into, every value exact.
+	m, err := sanitize.ObjectOf(&doc)
+	if err != nil {
+		return nil, refusedf(ReasonUnparseable, "%v", err)
 	}
 	if err := checkObjectFields(m); err != nil {
 		return nil, err
 	}
-	// JSON is the one format the dynamic client decodes live objects from: going through it
-	// gives the file's object the same Go types (int64, float64, map[string]any, []any).
-	js, err := json.Marshal(m)
-	if err != nil {
-		return nil, refusedf(ReasonUnparseable, "convert to JSON: %v", err)
-	}
-	obj := &unstructured.Unstructured{}
-	if err := obj.UnmarshalJSON(js); err != nil {
-		return nil, refusedf(ReasonUnparseable, "decode JSON: %v", err)
-	}
-	return &Document{Object: obj}, nil
+	return &Document{Object: &unstructured.Unstructured{Object: m}}, nil
 }
 
 // yamlRefusal classifies a parse error of yaml.v3: its own nesting limit (10000) is TooDeep,
