@@ -157,17 +157,28 @@ func TestParseDecryptsSecretsOrSaysWhyNot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	daemonsPlain := []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: gitops-reverser-sops-digest\n  namespace: gitops-reverser-system\n" +
+		"  labels:\n    app.kubernetes.io/managed-by: gitops-reverser\ndata:\n  key: aHVudGVyMg==\n")
+	daemons, err := sops.Encrypt(daemonsPlain, []string{id.Recipient().String()}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
 	files := []file{
 		{path: "a/secrets/db.yaml", data: doc},
 		{path: ".sops.yaml", data: []byte("creation_rules:\n- age: age1xyz\n")},
 		{path: "a/configmaps/bad.yaml", data: []byte("kind: ConfigMap\n  bad: [indent\n")},
+		{path: "gitops-reverser-system/secrets/gitops-reverser-sops-digest.yaml", data: daemons},
 	}
 	items := parse(files, nil)
-	if len(items) != 2 || items[0].Outcome != Skipped || !strings.Contains(items[0].Reason, "SOPS_AGE_KEY_FILE") || items[0].Name != "db" {
+	(&applier{}).choose(items)
+	if len(items) != 3 || items[0].Outcome != Skipped || !strings.Contains(items[0].Reason, "SOPS_AGE_KEY_FILE") || items[0].Name != "db" {
 		t.Fatalf("without a key: %+v", items)
 	}
 	if items[1].Outcome != Failed || items[1].Path != "a/configmaps/bad.yaml" {
 		t.Errorf("a file that does not parse: %+v", items[1])
+	}
+	if items[2].Outcome != LeftOut || items[2].Reason != reasonConfiguration {
+		t.Errorf("without a key, the daemon's own Secret is not left out as its configuration: %+v", items[2].Result)
 	}
 	items = parse(files[:1], []string{id.String()})
 	if len(items) != 1 || items[0].Outcome != "" {
