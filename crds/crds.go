@@ -35,6 +35,13 @@ import (
 // FieldManager is the server-side apply field manager of the installer.
 const FieldManager = "gitops-reverser"
 
+// LabelManagedBy, with the value ManagedByDaemon, marks what the daemon makes for itself (the
+// keys of its Secrets, its admission policies): the mirror leaves it out, and so does restore.
+const (
+	LabelManagedBy  = "app.kubernetes.io/managed-by"
+	ManagedByDaemon = "gitops-reverser"
+)
+
 const (
 	// defaultInstallTimeout bounds Install when ctx has no deadline.
 	defaultInstallTimeout   = 60 * time.Second

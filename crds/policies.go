@@ -199,7 +199,7 @@ func readRecord(ctx context.Context, records dynamic.ResourceInterface, namespac
 	cm, err := records.Get(ctx, ApproverPolicyName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		cm = &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"name": ApproverPolicyName, "labels": map[string]any{"app.kubernetes.io/managed-by": "gitops-reverser"}}}}
+			"metadata": map[string]any{"name": ApproverPolicyName, "labels": map[string]any{LabelManagedBy: ManagedByDaemon}}}}
 		if cm, err = records.Create(ctx, cm, metav1.CreateOptions{FieldManager: FieldManager}); apierrors.IsAlreadyExists(err) {
 			cm, err = records.Get(ctx, ApproverPolicyName, metav1.GetOptions{})
 		}

@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,6 +31,7 @@ import (
 	"github.com/configbutler/gitops-reverser/layout"
 	"github.com/configbutler/gitops-reverser/sanitize"
 	"github.com/configbutler/gitops-reverser/testenv"
+	"github.com/configbutler/gitops-reverser/writeback"
 )
 
 // restoredObject is one object of the round trip, where it lives.
@@ -39,8 +43,10 @@ type restoredObject struct {
 
 // TestRestoreRecreatesTheMirroredCluster is the round trip: a varied cluster (a CRD and its
 // custom resources, workloads, RBAC, networking, quotas, a claim, a Job, ConfigMaps with control
-// characters and binary data, a SOPS-encrypted Secret, a namespace whose name starts with a digit)
-// is mirrored by one ClusterWatchRule, then `gitops-reverser restore` recreates the folder in a
+// characters and binary data, a SOPS-encrypted Secret, a namespace whose name starts with a digit,
+// and ConfigMaps and custom resources of generated values: every class of character, the int64
+// edges, floats, empty strings and nulls, YAML 1.1 keys; createGenerated) is mirrored by one
+// ClusterWatchRule; each generated file reads back as the live object it was written from, then `gitops-reverser restore` recreates the folder in a
 // second control plane from the repository. Every object is equal on both sides apart from what
 // the server assigns; a second restore changes nothing; a restore as of an older commit brings
 // that commit's objects back; and a person who may write only one namespace is refused for the
@@ -62,6 +68,8 @@ func TestRestoreRecreatesTheMirroredCluster(t *testing.T) {
 		_ = dyn.Resource(crds.ClusterWatchRules).Delete(context.Background(), "everything", metav1.DeleteOptions{})
 	})
 	source := createFromFile(t, cp.AdminConfig(), "testdata/restore/cluster.yaml")
+	generated := createGenerated(t, dyn, roundTripSeed)
+	source = append(source, generated...)
 	startDaemon(t, t.TempDir())
 	testenv.Eventually(t, 60*time.Second, "every object mirrored", func() (bool, string) {
 		files, err := srv.FileHashes("state", "main")
@@ -75,6 +83,28 @@ func TestRestoreRecreatesTheMirroredCluster(t *testing.T) {
 		}
 		return true, ""
 	})
+
+	// The mirror's own round trip: each generated file, read as write-back reads it, is the live
+	// object it was written from.
+	for _, o := range generated {
+		file, err := srv.ReadFile("state", "main", layout.Path("cluster", o.gvr.Group, o.gvr.Resource, o.namespace, o.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := writeback.ParseDocument(file)
+		if err != nil {
+			t.Errorf("seed %d: %s %s: the mirror's file does not read back: %v\n%s", roundTripSeed, o.gvr.Resource, o.name, err, file)
+			continue
+		}
+		live, err := dyn.Resource(o.gvr).Namespace(o.namespace).Get(ctx, o.name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := sanitize.Object(live.Object); !reflect.DeepEqual(doc.Object.Object, want) {
+			t.Errorf("seed %d: %s %s: the file reads back otherwise than the live object: %s\n%s", roundTripSeed, o.gvr.Resource, o.name,
+				cmp.Diff(want, doc.Object.Object), file)
+		}
+	}
 
 	target, err := testenv.Start(ctx)
 	if err != nil {
@@ -117,6 +147,8 @@ func TestRestoreRecreatesTheMirroredCluster(t *testing.T) {
 	for _, o := range source {
 		if compareObjects(t, dyn, targetDyn, o) {
 			equal++
+		} else if slices.Contains(generated, o) {
+			t.Errorf("the object above was generated with seed %d (roundTripSeed)", roundTripSeed)
 		}
 	}
 	t.Logf("round trip: %d files, %d created, %d left out, %d skipped, %d failed; of the %d objects made, %d equal, %d differ",
@@ -187,6 +219,65 @@ func TestRestoreRecreatesTheMirroredCluster(t *testing.T) {
 	if got := configMapValue(t, targetDyn, "apps", "tricky", "empty"); got != "" {
 		t.Errorf("alice's namespace was not restored: data.empty = %q", got)
 	}
+}
+
+// roundTripSeed seeds the values createGenerated draws: change it to try others, set it to the
+// seed a failure printed to replay that failure.
+const roundTripSeed = 57
+
+// createGenerated creates, in namespace apps, ConfigMaps and Widgets holding values a live object
+// may hold and YAML gets wrong most often: every class of testenv.EdgeStrings, the integers of
+// testenv.EdgeIntegers, and random ones of testenv.RandomValue drawn from seed.
+func createGenerated(t *testing.T, dyn dynamic.Interface, seed uint64) []restoredObject {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, seed))
+	cmGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	configKeys := []string{"on", "no", "y", "Yes", "OFF", "1", "null", "a.b", "-x", "_y"}
+	var objs []*unstructured.Unstructured
+	edges, ints := map[string]any{}, map[string]any{}
+	for class, s := range testenv.EdgeStrings {
+		edges[class] = s
+	}
+	for name, n := range testenv.EdgeIntegers {
+		ints[strings.NewReplacer("^", "pow").Replace(name)] = n
+	}
+	objs = append(objs, object("v1", "ConfigMap", "edges", map[string]any{"data": edges}),
+		object("example.com/v1", "Widget", "edges", map[string]any{"spec": map[string]any{"ints": ints, "strings": edges}}))
+	for i := range 8 {
+		data := map[string]any{}
+		for range 1 + r.IntN(6) {
+			data[configKeys[r.IntN(len(configKeys))]] = testenv.RandomString(r, 60)
+		}
+		spec := map[string]any{}
+		for range 1 + r.IntN(6) {
+			spec[testenv.RandomKey(r)] = testenv.RandomValue(r, 3)
+		}
+		objs = append(objs, object("v1", "ConfigMap", fmt.Sprintf("generated-%d", i), map[string]any{"data": data}),
+			object("example.com/v1", "Widget", fmt.Sprintf("generated-%d", i), map[string]any{"spec": spec}))
+	}
+	var out []restoredObject
+	for _, u := range objs {
+		gvr := cmGVR
+		if u.GetKind() == "Widget" {
+			gvr = widgets
+		}
+		if _, err := dyn.Resource(gvr).Namespace("apps").Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("seed %d: create %s %s: %v", seed, u.GetKind(), u.GetName(), err)
+		}
+		out = append(out, restoredObject{gvr, "apps", u.GetName()})
+	}
+	return out
+}
+
+// object is an object of namespace apps with the top-level fields of rest.
+func object(apiVersion, kind, name string, rest map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: rest}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetName(name)
+	u.SetNamespace("apps")
+	return u
 }
 
 // summaryCount reads the TOTAL row of a restore's summary table in the column named column

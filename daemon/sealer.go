@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/kube"
 	"github.com/configbutler/gitops-reverser/sops"
 )
@@ -94,7 +95,7 @@ func digestKey(ctx context.Context, secrets *kube.Client[corev1.Secret], name st
 			return nil, err
 		}
 		fresh := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": controllerName}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{crds.LabelManagedBy: crds.ManagedByDaemon}},
 			Data:       map[string][]byte{digestKeyField: key},
 		}
 		if _, err = secrets.Create(ctx, fresh, metav1.CreateOptions{}); err == nil {

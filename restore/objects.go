@@ -134,7 +134,7 @@ func leftOutByDefault(obj *unstructured.Unstructured, includeConfiguration bool)
 // the configbutler.ai objects, what it labels as managed by it, and its admission webhook and
 // policies (the daemon in the new cluster registers its own).
 func daemonsOwn(group string, obj *unstructured.Unstructured) bool {
-	return group == crds.Group || obj.GetLabels()["app.kubernetes.io/managed-by"] == "gitops-reverser" ||
+	return group == crds.Group || obj.GetLabels()[crds.LabelManagedBy] == crds.ManagedByDaemon ||
 		group == "admissionregistration.k8s.io" && strings.HasPrefix(obj.GetName(), "gitops-reverser")
 }
 

@@ -132,12 +132,6 @@ func stringField(e map[string]any, name string) (string, bool) {
 	return "", false
 }
 
-// labelManagedBy with the value managedByDaemon marks what the daemon makes for itself.
-const (
-	labelManagedBy  = "app.kubernetes.io/managed-by"
-	managedByDaemon = "gitops-reverser"
-)
-
 // annotationAutoUpdate marks the RBAC objects the apiserver creates and repairs at every start.
 const annotationAutoUpdate = "rbac.authorization.kubernetes.io/autoupdate"
 
@@ -153,7 +147,7 @@ func generated(sel Selection, obj *unstructured.Unstructured) string {
 		return crds.SkipReasonControllerOwned
 	case sel.GVR.Group == "rbac.authorization.k8s.io" && obj.GetAnnotations()[annotationAutoUpdate] == "true":
 		return crds.SkipReasonAutoUpdatedRBAC
-	case obj.GetLabels()[labelManagedBy] == managedByDaemon:
+	case obj.GetLabels()[crds.LabelManagedBy] == crds.ManagedByDaemon:
 		// The keys of the daemon's Secrets (the digest of encrypted files, the seal of proposals)
 		// and its policies: a daemon in a restored cluster makes its own, and the keys are worth
 		// nothing in a repository, encrypted or not.

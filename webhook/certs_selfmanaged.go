@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/kube"
 )
 
@@ -178,6 +179,10 @@ func (s *SelfManaged) sync(ctx context.Context) (bool, error) {
 		}
 		if renewed {
 			secret.Data = data
+			if secret.Labels == nil {
+				secret.Labels = map[string]string{}
+			}
+			secret.Labels[crds.LabelManagedBy] = crds.ManagedByDaemon // its own: not mirrored, not restored
 			if secret.ResourceVersion == "" {
 				_, err = secrets.Create(ctx, secret, metav1.CreateOptions{})
 			} else {
