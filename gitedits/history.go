@@ -1,7 +1,6 @@
 package gitedits
 
 import (
-	"bytes"
 	"container/heap"
 	"context"
 	"fmt"
@@ -217,38 +216,16 @@ func diffTrees(r gitops.Reader, a, b plumbing.Hash, prefix []byte, out map[strin
 	return r.Diff(a, b, string(prefix), func(path string) { out[path] = struct{}{} })
 }
 
-// parseCommit reads the tree, parents, author, committer time and message of a commit.
+// parseCommit reads the tree, parents, author, committer time and message of a commit as git
+// reads them; a committer line without a date orders the commit as git does, as of time 0.
 func parseCommit(data []byte) (*commitNode, error) {
-	n := &commitNode{}
-	header, msg, ok := bytes.Cut(data, []byte("\n\n"))
-	if !ok {
-		header = bytes.TrimSuffix(data, []byte("\n"))
+	c, err := gitstore.ParseCommit(data)
+	if err != nil {
+		return nil, err
 	}
-	n.message = string(msg)
-	for line := range bytes.SplitSeq(header, []byte("\n")) {
-		key, value, _ := bytes.Cut(line, []byte(" "))
-		switch string(key) {
-		case "tree":
-			h, ok := parseHash(string(value))
-			if !ok {
-				return nil, fmt.Errorf("malformed tree line %q", line)
-			}
-			n.tree = h
-		case "parent":
-			h, ok := parseHash(string(value))
-			if !ok {
-				return nil, fmt.Errorf("malformed parent line %q", line)
-			}
-			n.parents = append(n.parents, h)
-		case "author":
-			n.author, n.when = parseSignature(string(value))
-		case "committer":
-			_, when := parseSignature(string(value))
-			n.committed = when.Unix()
-		}
-	}
-	if n.tree.IsZero() {
-		return nil, fmt.Errorf("no tree line")
+	n := &commitNode{tree: c.Tree, parents: c.Parents, author: signatureOf(c.Author), when: c.Author.When, message: c.Message}
+	if !c.Committer.When.IsZero() {
+		n.committed = c.Committer.When.Unix()
 	}
 	return n, nil
 }

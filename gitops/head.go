@@ -1,13 +1,9 @@
 package gitops
 
 import (
-	"bytes"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -36,41 +32,16 @@ func readCommit(s *gitstore.Store, h plumbing.Hash) (commitInfo, error) {
 	if err != nil {
 		return commitInfo{}, err
 	}
-	c := commitInfo{hash: h}
-	header, msg, _ := bytes.Cut(raw, []byte("\n\n"))
-	c.message = string(msg)
-	for line := range bytes.SplitSeq(header, []byte("\n")) {
-		key, value, _ := bytes.Cut(line, []byte(" "))
-		switch string(key) {
-		case "tree":
-			_, _ = hex.Decode(c.tree[:], value)
-		case "parent":
-			if c.parent.IsZero() && !s.Shallow(h) {
-				_, _ = hex.Decode(c.parent[:], value)
-			}
-		case "author":
-			c.author, c.when = parseIdent(string(value))
-		}
+	parsed, err := gitstore.ParseCommit(raw)
+	if err != nil {
+		return commitInfo{}, fmt.Errorf("commit %s: %w", h, err)
 	}
-	if c.tree.IsZero() {
-		return commitInfo{}, fmt.Errorf("commit %s has no tree", h)
+	c := commitInfo{hash: h, tree: parsed.Tree, message: parsed.Message, when: parsed.Author.When,
+		author: Signature{Name: parsed.Author.Name, Email: parsed.Author.Email}}
+	if len(parsed.Parents) > 0 && !s.Shallow(h) {
+		c.parent = parsed.Parents[0]
 	}
 	return c, nil
-}
-
-// parseIdent reads "Name <email> unix zone".
-func parseIdent(v string) (Signature, time.Time) {
-	lt, gt := strings.IndexByte(v, '<'), strings.LastIndexByte(v, '>')
-	if lt < 0 || gt < lt {
-		return Signature{Name: strings.TrimSpace(v)}, time.Time{}
-	}
-	s := Signature{Name: strings.TrimSpace(v[:lt]), Email: v[lt+1 : gt]}
-	fields := strings.Fields(v[gt+1:])
-	if len(fields) == 0 {
-		return s, time.Time{}
-	}
-	sec, _ := strconv.ParseInt(fields[0], 10, 64)
-	return s, time.Unix(sec, 0).UTC()
 }
 
 // headChain returns the commits of the head branch at head that the target at target lacks,

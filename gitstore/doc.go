@@ -7,6 +7,8 @@
 // pack that the worker sends and the clone keeps once the remote accepted it, where the next
 // change of a file reads its blob again without asking go-git. A Reader is the read-only face of
 // both, for what is built on Git history elsewhere (package gitedits, through gitops.Reader).
+// ParseCommit and ParseIdent are the one reading of a commit and its author and committer lines,
+// as git itself reads them, for every package that reads commits.
 //
 // One goroutine owns a Repo and its Store, as go-git is not safe for more.
 package gitstore

@@ -3,7 +3,6 @@ package gitstore
 import (
 	"container/list"
 	"crypto/sha1" //nolint:gosec // Git object names are SHA-1
-	"encoding/hex"
 	"fmt"
 	"io"
 	"strconv"
@@ -208,13 +207,9 @@ func (s *Store) CommitTree(h plumbing.Hash) (plumbing.Hash, error) {
 			return plumbing.ZeroHash, err
 		}
 	}
-	// A commit starts with "tree <40 hex>\n".
-	if len(data) < 46 || string(data[:5]) != "tree " {
-		return plumbing.ZeroHash, fmt.Errorf("commit %s has no tree line", h)
-	}
-	var t plumbing.Hash
-	if _, err := hex.Decode(t[:], data[5:45]); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("commit %s has a malformed tree line", h)
+	t, err := treeOf(data) // the first line: the rest of the commit is not read
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("commit %s: %w", h, err)
 	}
 	return t, nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,9 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/configbutler/gitops-reverser/kube"
-
+	"github.com/configbutler/gitops-reverser/authz"
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/kube"
 )
 
 // Auth says who may see the page.
@@ -67,7 +66,7 @@ type authenticator struct {
 	mode  Auth
 	dyn   dynamic.Interface
 	users *ttlcache.Cache[[sha256.Size]byte, authenticationv1.UserInfo]
-	lists *ttlcache.Cache[string, bool]
+	lists *authz.Cache
 }
 
 func newAuthenticator(mode Auth, dyn dynamic.Interface) *authenticator {
@@ -76,8 +75,7 @@ func newAuthenticator(mode Auth, dyn dynamic.Interface) *authenticator {
 		dyn:  dyn,
 		users: ttlcache.New(ttlcache.WithTTL[[sha256.Size]byte, authenticationv1.UserInfo](reviewTTL),
 			ttlcache.WithCapacity[[sha256.Size]byte, authenticationv1.UserInfo](reviewCacheSize)),
-		lists: ttlcache.New(ttlcache.WithTTL[string, bool](reviewTTL),
-			ttlcache.WithCapacity[string, bool](reviewCacheSize)),
+		lists: authz.NewCache(dyn, authz.Keep{Allowed: reviewTTL, Refused: refusalTTL, Max: reviewCacheSize}),
 	}
 }
 
@@ -157,40 +155,14 @@ func (a *authenticator) visible(ctx context.Context, v *viewer, namespaces []str
 	return out, nil
 }
 
-// mayList asks whether the viewer's user may list Proposals in namespace.
+// mayList asks whether the viewer's user may list Proposals in namespace. It fails closed: the
+// page shows a namespace only to whom the apiserver says may see it, and an unanswered review is
+// an error the page shows, never a namespace shown.
 func (a *authenticator) mayList(ctx context.Context, v *viewer, namespace string) (bool, error) {
-	key := userKey(v.user) + "\x00" + namespace
-	if item := a.lists.Get(key); item != nil {
-		return item.Value(), nil
-	}
 	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
 	defer cancel()
-	extra := map[string]authorizationv1.ExtraValue{}
-	for k, vals := range v.user.Extra {
-		extra[k] = authorizationv1.ExtraValue(vals)
-	}
-	review, err := kube.For(a.dyn, kube.SubjectAccessReviews, "").Create(ctx, &authorizationv1.SubjectAccessReview{
-		Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: v.user.Username, UID: v.user.UID, Groups: v.user.Groups, Extra: extra,
-			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: namespace, Verb: "list", Group: crds.Group, Resource: crds.Proposals.Resource,
-			},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return false, fmt.Errorf("check with a SubjectAccessReview whether %s may list proposals in %s: %w", v.user.Username, namespace, err)
-	}
-	ttl := ttlcache.DefaultTTL
-	if !review.Status.Allowed {
-		ttl = refusalTTL // a binding just made shows soon
-	}
-	a.lists.Set(key, review.Status.Allowed, ttl)
-	return review.Status.Allowed, nil
-}
-
-// userKey identifies a user with their groups: the same name in other groups may see other things.
-func userKey(u authenticationv1.UserInfo) string {
-	groups := slices.Clone(u.Groups)
-	slices.Sort(groups)
-	return u.Username + "\x00" + u.UID + "\x00" + strings.Join(groups, "\x00")
+	verdict := a.lists.Ask(ctx, authz.Question{User: &v.user, Resource: &authorizationv1.ResourceAttributes{
+		Namespace: namespace, Verb: "list", Group: crds.Group, Resource: crds.Proposals.Resource,
+	}}, authz.FailClosed)
+	return verdict.Allowed, verdict.Err
 }

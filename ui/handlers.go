@@ -65,8 +65,10 @@ func (p *Page) visibleSnapshot(w http.ResponseWriter, r *http.Request) (*viewer,
 	all := p.namespaces()
 	namespaces, err := p.auth.visible(ctx, v, all)
 	if err != nil {
+		// The error names the namespaces asked about, which the viewer may not be allowed to know.
 		p.cfg.Log.Error("operator page: check what a viewer may see", "user", v.user.Username, "err", err)
-		p.render(w, http.StatusBadGateway, "error", layout{Title: "Error", Viewer: viewerName(v), Error: err.Error()}, nil)
+		p.render(w, http.StatusBadGateway, "error", layout{Title: "Error", Viewer: viewerName(v),
+			Error: "the Kubernetes API did not answer which namespaces you may see; nothing is shown until it does: reload to try again"}, nil)
 		return nil, nil, 0
 	}
 	s := p.snapshot(namespaces)

@@ -131,10 +131,13 @@ func (w *world) proposal(namespace, name string) *crds.Proposal {
 	return p
 }
 
-// startPage runs a Page against the control plane behind an httptest server until the test ends.
+// startPage runs a Page against the control plane (as its admin, unless cfg.Kube says otherwise)
+// behind an httptest server until the test ends.
 func startPage(t testing.TB, cfg Config) string {
 	t.Helper()
-	cfg.Kube = cp.AdminConfig()
+	if cfg.Kube == nil {
+		cfg.Kube = cp.AdminConfig()
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

@@ -6,11 +6,13 @@ import (
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/configbutler/gitops-reverser/authz"
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/kube"
 )
@@ -33,7 +35,7 @@ const accessRecheck = 30 * time.Second
 type access struct {
 	dyn     dynamic.Interface
 	now     func() time.Time
-	answers map[accessQuestion]accessAnswer
+	reviews *authz.Cache
 	// consents are the ServiceAccounts' annotations AnnotationWatchRules, as last read.
 	consents map[crds.ServiceAccountReference]consentAnswer
 }
@@ -46,24 +48,19 @@ type consentAnswer struct {
 	at          time.Time
 }
 
-// accessQuestion is whether user may verb resource (of group) in namespace.
-type accessQuestion struct {
-	user, verb, group, resource, namespace string
-}
-
-type accessAnswer struct {
-	allowed bool
-	at      time.Time
-}
+// maxAccessAnswers bounds the answers kept: a rule asks two per resource it selects.
+const maxAccessAnswers = 10000
 
 func newAccess(dyn dynamic.Interface) *access {
-	return &access{dyn: dyn, now: time.Now, answers: map[accessQuestion]accessAnswer{},
-		consents: map[crds.ServiceAccountReference]consentAnswer{}}
+	a := &access{dyn: dyn, now: time.Now, consents: map[crds.ServiceAccountReference]consentAnswer{}}
+	a.reviews = authz.NewCache(dyn, authz.Keep{Allowed: accessRecheck, Refused: accessRecheck, Max: maxAccessAnswers,
+		Now: func() time.Time { return a.now() }})
+	return a
 }
 
 // used reports whether any rule acts as a ServiceAccount, so its rights (and consent) are worth
 // asking again.
-func (a *access) used() bool { return len(a.answers) > 0 || len(a.consents) > 0 }
+func (a *access) used() bool { return a.reviews.Len() > 0 || len(a.consents) > 0 }
 
 // serviceAccountOf is the ServiceAccount a WatchRule acts as: its own, else the daemon's default;
 // "" acts with the daemon's rights.
@@ -105,65 +102,48 @@ func (a *access) consentMissing(ctx context.Context, sa crds.ServiceAccountRefer
 }
 
 // unreadable says which of sels the ServiceAccount sa of namespace ns may not list and watch, as
-// a condition message; "" when it may read them all. An answer the apiserver cannot give now is
-// the last one it gave, or a refusal when there is none.
+// a condition message; "" when it may read them all. It fails closed: the ServiceAccount's rights
+// bound what the daemon reads for the rule into Git, so a question the apiserver does not answer
+// now is a refusal, never its last answer, and the rule mirrors nothing new until it answers (its
+// files stay; the next recheck asks again).
 func (a *access) unreadable(ctx context.Context, ns, sa string, sels []Selection) string {
-	user := "system:serviceaccount:" + ns + ":" + sa
-	var denied []string
+	user := authenticationv1.UserInfo{Username: "system:serviceaccount:" + ns + ":" + sa,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
+	var denied, unanswered []string
 	var failure error
 	for _, sel := range sels {
 		for _, verb := range []string{"list", "watch"} {
-			q := accessQuestion{user: user, verb: verb, group: sel.GVR.Group, resource: sel.GVR.Resource, namespace: sel.Namespace}
-			ok, err := a.may(ctx, q, ns)
-			if err != nil {
-				failure = err
-			}
-			if !ok {
+			v := a.reviews.Ask(ctx, authz.Question{User: &user, Resource: &authorizationv1.ResourceAttributes{
+				Namespace: sel.Namespace, Verb: verb, Group: sel.GVR.Group, Resource: sel.GVR.Resource,
+			}}, authz.FailClosed)
+			switch {
+			case v.Err != nil:
+				failure = v.Err
+				unanswered = append(unanswered, verb+" "+sel.GVR.GroupResource().String())
+			case !v.Allowed:
 				denied = append(denied, verb+" "+sel.GVR.GroupResource().String())
 			}
 		}
 	}
-	if len(denied) == 0 {
-		return ""
+	var msg string
+	if len(denied) > 0 {
+		msg = fmt.Sprintf("ServiceAccount %s/%s (%s) may not %s in namespace %s: grant it list and watch there (a Role and RoleBinding), "+
+			"or name another ServiceAccount in spec.serviceAccountName", ns, sa, user.Username, strings.Join(denied, ", "), ns)
 	}
-	msg := fmt.Sprintf("ServiceAccount %s/%s (%s) may not %s in namespace %s: grant it list and watch there (a Role and RoleBinding), "+
-		"or name another ServiceAccount in spec.serviceAccountName", ns, sa, user, strings.Join(denied, ", "), ns)
-	if failure != nil {
-		msg += fmt.Sprintf(" (asking the apiserver failed: %v)", failure)
+	if len(unanswered) > 0 {
+		if msg != "" {
+			msg += "; "
+		}
+		msg += fmt.Sprintf("the apiserver did not answer whether ServiceAccount %s/%s may %s (%v), so nothing new is mirrored for them "+
+			"until it does (asked again within %s)", ns, sa, strings.Join(unanswered, ", "), failure, accessRecheck)
 	}
 	return msg
 }
 
-// may answers q from memory while it is fresh, else asks the apiserver.
-func (a *access) may(ctx context.Context, q accessQuestion, ns string) (bool, error) {
-	last, known := a.answers[q]
-	if known && a.now().Sub(last.at) < accessRecheck {
-		return last.allowed, nil
-	}
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:   q.user,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: q.namespace, Verb: q.verb, Group: q.group, Resource: q.resource,
-		},
-	}}
-	res, err := kube.For(a.dyn, kube.SubjectAccessReviews, "").Create(ctx, review, metav1.CreateOptions{})
-	if err != nil {
-		return known && last.allowed, fmt.Errorf("check whether %s may %s %s: %w", q.user, q.verb, q.resource, err)
-	}
-	allowed := res.Status.Allowed && !res.Status.Denied
-	a.answers[q] = accessAnswer{allowed: allowed, at: a.now()}
-	return allowed, nil
-}
-
-// forget drops the answers no rule asked for since before the last recheck, so a rule removed
-// costs nothing.
+// forget drops the answers due to be asked again and the consents no rule read since two
+// rechecks, so a rule removed costs nothing.
 func (a *access) forget() {
-	for q, ans := range a.answers {
-		if a.now().Sub(ans.at) >= 2*accessRecheck {
-			delete(a.answers, q)
-		}
-	}
+	a.reviews.Prune()
 	for sa, ans := range a.consents {
 		if a.now().Sub(ans.at) >= 2*accessRecheck {
 			delete(a.consents, sa)

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/configbutler/gitops-reverser/authz"
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/kube"
 )
@@ -363,37 +364,34 @@ func sameRemoteStatus(have, want crds.RemoteClusterStatus) bool {
 type rights struct {
 	mu      sync.Mutex
 	conn    *connection
-	answers map[accessQuestion]accessAnswer
+	reviews *authz.Cache
 }
 
+// maxRemoteAnswers bounds the answers kept per connection: two per selection.
+const maxRemoteAnswers = 10000
+
 // unreadable asks the remote cluster (SelfSubjectAccessReviews) whether the kubeconfig's identity
-// may list and watch every selection, and says what it may not; "" when it may. A cluster that
-// does not answer is not asked: its watchers wait for it anyway.
+// may list and watch every selection, and says what it may not; "" when it may.
 func (r *remote) unreadable(ctx context.Context, conn *connection, sels []Selection) string {
 	r.rights.mu.Lock()
 	defer r.rights.mu.Unlock()
 	if r.rights.conn != conn {
-		r.rights.conn, r.rights.answers = conn, map[accessQuestion]accessAnswer{}
+		r.rights.conn = conn
+		r.rights.reviews = authz.NewCache(conn.dyn, authz.Keep{Allowed: accessRecheck, Refused: accessRecheck, Max: maxRemoteAnswers})
 	}
 	ctx, cancel := context.WithTimeout(ctx, clusterProbeTimeout)
 	defer cancel()
 	var denied []string
 	for _, sel := range sels {
 		for _, verb := range []string{"list", "watch"} {
-			q := accessQuestion{verb: verb, group: sel.GVR.Group, resource: sel.GVR.Resource, namespace: sel.Namespace}
-			a, known := r.rights.answers[q]
-			if !known || time.Since(a.at) >= accessRecheck {
-				review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-					ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: q.namespace, Verb: verb, Group: q.group, Resource: q.resource},
-				}}
-				res, err := kube.For(conn.dyn, kube.SelfSubjectAccessReviews, "").Create(ctx, review, metav1.CreateOptions{})
-				if err != nil {
-					return "" // unanswered: the watchers say what fails
-				}
-				a = accessAnswer{allowed: res.Status.Allowed, at: time.Now()}
-				r.rights.answers[q] = a
-			}
-			if !a.allowed {
+			// Fails open: the watchers list and watch as this very identity, so that cluster's
+			// apiserver refuses them itself and their status says so; this review only words
+			// the refusal before they start. Closed, a blip of the review API would stop
+			// watchers that work.
+			v := r.rights.reviews.Ask(ctx, authz.Question{Resource: &authorizationv1.ResourceAttributes{
+				Namespace: sel.Namespace, Verb: verb, Group: sel.GVR.Group, Resource: sel.GVR.Resource,
+			}}, authz.FailOpen)
+			if !v.Allowed {
 				where := "every namespace"
 				if sel.Namespace != "" {
 					where = "namespace " + sel.Namespace

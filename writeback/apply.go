@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/configbutler/gitops-reverser/authz"
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitops"
-	"github.com/configbutler/gitops-reverser/kube"
 	"github.com/configbutler/gitops-reverser/sanitize"
 )
 
@@ -259,28 +259,16 @@ func (cl *cluster) mayChange(ctx context.Context, who authenticationv1.UserInfo,
 
 // review asks the cluster's apiserver (a SubjectAccessReview) whether who may do what resource,
 // or else nonResource, says; why is its reason. In a RemoteCluster, who is the hub's user with
-// their groups, whom that cluster's RBAC knows by the same names.
+// their groups, whom that cluster's RBAC knows by the same names. It fails closed: an approval
+// must not grant more than the approver has, so an unanswered review allows nothing, and its error
+// is returned: the proposal keeps its decision and is tried again.
 func (cl *cluster) review(ctx context.Context, who authenticationv1.UserInfo, resource *authorizationv1.ResourceAttributes,
 	nonResource *authorizationv1.NonResourceAttributes) (allowed bool, why string, err error) {
-	extra := make(map[string]authorizationv1.ExtraValue, len(who.Extra))
-	for k, v := range who.Extra {
-		extra[k] = authorizationv1.ExtraValue(v)
+	v := authz.Ask(ctx, cl.dyn, authz.Question{User: &who, Resource: resource, NonResource: nonResource}, authz.FailClosed)
+	if v.Err != nil {
+		return v.Allowed, "", fmt.Errorf("check an approval%s: %w", cl.where(), v.Err)
 	}
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: who.Username, UID: who.UID, Groups: who.Groups, Extra: extra,
-		ResourceAttributes: resource, NonResourceAttributes: nonResource,
-	}}
-	res, err := kube.For(cl.dyn, kube.SubjectAccessReviews, "").Create(ctx, review, metav1.CreateOptions{})
-	if err != nil {
-		what := ""
-		if resource != nil {
-			what = permission{resource: resource}.String()
-		} else {
-			what = permission{nonResource: nonResource}.String()
-		}
-		return false, "", fmt.Errorf("check whether %s may %s%s: %w", who.Username, what, cl.where(), err)
-	}
-	return res.Status.Allowed && !res.Status.Denied, res.Status.Reason, nil
+	return v.Allowed, v.Reason, nil
 }
 
 // verbOf is the RBAC verb a change needs.

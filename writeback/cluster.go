@@ -7,12 +7,11 @@ import (
 	"sync"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/configbutler/gitops-reverser/authz"
 	"github.com/configbutler/gitops-reverser/crds"
-	"github.com/configbutler/gitops-reverser/kube"
 )
 
 // Why a destination of a RemoteCluster is written back in that cluster, and only there: its
@@ -126,12 +125,14 @@ func (cl *cluster) missingRights(ctx context.Context, sa crds.ServiceAccountRefe
 	}
 	var missing []string
 	for _, need := range needs {
-		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: need}}
-		res, err := kube.For(cl.dyn, kube.SelfSubjectAccessReviews, "").Create(ctx, review, metav1.CreateOptions{})
-		if err != nil {
-			return "", fmt.Errorf("ask RemoteCluster %s what its kubeconfig's identity may do: %w", cl.name, err)
+		// Fails closed, though that cluster would refuse the act itself: a missing right makes the
+		// proposal wait with its decision, while a refused apply clears an approver's decision.
+		// Unanswered, nothing is applied and the error has the proposal tried again.
+		v := authz.Ask(ctx, cl.dyn, authz.Question{Resource: need}, authz.FailClosed)
+		if v.Err != nil {
+			return "", fmt.Errorf("RemoteCluster %s: %w", cl.name, v.Err)
 		}
-		if !res.Status.Allowed || res.Status.Denied {
+		if !v.Allowed {
 			missing = append(missing, grantOf(need))
 		}
 	}
