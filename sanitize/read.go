@@ -72,7 +72,7 @@ func escapeOf(r rune) string {
 // way: an integer stays exact (2^53+1 does not become a float64), a string keeps every
 // character, a date-like scalar stays its text (as kubectl keeps it), null stays null and ""
 // stays "". It refuses, naming the field: aliases and merge keys (write the value out), keys that
-// are not scalars, and numbers JSON cannot hold (NaN, infinities).
+// are not scalars or are given twice, and numbers JSON cannot hold (NaN, infinities).
 func ObjectOf(doc *yaml.Node) (map[string]any, error) {
 	if doc.Kind == yaml.DocumentNode {
 		if len(doc.Content) != 1 {
@@ -104,11 +104,16 @@ func valueOf(n *yaml.Node, path string) (any, error) {
 		return nil, where("the alias *%s is not read: write the value out", n.Value)
 	case yaml.MappingNode:
 		m := make(map[string]any, len(n.Content)/2)
+		lines := make(map[string]int, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
 			if k.Kind != yaml.ScalarNode {
 				return nil, where("a key that is a %s: keys are strings", k.ShortTag())
 			}
+			if first, ok := lines[k.Value]; ok {
+				return nil, where("the key %q is given twice (lines %d and %d): keep one", k.Value, first, k.Line)
+			}
+			lines[k.Value] = k.Line
 			if k.Value == "<<" && k.Style == 0 && k.ShortTag() == "!!merge" {
 				return nil, where("the merge key << is not read: write the fields out")
 			}

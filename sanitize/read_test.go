@@ -94,6 +94,7 @@ func TestRefusalsNameWhereAndWhatToDo(t *testing.T) {
 		{"kind: X\nbase: &b {a: 1}\nspec: *b\n", "spec (line 3): the alias *b is not read: write the value out"},
 		{"kind: X\nspec:\n  <<: {a: 1}\n", "spec (line 3): the merge key << is not read"},
 		{"kind: X\nspec:\n  ? [a]\n  : 1\n", "spec (line 3): a key that is a !!seq"},
+		{"kind: X\nspec:\n  a: 1\n  b: 2\n  a: 3\n", `spec (line 3): the key "a" is given twice (lines 3 and 5): keep one`},
 		{"kind: X\nspec:\n  \"a.b\":\n    x: !vault secret/db\n", `spec["a.b"].x (line 4): a value tagged !vault: write it as a string`},
 	}
 	for _, tc := range cases {
