@@ -34,7 +34,7 @@ const builderID = "https://github.com/configbutler/gitops-reverser/blob/main/scr
 type provenanceInput struct {
 	Source, Revision, Version string
 	GoVersion                 string
-	GoFlags                   string   // $GOFLAGS as the builds saw it
+	GoFlags                   string   // go env GOFLAGS: the environment's or the go env file's
 	Commands                  []string // every go build, as a shell runs it
 	Created                   int64    // SOURCE_DATE_EPOCH
 	Modules                   []module // every module any binary links

@@ -36,6 +36,7 @@ type releaseOptions struct {
 	BinaryPlatforms []string // os/arch of the binaries
 	ChartDir        string   // the chart's source folder
 	DownloadURL     string   // where the archives will be downloadable: the krew manifest's URIs
+	GoFlags         string   // GOFLAGS as the go command reads it (goEnv), for the provenance
 	Key             *signingKey
 }
 
@@ -67,6 +68,10 @@ type releaseObject struct {
 // makeRelease builds the release into ro.Image.Out (replaced as a whole) and signs it.
 func makeRelease(ctx context.Context, ro releaseOptions) (*releaseResult, error) {
 	start := time.Now()
+	var err error
+	if ro.GoFlags, err = goEnv(ctx, ro.Image.Dir, "GOFLAGS"); err != nil {
+		return nil, err
+	}
 	out := filepath.Clean(ro.Image.Out)
 	tmp := out + ".tmp"
 	if err := os.RemoveAll(tmp); err != nil {
@@ -188,7 +193,7 @@ func chartRepository(imageRepository, chartName string) string {
 // byproducts.
 func provenanceFor(ro releaseOptions, img *result, mods []*moduleSet, res *releaseResult) provenanceInput {
 	o := ro.Image
-	in := provenanceInput{Source: o.Source, Revision: o.Revision, Version: o.Version, GoFlags: os.Getenv("GOFLAGS"),
+	in := provenanceInput{Source: o.Source, Revision: o.Revision, Version: o.Version, GoFlags: ro.GoFlags,
 		Created: o.Created.Unix(), GoVersion: mods[0].GoVersion, Modules: unionModules(mods)}
 	for _, p := range ro.BinaryPlatforms {
 		env, args := goBuild(o, p, "gitops-reverser-"+strings.ReplaceAll(p, "/", "-"))
