@@ -29,6 +29,10 @@ GITEA := $(TOOLS_CACHE)/gitea-$(GITEA_VERSION)/gitea
 # place; a test keeps its version equal to this one.
 COSIGN_VERSION := v3.1.3
 COSIGN := $(TOOLS_CACHE)/cosign-$(COSIGN_VERSION)/cosign
+# They run the verify commands make publish prints and docs/release.md gives with this cosign 2
+# too, the oldest the docs name, which verifies some things (a Sigstore bundle) only online.
+COSIGN2_VERSION := v2.6.5
+COSIGN2 := $(TOOLS_CACHE)/cosign-$(COSIGN2_VERSION)/cosign
 # testenv/browser.go drives a headless Chromium with the same playwright-core from the same place
 # (installing it there too when missing); a test keeps its version equal to this one.
 PLAYWRIGHT_VERSION := 1.64.1
@@ -158,10 +162,13 @@ gitea: $(GITEA) ## build (once) the pinned Gitea the pull-request tests run
 $(GITEA): | testenv-cmd
 	TOOLS_CACHE=$(TOOLS_CACHE) $(TESTENV) -gitea
 
-cosign: $(COSIGN) ## build (once) the pinned cosign the release tests verify signatures with
+cosign: $(COSIGN) $(COSIGN2) ## build (once) the pinned cosigns (3 and 2) the release tests verify signatures with
 
 $(COSIGN): | testenv-cmd
 	$(call GO_TOOL,github.com/sigstore/cosign/v3/cmd/cosign@$(COSIGN_VERSION),$(UNOPTIMISED_GCFLAGS))
+
+$(COSIGN2): | testenv-cmd
+	$(call GO_TOOL,github.com/sigstore/cosign/v2/cmd/cosign@$(COSIGN2_VERSION),$(UNOPTIMISED_GCFLAGS))
 
 browser: playwright chromium ## install (once) the headless Chromium and playwright-core the browser tests drive
 

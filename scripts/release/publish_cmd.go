@@ -200,13 +200,16 @@ func verifyCommands(dir string, r *releaseResult, dst destination, image, chart 
 		helm += " --set image.repository=" + dst.Image
 	}
 	checksums := filepath.Join(dir, checksumsFile)
+	// The signature, not the Sigstore bundle beside it: cosign 2 verifies a bundle only with a
+	// trusted root, which it fetches from Sigstore online even for a key; both read the signature
+	// offline (cosign 3 calls --signature deprecated, but honours it).
 	return []string{
 		"verify (cosign 2.6 or later; signed with a key, in no transparency log):",
 		"  " + cosign + " " + image,
 		"  " + attest + " --type slsaprovenance1 " + image,
 		"  " + attest + " --type spdxjson " + image,
 		"  " + cosign + " " + chart,
-		"  cosign verify-blob --key " + key + " --insecure-ignore-tlog --bundle " + checksums + ".sigstore.json " + checksums,
+		"  cosign verify-blob --key " + key + " --insecure-ignore-tlog --signature " + checksums + ".sig " + checksums,
 		"install:",
 		"  " + helm,
 	}

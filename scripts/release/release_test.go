@@ -44,10 +44,46 @@ const (
 	registryPass = "s3cret"
 )
 
+// The oldest cosign the docs name: cosign 2's verify-blob reads a Sigstore bundle only with a
+// trusted root, which it fetches online, so what is printed and documented must work without one.
+const (
+	cosign2Package = "github.com/sigstore/cosign/v2/cmd/cosign"
+	cosign2Version = "v2.6.5"
+)
+
 // cosignBinary is the cosign CLI, built once.
 func cosignBinary(t testing.TB) string {
 	t.Helper()
 	return testenv.GoTool(t, "cosign", cosignPackage, cosignVersion, testenv.Unoptimised...)
+}
+
+// versionedCosign is a cosign CLI and its version.
+type versionedCosign struct{ version, bin string }
+
+// everyCosign is each cosign the printed and documented commands must work with: the oldest the
+// docs name and the current one.
+func everyCosign(t testing.TB) []versionedCosign {
+	t.Helper()
+	return []versionedCosign{
+		{cosign2Version, testenv.GoTool(t, "cosign", cosign2Package, cosign2Version, testenv.Unoptimised...)},
+		{cosignVersion, cosignBinary(t)},
+	}
+}
+
+// offlineEnv is the environment of a tool run as on a machine without the internet: every
+// request but to loopback goes to a proxy that answers none (Go's clients never send loopback
+// through a proxy, so the test registry is still reached), and nothing is cached from before.
+func offlineEnv(t testing.TB) []string {
+	t.Helper()
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "offline", http.StatusBadGateway)
+	}))
+	t.Cleanup(proxy.Close)
+	var env []string
+	for _, v := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"} {
+		env = append(env, v+"="+proxy.URL)
+	}
+	return append(env, "NO_PROXY=", "no_proxy=", "HOME="+t.TempDir(), "TUF_ROOT="+t.TempDir())
 }
 
 // The release the tests share: building one takes a while the first time (the darwin binaries
@@ -188,8 +224,15 @@ func keyPair(t testing.TB) (private, public string) {
 // with bin for its program, in env, and returns its combined output and error.
 func toolRun(t testing.TB, bin string, env []string, line string) (string, error) {
 	t.Helper()
+	return toolRunIn(t, "", bin, env, line)
+}
+
+// toolRunIn is toolRun in the folder dir.
+func toolRunIn(t testing.TB, dir, bin string, env []string, line string) (string, error) {
+	t.Helper()
 	args := strings.Fields(line)[1:]
 	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
