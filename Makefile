@@ -69,12 +69,13 @@ image: ## the daemon's OCI image (linux/amd64 + linux/arm64) and its SPDX SBOM i
 	go run ./scripts/release image -out bin/image -version '$(VERSION)' -revision '$(REVISION)' -created '$(SOURCE_DATE_EPOCH)'
 
 # make release builds the image, the chart, the binaries and a krew manifest from the commit
-# checked out (refusing a tree with changes), and signs them with the cosign key $(COSIGN_KEY),
-# whose password is $COSIGN_PASSWORD in the environment; make publish pushes bin/release to
-# REGISTRY (e.g. ghcr.io/configbutler) with Docker's credentials and prints how to verify and
-# install it (docs/release.md).
-release: ## a signed, attested release in bin/release/: image, chart, binaries, checksums, krew manifest (docs/release.md)
-	go run ./scripts/release build -out bin/release -version '$(VERSION)' $(if $(COSIGN_KEY),-key '$(COSIGN_KEY)')
+# checked out (refusing a tree with changes, and a commit the tag v$(VERSION) is not at, where the
+# krew manifest downloads from, unless SNAPSHOT=1 says it is a trial), and signs them with the
+# cosign key $(COSIGN_KEY), whose password is $COSIGN_PASSWORD in the environment; make publish
+# pushes bin/release to REGISTRY (e.g. ghcr.io/configbutler) with Docker's credentials and prints
+# how to verify and install it (docs/release.md).
+release: ## a signed, attested release of VERSION, at its tag v<VERSION> (or SNAPSHOT=1), in bin/release/: image, chart, binaries, checksums, krew manifest (docs/release.md)
+	go run ./scripts/release build -out bin/release -version '$(VERSION)' $(if $(COSIGN_KEY),-key '$(COSIGN_KEY)') $(if $(filter 1,$(SNAPSHOT)),-snapshot)
 
 publish: ## push bin/release to REGISTRY=<registry>/<owner> and print the commands that verify and install it
 	go run ./scripts/release publish -from bin/release $(if $(REGISTRY),-registry '$(REGISTRY)')

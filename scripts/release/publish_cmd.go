@@ -179,6 +179,9 @@ func printPublished(w io.Writer, dir string, r *releaseResult, dst destination) 
 		dst.Image, r.Image.Tag, r.Image.Digest, dst.Chart, r.Chart.Tag, r.Chart.Digest, dst.Image, r.SBOM.Digest)
 	_, _ = fmt.Fprintf(w, "  signatures and attestations: %s:%s, .att; %s:%s, .att\n",
 		dst.Image, cosignTag(r.Image.Digest, "sig"), dst.Chart, cosignTag(r.Chart.Digest, "sig"))
+	if r.Snapshot {
+		_, _ = fmt.Fprintf(w, "  a snapshot: %s is not at the tag v%s\n", r.Revision, r.Version)
+	}
 	for _, c := range verifyCommands(dir, r, dst, image, chart) {
 		_, _ = fmt.Fprintln(w, c)
 	}

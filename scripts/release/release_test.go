@@ -112,6 +112,10 @@ func sharedRelease(t *testing.T) *testRelease {
 			sharedRel.err = fmt.Errorf("git clone: %w\n%s", err, out)
 			return
 		}
+		if out, err := exec.Command("git", tagArgs(rel.src, testVersion)...).CombinedOutput(); err != nil {
+			sharedRel.err = fmt.Errorf("git tag: %w\n%s", err, out)
+			return
+		}
 		if err := run(context.Background(), []string{"keygen", "-out", dir}, io.Discard, io.Discard); err != nil {
 			sharedRel.err = err
 			return
@@ -132,12 +136,28 @@ func sharedRelease(t *testing.T) *testRelease {
 	return sharedRel.rel
 }
 
-// cloneSource is a clean clone of this repository's HEAD: what a releaser has checked out.
+// cloneSource is a clean clone of this repository's HEAD, not tagged.
 func cloneSource(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "src")
 	testenv.MustGit(t, "clone", "--quiet", filepath.Join("..", ".."), dir)
 	return dir
+}
+
+// taggedSource is what a releaser has checked out: a clean clone of this repository's HEAD,
+// tagged v<testVersion>.
+func taggedSource(t testing.TB) string {
+	t.Helper()
+	dir := cloneSource(t)
+	testenv.MustGit(t, tagArgs(dir, testVersion)...)
+	return dir
+}
+
+// tagArgs are the arguments of git that tag the HEAD of dir v<version>, annotated as
+// docs/release.md's git tag -s makes it.
+func tagArgs(dir, version string) []string {
+	return []string{"-C", dir, "-c", "user.name=Releaser", "-c", "user.email=releaser@example.com",
+		"tag", "-a", "-m", "gitops-reverser " + version, "v" + version}
 }
 
 // authRegistry is an OCI registry on loopback (go-containerregistry's, with the referrers API)
@@ -166,10 +186,13 @@ func authRegistry(t testing.TB) (host, dockerConfig string) {
 	return host, dir
 }
 
-// buildArgs is release build's command line of the tests: version 1.2.3 of src into out, signed
-// with key, for cliPlatforms.
+// testVersion is the version of the tests' releases.
+const testVersion = "1.2.3"
+
+// buildArgs is release build's command line of the tests: version testVersion of src into out,
+// signed with key, for cliPlatforms.
 func buildArgs(src, out, key string) []string {
-	return []string{"build", "-C", src, "-out", out, "-version", "1.2.3", "-key", key, "-binary-platforms", strings.Join(cliPlatforms, ",")}
+	return []string{"build", "-C", src, "-out", out, "-version", testVersion, "-key", key, "-binary-platforms", strings.Join(cliPlatforms, ",")}
 }
 
 // TestMakeReleaseBuildsEveryPlatform: without flags, release build makes the image for linux on
