@@ -29,6 +29,10 @@ GITEA := $(TOOLS_CACHE)/gitea-$(GITEA_VERSION)/gitea
 # place; a test keeps its version equal to this one.
 COSIGN_VERSION := v3.1.3
 COSIGN := $(TOOLS_CACHE)/cosign-$(COSIGN_VERSION)/cosign
+# They run the verify commands make publish prints and docs/release.md gives with this cosign 2
+# too, the oldest the docs name, which verifies some things (a Sigstore bundle) only online.
+COSIGN2_VERSION := v2.6.5
+COSIGN2 := $(TOOLS_CACHE)/cosign-$(COSIGN2_VERSION)/cosign
 # testenv/browser.go drives a headless Chromium with the same playwright-core from the same place
 # (installing it there too when missing); a test keeps its version equal to this one.
 PLAYWRIGHT_VERSION := 1.64.1
@@ -65,12 +69,13 @@ image: ## the daemon's OCI image (linux/amd64 + linux/arm64) and its SPDX SBOM i
 	go run ./scripts/release image -out bin/image -version '$(VERSION)' -revision '$(REVISION)' -created '$(SOURCE_DATE_EPOCH)'
 
 # make release builds the image, the chart, the binaries and a krew manifest from the commit
-# checked out (refusing a tree with changes), and signs them with the cosign key $(COSIGN_KEY),
-# whose password is $COSIGN_PASSWORD in the environment; make publish pushes bin/release to
-# REGISTRY (e.g. ghcr.io/configbutler) with Docker's credentials and prints how to verify and
-# install it (docs/release.md).
-release: ## a signed, attested release in bin/release/: image, chart, binaries, checksums, krew manifest (docs/release.md)
-	go run ./scripts/release build -out bin/release -version '$(VERSION)' $(if $(COSIGN_KEY),-key '$(COSIGN_KEY)')
+# checked out (refusing a tree with changes, and a commit the tag v$(VERSION) is not at, where the
+# krew manifest downloads from, unless SNAPSHOT=1 says it is a trial), and signs them with the
+# cosign key $(COSIGN_KEY), whose password is $COSIGN_PASSWORD in the environment; make publish
+# pushes bin/release to REGISTRY (e.g. ghcr.io/configbutler) with Docker's credentials and prints
+# how to verify and install it (docs/release.md).
+release: ## a signed, attested release of VERSION, at its tag v<VERSION> (or SNAPSHOT=1), in bin/release/: image, chart, binaries, checksums, krew manifest (docs/release.md)
+	go run ./scripts/release build -out bin/release -version '$(VERSION)' $(if $(COSIGN_KEY),-key '$(COSIGN_KEY)') $(if $(filter 1,$(SNAPSHOT)),-snapshot)
 
 publish: ## push bin/release to REGISTRY=<registry>/<owner> and print the commands that verify and install it
 	go run ./scripts/release publish -from bin/release $(if $(REGISTRY),-registry '$(REGISTRY)')
@@ -158,10 +163,13 @@ gitea: $(GITEA) ## build (once) the pinned Gitea the pull-request tests run
 $(GITEA): | testenv-cmd
 	TOOLS_CACHE=$(TOOLS_CACHE) $(TESTENV) -gitea
 
-cosign: $(COSIGN) ## build (once) the pinned cosign the release tests verify signatures with
+cosign: $(COSIGN) $(COSIGN2) ## build (once) the pinned cosigns (3 and 2) the release tests verify signatures with
 
 $(COSIGN): | testenv-cmd
 	$(call GO_TOOL,github.com/sigstore/cosign/v3/cmd/cosign@$(COSIGN_VERSION),$(UNOPTIMISED_GCFLAGS))
+
+$(COSIGN2): | testenv-cmd
+	$(call GO_TOOL,github.com/sigstore/cosign/v2/cmd/cosign@$(COSIGN2_VERSION),$(UNOPTIMISED_GCFLAGS))
 
 browser: playwright chromium ## install (once) the headless Chromium and playwright-core the browser tests drive
 

@@ -32,11 +32,11 @@ func BenchmarkImage(b *testing.B) {
 // empty Go cache) compiles every package four times over; docs/release.md gives that figure.
 func BenchmarkRelease(b *testing.B) {
 	b.Setenv(passwordEnv, testPassword)
-	src := cloneSource(b)
+	src := taggedSource(b)
 	key, _ := keyPair(b)
 	for range b.N {
 		out := filepath.Join(b.TempDir(), "release")
-		args := []string{"build", "-C", src, "-out", out, "-version", "1.2.3", "-key", key}
+		args := []string{"build", "-C", src, "-out", out, "-version", testVersion, "-key", key}
 		start := time.Now()
 		if err := run(context.Background(), args, io.Discard, io.Discard); err != nil {
 			b.Fatal(err)

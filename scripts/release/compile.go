@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -58,4 +59,20 @@ func commandLine(env, args []string) string {
 		}
 	}
 	return strings.Join(env, " ") + " go " + strings.Join(q, " ")
+}
+
+// goEnv is the go command's setting name as a go build in dir sees it: the environment's, else
+// the go env file's (go env -w), else Go's default. $GOFLAGS alone would miss the file's.
+func goEnv(ctx context.Context, dir, name string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "env", name)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return "", fmt.Errorf("go env %s: %w: %s", name, err, ee.Stderr)
+		}
+		return "", fmt.Errorf("go env %s: %w", name, err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }

@@ -40,34 +40,43 @@ const (
 	imagePolicyPage = "../../docs/image.md"
 )
 
-// TestDocsCosignCommandsUseRealFlags runs cosign <subcommand> --help of the pinned cosign for
-// every cosign command of the verifying pages: every flag they give exists, and every command
-// that verifies names the key and skips the transparency log, which releases are not in.
+// TestDocsCosignCommandsUseRealFlags runs cosign <subcommand> --help of the pinned cosigns, 2 and
+// 3, for every cosign command of the verifying pages: every flag they give exists in both, and
+// every command that verifies names the key and skips the transparency log, which releases are
+// not in.
 func TestDocsCosignCommandsUseRealFlags(t *testing.T) {
-	cosign := cosignBinary(t)
-	known := map[string][]string{}
 	var n int
 	for _, page := range verifyingDocs {
 		for _, c := range cosignCommands(readDoc(t, page)) {
 			n++
 			fields := strings.Fields(c)
-			sub := fields[1]
-			if known[sub] == nil {
-				known[sub] = cosignFlags(t, cosign, sub)
-			}
-			for _, f := range fields[2:] {
-				name, _, _ := strings.Cut(strings.TrimPrefix(f, "--"), "=")
-				if strings.HasPrefix(f, "--") && !slices.Contains(known[sub], name) && !cosignAccepts(t, cosign, sub, f) {
-					t.Errorf("%s: cosign %s has no flag --%s: %s", page, sub, name, c)
-				}
-			}
-			if strings.HasPrefix(sub, "verify") && (!slices.Contains(fields, "--key") || !slices.Contains(fields, "--insecure-ignore-tlog")) {
+			if strings.HasPrefix(fields[1], "verify") && (!slices.Contains(fields, "--key") || !slices.Contains(fields, "--insecure-ignore-tlog")) {
 				t.Errorf("%s: a verification without --key and --insecure-ignore-tlog: %s", page, c)
 			}
 		}
 	}
 	if n < 10 {
 		t.Errorf("found %d cosign commands in %v, want the documented ones", n, verifyingDocs)
+	}
+	for _, cosign := range everyCosign(t) {
+		t.Run("cosign "+cosign.version, func(t *testing.T) {
+			known := map[string][]string{}
+			for _, page := range verifyingDocs {
+				for _, c := range cosignCommands(readDoc(t, page)) {
+					fields := strings.Fields(c)
+					sub := fields[1]
+					if known[sub] == nil {
+						known[sub] = cosignFlags(t, cosign.bin, sub)
+					}
+					for i, f := range fields[2:] {
+						name, _, _ := strings.Cut(strings.TrimPrefix(f, "--"), "=")
+						if strings.HasPrefix(f, "--") && !slices.Contains(known[sub], name) && !cosignAccepts(t, cosign.bin, sub, fields[2+i:]) {
+							t.Errorf("%s: cosign %s has no flag --%s: %s", page, sub, name, c)
+						}
+					}
+				}
+			}
+		})
 	}
 }
 
@@ -419,15 +428,20 @@ func cosignFlags(t *testing.T, cosign, sub string) []string {
 	return flags
 }
 
-// cosignAccepts says whether cosign sub takes flag though its help does not list it: a
-// deprecated flag cosign hides but still honours (sign-blob's --tlog-upload).
-func cosignAccepts(t *testing.T, cosign, sub, flag string) bool {
+// cosignAccepts says whether cosign sub takes the flag that starts args (with its value, the next
+// argument, when it has no =) though its help does not list it: a deprecated flag cosign hides
+// but still honours (sign-blob's --tlog-upload, cosign 3's verify-blob --signature).
+func cosignAccepts(t *testing.T, cosign, sub string, args []string) bool {
 	t.Helper()
-	out, err := exec.Command(cosign, sub, flag, "--help").CombinedOutput()
+	flag := args[:1]
+	if !strings.Contains(args[0], "=") && len(args) > 1 && !strings.HasPrefix(args[1], "-") {
+		flag = args[:2]
+	}
+	out, err := exec.Command(cosign, slices.Concat([]string{sub}, flag, []string{"--help"})...).CombinedOutput()
 	if err != nil || strings.Contains(string(out), "unknown flag") {
 		return false
 	}
-	t.Logf("cosign %s --help does not list %s, but cosign takes it (deprecated?)", sub, flag)
+	t.Logf("cosign %s --help does not list %s, but cosign takes it (deprecated?)", sub, strings.Join(flag, " "))
 	return true
 }
 

@@ -12,10 +12,10 @@ import (
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
-// TestTheMakefileBuildsTheCosignTheTestsUse: make test's later tools build the cosign the
+// TestTheMakefileBuildsTheCosignTheTestsUse: make test's later tools build the cosigns the
 // release tests verify with.
 func TestTheMakefileBuildsTheCosignTheTestsUse(t *testing.T) {
-	testenv.MakefileSays(t, "COSIGN_VERSION := "+cosignVersion)
+	testenv.MakefileSays(t, "COSIGN_VERSION := "+cosignVersion, "COSIGN2_VERSION := "+cosign2Version)
 }
 
 // TestKeysAreCosignKeys: a key pair cosign generate-key-pair writes signs a release's blob that

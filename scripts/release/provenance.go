@@ -33,8 +33,9 @@ const builderID = "https://github.com/configbutler/gitops-reverser/blob/main/scr
 // provenanceInput is what the provenance states: what was built from what, and how.
 type provenanceInput struct {
 	Source, Revision, Version string
+	Snapshot                  bool // built with SNAPSHOT=1, away from the tag v<version>
 	GoVersion                 string
-	GoFlags                   string   // $GOFLAGS as the builds saw it
+	GoFlags                   string   // go env GOFLAGS: the environment's or the go env file's
 	Commands                  []string // every go build, as a shell runs it
 	Created                   int64    // SOURCE_DATE_EPOCH
 	Modules                   []module // every module any binary links
@@ -53,10 +54,14 @@ type subject struct {
 // toolchain, and every module with its go.sum hash. No time and no machine goes in, so the same
 // commit gives the same statement.
 func provenanceStatement(in provenanceInput) ([]byte, error) {
+	command := "make release VERSION=" + in.Version
+	if in.Snapshot {
+		command += " SNAPSHOT=1" // a rebuild of the same commit needs it too
+	}
 	external, err := structpb.NewStruct(map[string]any{
 		"source":  map[string]any{"repository": in.Source, "revision": in.Revision},
 		"version": in.Version,
-		"command": "make release VERSION=" + in.Version,
+		"command": command,
 	})
 	if err != nil {
 		return nil, err

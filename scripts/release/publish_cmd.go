@@ -179,6 +179,9 @@ func printPublished(w io.Writer, dir string, r *releaseResult, dst destination) 
 		dst.Image, r.Image.Tag, r.Image.Digest, dst.Chart, r.Chart.Tag, r.Chart.Digest, dst.Image, r.SBOM.Digest)
 	_, _ = fmt.Fprintf(w, "  signatures and attestations: %s:%s, .att; %s:%s, .att\n",
 		dst.Image, cosignTag(r.Image.Digest, "sig"), dst.Chart, cosignTag(r.Chart.Digest, "sig"))
+	if r.Snapshot {
+		_, _ = fmt.Fprintf(w, "  a snapshot: %s is not at the tag v%s\n", r.Revision, r.Version)
+	}
 	for _, c := range verifyCommands(dir, r, dst, image, chart) {
 		_, _ = fmt.Fprintln(w, c)
 	}
@@ -200,13 +203,16 @@ func verifyCommands(dir string, r *releaseResult, dst destination, image, chart 
 		helm += " --set image.repository=" + dst.Image
 	}
 	checksums := filepath.Join(dir, checksumsFile)
+	// The signature, not the Sigstore bundle beside it: cosign 2 verifies a bundle only with a
+	// trusted root, which it fetches from Sigstore online even for a key; both read the signature
+	// offline (cosign 3 calls --signature deprecated, but honours it).
 	return []string{
 		"verify (cosign 2.6 or later; signed with a key, in no transparency log):",
 		"  " + cosign + " " + image,
 		"  " + attest + " --type slsaprovenance1 " + image,
 		"  " + attest + " --type spdxjson " + image,
 		"  " + cosign + " " + chart,
-		"  cosign verify-blob --key " + key + " --insecure-ignore-tlog --bundle " + checksums + ".sigstore.json " + checksums,
+		"  cosign verify-blob --key " + key + " --insecure-ignore-tlog --signature " + checksums + ".sig " + checksums,
 		"install:",
 		"  " + helm,
 	}

@@ -24,13 +24,14 @@ import (
 
 // TestAPublishedReleaseIsVerifiedAndInstalled makes a release of a clean clone with a throwaway
 // key, publishes it to a registry that wants a password (given by Docker's config file), and
-// runs every command publish printed, as printed: cosign verifies the image's signature, its
-// SLSA provenance and SBOM attestations, the chart's signature and the signed checksums, and
-// helm installs the chart from the registry into a control plane, pinned to the signed image.
-// The same commands are refused with another key, and when one byte of the image has changed
-// (an attacker who can write the registry copies the signatures to the changed image).
+// runs every command publish printed, as printed, with cosign 2 and 3 on a machine that reaches
+// nothing but the registry: cosign verifies the image's signature, its SLSA provenance and SBOM
+// attestations, the chart's signature and the signed checksums, and helm installs the chart from
+// the registry into a control plane, pinned to the signed image. The same commands are refused
+// with another key, and when one byte of the image has changed (an attacker who can write the
+// registry copies the signatures to the changed image).
 func TestAPublishedReleaseIsVerifiedAndInstalled(t *testing.T) {
-	cosign := cosignBinary(t)
+	cosigns := everyCosign(t)
 	rel := sharedRelease(t)
 	out, r := rel.out, rel.result
 
@@ -41,22 +42,35 @@ func TestAPublishedReleaseIsVerifiedAndInstalled(t *testing.T) {
 		t.Fatalf("release publish: %v\n%s", err, stderr.String())
 	}
 	t.Logf("release publish:\n%s", stdout.String())
-	env := []string{"DOCKER_CONFIG=" + dockerConfig, "HOME=" + t.TempDir(), "TUF_ROOT=" + t.TempDir()}
+	env := append(offlineEnv(t), "DOCKER_CONFIG="+dockerConfig)
 
 	verify := printedCommands(stdout.String(), "cosign")
 	if len(verify) != 5 {
 		t.Fatalf("publish printed %d cosign commands, want 5:\n%s", len(verify), stdout.String())
 	}
+	image := host + "/acme/gitops-reverser@" + r.Image.Digest.String()
+	if !strings.Contains(verify[0], image) {
+		t.Errorf("the first command %q does not verify the pushed image %s", verify[0], image)
+	}
+	changed := pushChangedImage(t, host+"/acme/gitops-reverser", r)
+	for _, cosign := range cosigns {
+		t.Run("cosign "+cosign.version, func(t *testing.T) {
+			checkPrintedVerification(t, cosign.bin, env, verify, out, r, changed)
+		})
+	}
+	installPrintedChart(t, stdout.String(), dockerConfig, host, r)
+}
+
+// checkPrintedVerification runs the cosign commands publish printed, for the release in out, with
+// cosign: each succeeds, and each is refused with another key; the image's are refused for the
+// image changed (with the signatures copied), and the checksums' for changed checksums.
+func checkPrintedVerification(t *testing.T, cosign string, env, verify []string, out string, r *releaseResult, changed v1.Hash) {
+	t.Helper()
 	for _, c := range verify {
 		if got, err := toolRun(t, cosign, env, c); err != nil {
 			t.Errorf("%s\n%v\n%s", c, err, got)
 		}
 	}
-	image := host + "/acme/gitops-reverser@" + r.Image.Digest.String()
-	if !strings.Contains(verify[0], image) {
-		t.Errorf("the first command %q does not verify the pushed image %s", verify[0], image)
-	}
-
 	t.Run("another key is refused", func(t *testing.T) {
 		_, otherPub := keyPair(t)
 		for _, c := range verify {
@@ -66,7 +80,6 @@ func TestAPublishedReleaseIsVerifiedAndInstalled(t *testing.T) {
 		}
 	})
 	t.Run("a changed image is refused", func(t *testing.T) {
-		changed := pushChangedImage(t, host+"/acme/gitops-reverser", r)
 		for _, c := range verify[:3] {
 			c = strings.ReplaceAll(c, r.Image.Digest.String(), changed.String())
 			if got, err := toolRun(t, cosign, env, c); err == nil {
@@ -89,7 +102,6 @@ func TestAPublishedReleaseIsVerifiedAndInstalled(t *testing.T) {
 			t.Errorf("%s on changed checksums succeeded:\n%s", verify[4], got)
 		}
 	})
-	installPrintedChart(t, stdout.String(), dockerConfig, host, r)
 }
 
 // pushChangedImage pushes the release's image with one byte of a platform's config changed (its

@@ -36,6 +36,8 @@ type releaseOptions struct {
 	BinaryPlatforms []string // os/arch of the binaries
 	ChartDir        string   // the chart's source folder
 	DownloadURL     string   // where the archives will be downloadable: the krew manifest's URIs
+	GoFlags         string   // GOFLAGS as the go command reads it (goEnv), for the provenance
+	Snapshot        bool     // built although the tag v<version> is not at the commit: a trial
 	Key             *signingKey
 }
 
@@ -44,6 +46,7 @@ type releaseOptions struct {
 type releaseResult struct {
 	Version    string        `json:"version"`
 	Revision   string        `json:"revision"`
+	Snapshot   bool          `json:"snapshot,omitempty"` // not built at the tag v<version>
 	Image      releaseObject `json:"image"`
 	SBOM       releaseObject `json:"sbom"`
 	Chart      releaseObject `json:"chart"`
@@ -67,6 +70,10 @@ type releaseObject struct {
 // makeRelease builds the release into ro.Image.Out (replaced as a whole) and signs it.
 func makeRelease(ctx context.Context, ro releaseOptions) (*releaseResult, error) {
 	start := time.Now()
+	var err error
+	if ro.GoFlags, err = goEnv(ctx, ro.Image.Dir, "GOFLAGS"); err != nil {
+		return nil, err
+	}
 	out := filepath.Clean(ro.Image.Out)
 	tmp := out + ".tmp"
 	if err := os.RemoveAll(tmp); err != nil {
@@ -88,7 +95,7 @@ func makeRelease(ctx context.Context, ro releaseOptions) (*releaseResult, error)
 	if err != nil {
 		return nil, err
 	}
-	res := &releaseResult{Version: ro.Image.Version, Revision: ro.Image.Revision, Compile: img.Compile + time.Since(compileMore)}
+	res := &releaseResult{Version: ro.Image.Version, Revision: ro.Image.Revision, Snapshot: ro.Snapshot, Compile: img.Compile + time.Since(compileMore)}
 	if err := packageRelease(ro, tmp, img, bins, mods, res); err != nil {
 		return nil, err
 	}
@@ -188,7 +195,7 @@ func chartRepository(imageRepository, chartName string) string {
 // byproducts.
 func provenanceFor(ro releaseOptions, img *result, mods []*moduleSet, res *releaseResult) provenanceInput {
 	o := ro.Image
-	in := provenanceInput{Source: o.Source, Revision: o.Revision, Version: o.Version, GoFlags: os.Getenv("GOFLAGS"),
+	in := provenanceInput{Source: o.Source, Revision: o.Revision, Version: o.Version, Snapshot: ro.Snapshot, GoFlags: ro.GoFlags,
 		Created: o.Created.Unix(), GoVersion: mods[0].GoVersion, Modules: unionModules(mods)}
 	for _, p := range ro.BinaryPlatforms {
 		env, args := goBuild(o, p, "gitops-reverser-"+strings.ReplaceAll(p, "/", "-"))

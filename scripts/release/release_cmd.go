@@ -47,6 +47,11 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if ro.Image.Revision, ro.Image.Created, err = cleanCommit(ctx, ro.Image.Dir); err != nil {
 		return err
 	}
+	if !ro.Snapshot {
+		if err := checkReleaseTag(ctx, ro.Image.Dir, ro.Image.Version, ro.Image.Revision); err != nil {
+			return err
+		}
+	}
 	password, ok := os.LookupEnv(passwordEnv)
 	if !ok {
 		return fmt.Errorf("set $%s to the signing key's password", passwordEnv)
@@ -78,6 +83,7 @@ func parseBuildFlags(args []string, stderr io.Writer) (releaseOptions, string, e
 	fs.StringVar(&ro.ChartDir, "chart", filepath.Join("deploy", "helm", "gitops-reverser"), "the chart's folder, under -C")
 	fs.StringVar(&ro.DownloadURL, "download-url", defaultDownloadURL, "where the archives will be downloadable ({version} is replaced)")
 	fs.StringVar(&keyFile, "key", os.Getenv(keyEnv), "the cosign private key (default $"+keyEnv+"); its password is $"+passwordEnv)
+	fs.BoolVar(&ro.Snapshot, "snapshot", false, "build although the tag v<version> is not at HEAD: a trial, not to be uploaded as that release")
 	if err := fs.Parse(args); err != nil {
 		return ro, "", err
 	}
@@ -101,17 +107,7 @@ func parseBuildFlags(args []string, stderr io.Writer) (releaseOptions, string, e
 // cleanCommit is the commit checked out in dir and its time, refusing a tree with changes to
 // tracked files or files Git does not ignore: what is released is exactly a commit.
 func cleanCommit(ctx context.Context, dir string) (string, time.Time, error) {
-	git := func(args ...string) (string, error) {
-		out, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).Output()
-		if err != nil {
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, ee.Stderr)
-			}
-			return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
-		}
-		return strings.TrimSpace(string(out)), nil
-	}
+	git := func(args ...string) (string, error) { return runGit(ctx, dir, args...) }
 	status, err := git("status", "--porcelain")
 	if err != nil {
 		return "", time.Time{}, err
@@ -134,9 +130,52 @@ func cleanCommit(ctx context.Context, dir string) (string, time.Time, error) {
 	return revision, time.Unix(epoch, 0).UTC(), nil
 }
 
+// checkReleaseTag refuses to release version from a commit, head, that its tag v<version> does
+// not name: the krew manifest points at the downloads of the release of that tag, which should
+// hold what was built from it, and a rebuild checks the tag out.
+func checkReleaseTag(ctx context.Context, dir, version, head string) error {
+	tag := "v" + version
+	const why = "release %s is built from the commit its tag names (the krew manifest downloads from release %s)"
+	const snapshot = "or build a snapshot, not to be uploaded as that release (make release SNAPSHOT=1, or release build -snapshot)"
+	listed, err := runGit(ctx, dir, "tag", "--list", tag)
+	if err != nil {
+		return err
+	}
+	if listed == "" {
+		return fmt.Errorf("no tag %s: "+why+"; tag this commit (git tag -s %s -m 'gitops-reverser %s'), %s",
+			tag, version, tag, tag, version, snapshot)
+	}
+	tagged, err := runGit(ctx, dir, "rev-parse", tag+"^{commit}")
+	if err != nil {
+		return err
+	}
+	if tagged != head {
+		return fmt.Errorf("the tag %s is at %s, not at HEAD %s: "+why+"; check it out (git checkout %s), %s",
+			tag, tagged[:12], head[:12], version, tag, tag, snapshot)
+	}
+	return nil
+}
+
+// runGit runs git in dir and returns its output, trimmed.
+func runGit(ctx context.Context, dir string, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, ee.Stderr)
+		}
+		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
 // printRelease prints what a release holds and what to do next.
 func printRelease(w io.Writer, out string, r *releaseResult) {
 	_, _ = fmt.Fprintf(w, "release %s of %s in %s\n", r.Version, r.Revision, out)
+	if r.Snapshot {
+		_, _ = fmt.Fprintf(w, "a snapshot: the tag v%s is not at %s, so upload none of it as release v%s (its krew manifest points there)\n",
+			r.Version, r.Revision, r.Version)
+	}
 	_, _ = fmt.Fprintf(w, "image  %s:%s@%s (signed; provenance and SBOM attested)\n", r.Image.Repository, r.Image.Tag, r.Image.Digest)
 	_, _ = fmt.Fprintf(w, "chart  %s:%s@%s (signed; provenance attested)\n", r.Chart.Repository, r.Chart.Tag, r.Chart.Digest)
 	for _, f := range r.Files {

@@ -44,10 +44,46 @@ const (
 	registryPass = "s3cret"
 )
 
+// The oldest cosign the docs name: cosign 2's verify-blob reads a Sigstore bundle only with a
+// trusted root, which it fetches online, so what is printed and documented must work without one.
+const (
+	cosign2Package = "github.com/sigstore/cosign/v2/cmd/cosign"
+	cosign2Version = "v2.6.5"
+)
+
 // cosignBinary is the cosign CLI, built once.
 func cosignBinary(t testing.TB) string {
 	t.Helper()
 	return testenv.GoTool(t, "cosign", cosignPackage, cosignVersion, testenv.Unoptimised...)
+}
+
+// versionedCosign is a cosign CLI and its version.
+type versionedCosign struct{ version, bin string }
+
+// everyCosign is each cosign the printed and documented commands must work with: the oldest the
+// docs name and the current one.
+func everyCosign(t testing.TB) []versionedCosign {
+	t.Helper()
+	return []versionedCosign{
+		{cosign2Version, testenv.GoTool(t, "cosign", cosign2Package, cosign2Version, testenv.Unoptimised...)},
+		{cosignVersion, cosignBinary(t)},
+	}
+}
+
+// offlineEnv is the environment of a tool run as on a machine without the internet: every
+// request but to loopback goes to a proxy that answers none (Go's clients never send loopback
+// through a proxy, so the test registry is still reached), and nothing is cached from before.
+func offlineEnv(t testing.TB) []string {
+	t.Helper()
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "offline", http.StatusBadGateway)
+	}))
+	t.Cleanup(proxy.Close)
+	var env []string
+	for _, v := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"} {
+		env = append(env, v+"="+proxy.URL)
+	}
+	return append(env, "NO_PROXY=", "no_proxy=", "HOME="+t.TempDir(), "TUF_ROOT="+t.TempDir())
 }
 
 // The release the tests share: building one takes a while the first time (the darwin binaries
@@ -76,6 +112,10 @@ func sharedRelease(t *testing.T) *testRelease {
 			sharedRel.err = fmt.Errorf("git clone: %w\n%s", err, out)
 			return
 		}
+		if out, err := exec.Command("git", tagArgs(rel.src, testVersion)...).CombinedOutput(); err != nil {
+			sharedRel.err = fmt.Errorf("git tag: %w\n%s", err, out)
+			return
+		}
 		if err := run(context.Background(), []string{"keygen", "-out", dir}, io.Discard, io.Discard); err != nil {
 			sharedRel.err = err
 			return
@@ -96,12 +136,28 @@ func sharedRelease(t *testing.T) *testRelease {
 	return sharedRel.rel
 }
 
-// cloneSource is a clean clone of this repository's HEAD: what a releaser has checked out.
+// cloneSource is a clean clone of this repository's HEAD, not tagged.
 func cloneSource(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "src")
 	testenv.MustGit(t, "clone", "--quiet", filepath.Join("..", ".."), dir)
 	return dir
+}
+
+// taggedSource is what a releaser has checked out: a clean clone of this repository's HEAD,
+// tagged v<testVersion>.
+func taggedSource(t testing.TB) string {
+	t.Helper()
+	dir := cloneSource(t)
+	testenv.MustGit(t, tagArgs(dir, testVersion)...)
+	return dir
+}
+
+// tagArgs are the arguments of git that tag the HEAD of dir v<version>, annotated as
+// docs/release.md's git tag -s makes it.
+func tagArgs(dir, version string) []string {
+	return []string{"-C", dir, "-c", "user.name=Releaser", "-c", "user.email=releaser@example.com",
+		"tag", "-a", "-m", "gitops-reverser " + version, "v" + version}
 }
 
 // authRegistry is an OCI registry on loopback (go-containerregistry's, with the referrers API)
@@ -130,10 +186,13 @@ func authRegistry(t testing.TB) (host, dockerConfig string) {
 	return host, dir
 }
 
-// buildArgs is release build's command line of the tests: version 1.2.3 of src into out, signed
-// with key, for cliPlatforms.
+// testVersion is the version of the tests' releases.
+const testVersion = "1.2.3"
+
+// buildArgs is release build's command line of the tests: version testVersion of src into out,
+// signed with key, for cliPlatforms.
 func buildArgs(src, out, key string) []string {
-	return []string{"build", "-C", src, "-out", out, "-version", "1.2.3", "-key", key, "-binary-platforms", strings.Join(cliPlatforms, ",")}
+	return []string{"build", "-C", src, "-out", out, "-version", testVersion, "-key", key, "-binary-platforms", strings.Join(cliPlatforms, ",")}
 }
 
 // TestMakeReleaseBuildsEveryPlatform: without flags, release build makes the image for linux on
@@ -188,8 +247,15 @@ func keyPair(t testing.TB) (private, public string) {
 // with bin for its program, in env, and returns its combined output and error.
 func toolRun(t testing.TB, bin string, env []string, line string) (string, error) {
 	t.Helper()
+	return toolRunIn(t, "", bin, env, line)
+}
+
+// toolRunIn is toolRun in the folder dir.
+func toolRunIn(t testing.TB, dir, bin string, env []string, line string) (string, error) {
+	t.Helper()
 	args := strings.Fields(line)[1:]
 	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
