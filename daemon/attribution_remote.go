@@ -235,23 +235,26 @@ func (h *remoteHooks) newHook(name string, cfg *rest.Config, fp string) (*cluste
 	})
 	hook.registrar = webhook.NewRegistrar(webhook.RegistrarConfig{
 		Registration: hook.registration,
-		OnApply: func(err error) {
-			if err != nil {
-				msg := err.Error()
-				hook.failure.Store(&msg)
-				return
-			}
-			// Registered since: set by the first apply that worked (after failures too), not by
-			// each of those that follow (every change of the watched resources applies again).
-			if hook.failure.Swap(nil) != nil || hook.registeredAt.Load() == 0 {
-				hook.registeredAt.Store(time.Now().UnixNano())
-			}
-		},
-		MaxBackoff: optionalMaxBackoff, Log: a.log.With("cluster", name),
+		OnApply:      hook.applied,
+		MaxBackoff:   optionalMaxBackoff, Log: a.log.With("cluster", name),
 	})
 	hook.ctx, hook.cancel = context.WithCancel(h.ctx)
 	h.register.Go(func() { _ = hook.store.Run(hook.ctx) })
 	return hook, nil
+}
+
+// applied records how the registrar's last apply of the hook's registration went.
+func (hook *clusterHook) applied(err error) {
+	if err != nil {
+		msg := err.Error()
+		hook.failure.Store(&msg)
+		return
+	}
+	// Registered since: set by the first apply that worked (after failures too), not by each of
+	// those that follow (every change of the watched resources applies again).
+	if hook.failure.Swap(nil) != nil || hook.registeredAt.Load() == 0 {
+		hook.registeredAt.Store(time.Now().UnixNano())
+	}
 }
 
 func (h *remoteHooks) hook(name string) *clusterHook {
@@ -280,23 +283,26 @@ func (c clusterAuthors) Author(op string, gk schema.GroupKind, namespace, name s
 }
 
 // state says how attribution stands on cluster name (crds.Attribution*) and why, given when a
-// watch of it last delivered an object.
+// watch of it last delivered an object. Each field of the hook is read once: the registrar's
+// goroutine changes them meanwhile, and a failure read twice may be gone at the second read.
 func (h *remoteHooks) state(name string, lastEvent int64) (string, string) {
 	if h.a.cfg.URL == "" {
 		return crds.AttributionOff, "changes are credited to the bot: the daemon has no --webhook-url that remote apiservers can reach"
 	}
 	hook := h.hook(name)
-	switch {
-	case hook == nil:
+	if hook == nil {
 		return crds.AttributionOff, ""
-	case hook.failure.Load() != nil:
-		return crds.AttributionFailing, "changes are credited to the bot: registering the webhook there failed: " + *hook.failure.Load()
-	case hook.registeredAt.Load() == 0:
+	}
+	failure, registeredAt, lastReview, lastRecord := hook.failure.Load(), hook.registeredAt.Load(), hook.lastReview.Load(), hook.store.LastRecord()
+	switch {
+	case failure != nil:
+		return crds.AttributionFailing, "changes are credited to the bot: registering the webhook there failed: " + *failure
+	case registeredAt == 0:
 		return crds.AttributionRegistered, ""
-	case lastEvent > max(hook.registeredAt.Load(), hook.lastReview.Load(), hook.store.LastRecord().UnixNano())+int64(silentAfter):
+	case lastEvent > max(registeredAt, lastReview, lastRecord.UnixNano())+int64(silentAfter):
 		return crds.AttributionFailing, fmt.Sprintf("changes are credited to the bot: its apiserver has not called the webhook at %s for %s "+
 			"though changes were seen: it cannot reach the hub", h.a.cfg.URL, silentAfter)
-	case hook.lastReview.Load() > 0 || !hook.store.LastRecord().IsZero():
+	case lastReview > 0 || !lastRecord.IsZero():
 		return crds.AttributionWorking, ""
 	}
 	return crds.AttributionRegistered, ""
