@@ -47,7 +47,7 @@ func (m *Manager) resolveClusters(ctx context.Context, dests []*destination) {
 		ns := ref.NamespaceOr(d.obj.Namespace)
 		name := ns + "/" + ref.Name
 		if !m.cacheRemoteClusters() {
-			d.usable, d.cond = false, notReady("ClusterNotCached", "waiting for the RemoteClusters to be cached")
+			d.usable, d.cond = false, waitingFor("ClusterNotCached", "waiting for the RemoteClusters to be cached")
 			continue
 		}
 		item, ok, _ := m.remoteClusters.GetStore().GetByKey(name)
@@ -161,7 +161,7 @@ func (m *Manager) stopRemotes() {
 func (m *Manager) addRemoteRule(ctx context.Context, specs map[string]*watcherSpec, ref ruleRef, rules []ruleSpec, dest *destination) condition {
 	r, st := dest.cluster, dest.clusterState
 	if st.conn == nil || st.resources == nil {
-		return notReady("ClusterNotReady", "RemoteCluster %s: %s", r.name, st.cond.message)
+		return after(st.cond, "ClusterNotReady", "RemoteCluster %s: %s", r.name, st.cond.message)
 	}
 	if slices.ContainsFunc(rules, func(r ruleSpec) bool { return r.scope.namespaces != nil }) {
 		return notReady("InvalidSelector", "a namespaceSelector selects by the labels of the daemon's own namespaces, not those of RemoteCluster %s: "+

@@ -109,7 +109,7 @@ func (m *Manager) startRemote(ctx context.Context, obj *crds.RemoteCluster) *rem
 	ctx, cancel := context.WithCancel(ctx)
 	r := &remote{name: obj.Namespace + "/" + obj.Name, kick: NewChanges(), cancel: cancel, done: make(chan struct{})}
 	r.obj.Store(obj)
-	r.state.cond = notReady("Connecting", "connecting")
+	r.state.cond = waitingFor("Connecting", "connecting")
 	go func() {
 		defer close(r.done)
 		m.followRemote(ctx, r)
