@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,7 @@ import (
 func TestAttributionStateSurvivesRegistrationsMeanwhile(t *testing.T) {
 	const name, reads = "fleet/east", 1_000_000
 	h := newRemoteHooks(&attribution{cfg: WebhookConfig{URL: "https://hub.example:9443"}})
-	hook := &clusterHook{name: name, store: webhook.NewStore(webhook.StoreConfig{})}
+	hook := &clusterHook{name: name, store: webhook.NewStore(webhook.StoreConfig{}), log: slog.New(slog.DiscardHandler)}
 	h.hooks[name] = hook
 	refused := errors.New("validatingwebhookconfigurations is forbidden")
 
