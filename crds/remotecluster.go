@@ -66,9 +66,11 @@ type RemoteClusterStatus struct {
 	Version string `json:"version,omitempty"`
 	// Resources is how many resources discovery found.
 	Resources int `json:"resources,omitempty"`
-	// Watches is how many list+watches the daemon runs on the cluster.
+	// Watches is how many list+watches the rules ask of the cluster: one per resource and
+	// namespace they select there, whichever replica runs it.
 	Watches int `json:"watches,omitempty"`
-	// LastEventTime is when a watch of the cluster last delivered a change (not a list).
+	// LastEventTime is when a watch of the cluster last delivered a change (not a list), as the
+	// replica that writes the status saw it.
 	LastEventTime *metav1.Time `json:"lastEventTime,omitempty"`
 	// Attribution says whether the cluster's apiserver calls the daemon's admission webhook.
 	Attribution string `json:"attribution,omitempty"`

@@ -68,6 +68,12 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	m.applyWatchers(ctx, dests, specs)
 	m.writeCreationRules(dests)
 	m.publishSelections(specs)
+	m.clusterSelections = map[string]int{}
+	for _, s := range specs {
+		if s.sel.Cluster != "" {
+			m.clusterSelections[s.sel.Cluster]++
+		}
+	}
 	skipped := m.skippedByDestination()
 	for _, d := range dests {
 		if d.elsewhere {
