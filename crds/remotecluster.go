@@ -43,7 +43,18 @@ type RemoteClusterSpec struct {
 	Burst int32 `json:"burst,omitempty"`
 	// AccessPolicy admits GitDestinations of other namespaces; nil admits only this namespace.
 	AccessPolicy *AccessPolicy `json:"accessPolicy,omitempty"`
+	// SharedIdentities says the cluster's users and groups are the hub's (one identity provider,
+	// the same names): an approver of a write-back to the cluster is then asked about there under
+	// their own name and groups. False, they are asked about under HubUserPrefix.
+	SharedIdentities bool `json:"sharedIdentities,omitempty"`
 }
+
+// HubUserPrefix is put before the name and each group of a hub user whose approval is checked in
+// a RemoteCluster that does not share the hub's identities: hub:alice in hub:developers. No
+// cluster's own users or groups bear it (they never start with "hub:" unless its authenticators
+// say so), so a hub user named like a remote admin gets none of the admin's rights there; that
+// cluster grants hub users what they may approve by binding these names.
+const HubUserPrefix = "hub:"
 
 // KubeConfigReference names a Secret of the RemoteCluster's namespace and its key.
 type KubeConfigReference struct {

@@ -259,8 +259,8 @@ func (cl *cluster) mayChange(ctx context.Context, who authenticationv1.UserInfo,
 }
 
 // review asks the cluster's apiserver (a SubjectAccessReview) whether who may do what resource,
-// or else nonResource, says; why is its reason. In a RemoteCluster, who is the hub's user with
-// their groups, whom that cluster's RBAC knows by the same names.
+// or else nonResource, says; why is its reason. In a RemoteCluster, who is the hub's user as
+// approverIn names them there.
 func (cl *cluster) review(ctx context.Context, who authenticationv1.UserInfo, resource *authorizationv1.ResourceAttributes,
 	nonResource *authorizationv1.NonResourceAttributes) (allowed bool, why string, err error) {
 	extra := make(map[string]authorizationv1.ExtraValue, len(who.Extra))
