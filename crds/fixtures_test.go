@@ -154,11 +154,12 @@ func fullFixtures(namespace string) []fixture {
 		{kind: crds.KindRemoteCluster, gvr: crds.RemoteClusters, obj: &crds.RemoteCluster{
 			ObjectMeta: meta("prod-cluster"),
 			Spec: crds.RemoteClusterSpec{
-				KubeConfig:    crds.KubeConfigReference{SecretRef: crds.SecretKeyReference{Name: "prod-kubeconfig", Key: crds.KubeConfigKeyYAML}},
-				Namespaces:    []string{"team-a", "team-b"},
-				ClusterScoped: true,
-				QPS:           50,
-				Burst:         100,
+				KubeConfig:       crds.KubeConfigReference{SecretRef: crds.SecretKeyReference{Name: "prod-kubeconfig", Key: crds.KubeConfigKeyYAML}},
+				Namespaces:       []string{"team-a", "team-b"},
+				ClusterScoped:    true,
+				QPS:              50,
+				Burst:            100,
+				SharedIdentities: true,
 				AccessPolicy: &crds.AccessPolicy{Namespaces: []string{"team-a"}, NamespaceSelector: &metav1.LabelSelector{
 					MatchLabels:      map[string]string{"tenant": "a"},
 					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"prod"}}},

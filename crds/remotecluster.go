@@ -43,7 +43,18 @@ type RemoteClusterSpec struct {
 	Burst int32 `json:"burst,omitempty"`
 	// AccessPolicy admits GitDestinations of other namespaces; nil admits only this namespace.
 	AccessPolicy *AccessPolicy `json:"accessPolicy,omitempty"`
+	// SharedIdentities says the cluster's users and groups are the hub's (one identity provider,
+	// the same names): an approver of a write-back to the cluster is then asked about there under
+	// their own name and groups. False, they are asked about under HubUserPrefix.
+	SharedIdentities bool `json:"sharedIdentities,omitempty"`
 }
+
+// HubUserPrefix is put before the name and each group of a hub user whose approval is checked in
+// a RemoteCluster that does not share the hub's identities: hub:alice in hub:developers. No
+// cluster's own users or groups bear it (they never start with "hub:" unless its authenticators
+// say so), so a hub user named like a remote admin gets none of the admin's rights there; that
+// cluster grants hub users what they may approve by binding these names.
+const HubUserPrefix = "hub:"
 
 // KubeConfigReference names a Secret of the RemoteCluster's namespace and its key.
 type KubeConfigReference struct {
@@ -66,9 +77,11 @@ type RemoteClusterStatus struct {
 	Version string `json:"version,omitempty"`
 	// Resources is how many resources discovery found.
 	Resources int `json:"resources,omitempty"`
-	// Watches is how many list+watches the daemon runs on the cluster.
+	// Watches is how many list+watches the rules ask of the cluster: one per resource and
+	// namespace they select there, whichever replica runs it.
 	Watches int `json:"watches,omitempty"`
-	// LastEventTime is when a watch of the cluster last delivered a change (not a list).
+	// LastEventTime is when a watch of the cluster last delivered a change (not a list), as the
+	// replica that writes the status saw it.
 	LastEventTime *metav1.Time `json:"lastEventTime,omitempty"`
 	// Attribution says whether the cluster's apiserver calls the daemon's admission webhook.
 	Attribution string `json:"attribution,omitempty"`

@@ -164,8 +164,8 @@ func TestEveryKindHasAgePrinterColumnLast(t *testing.T) {
 
 // TestWriteBackPrinterColumns pins the columns of the write-back kinds, which show what a
 // reviewer and an auditor look at first, the Receiver's (what to paste into the Git host, and
-// whether it is being called), the RemoteCluster's (whether it is reached, how much is watched
-// there, whether its changes are credited to their authors), and the WriteBack column of
+// whether it is being called), the RemoteCluster's (whether it is reached and why not, how much is
+// watched there, whether its changes are credited to their authors), and the WriteBack column of
 // GitDestination.
 func TestWriteBackPrinterColumns(t *testing.T) {
 	type col struct {
@@ -199,6 +199,7 @@ func TestWriteBackPrinterColumns(t *testing.T) {
 		},
 		crds.KindRemoteCluster: {
 			{"Ready", "string", `.status.conditions[?(@.type=="Ready")].status`, 0},
+			{"Reason", "string", `.status.conditions[?(@.type=="Ready")].reason`, 0},
 			{"Server", "string", ".status.server", 0},
 			{"Watches", "integer", ".status.watches", 0},
 			{"Attribution", "string", ".status.attribution", 0},

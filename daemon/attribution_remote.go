@@ -6,12 +6,14 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -62,6 +64,7 @@ type remoteHooks struct {
 // clusterHook is the webhook of one RemoteCluster.
 type clusterHook struct {
 	name, token, fingerprint string
+	webhookName              string // of its ValidatingWebhookConfiguration in the cluster
 	store                    *webhook.Store
 	watched                  *webhook.Watched
 	handler                  http.Handler
@@ -72,8 +75,11 @@ type clusterHook struct {
 	// stopRegistering stops the registrar while this replica serves the cluster; nil while it does not.
 	stopRegistering context.CancelFunc
 	registeredAt    atomic.Int64 // unix nanoseconds of the last successful apply; 0 before
-	failure         atomic.Pointer[string]
-	lastReview      atomic.Int64
+	// failure is why the last apply failed, with its fix; nil after one that worked. The first
+	// failure of a kind is logged, its retries are not.
+	failure    atomic.Pointer[string]
+	lastReview atomic.Int64
+	log        *slog.Logger
 }
 
 func newRemoteHooks(a *attribution) *remoteHooks {
@@ -195,14 +201,21 @@ func (h *remoteHooks) setLocked(name string, rs []webhook.Resource, served bool)
 
 // unregister removes the webhook from a cluster no destination mirrors any longer, so its
 // apiserver stops calling a path that now refuses it; the cluster may not answer: it is told once.
+// Only a webhook this replica registered is asked to be deleted by hand: one never registered
+// (refused, or registered by the replica that served the cluster) is most likely not there, and
+// is removed when it is only as a courtesy to an earlier run.
 func (h *remoteHooks) unregister(hook *clusterHook) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(h.ctx), unregisterTimeout)
 	defer cancel()
-	if err := hook.registration.Delete(ctx); err != nil {
-		h.a.log.Warn("remove the webhook from a cluster no longer mirrored; delete it there by hand", "cluster", hook.name, "err", err)
-		return
+	err := hook.registration.Delete(ctx)
+	switch {
+	case err != nil && hook.registeredAt.Load() != 0:
+		hook.log.Warn("remove the webhook from a cluster no longer mirrored; delete it there by hand", "name", hook.webhookName, "err", err)
+	case err != nil:
+		hook.log.Info("the webhook was never registered in a cluster no longer mirrored: nothing to remove", "err", err)
+	default:
+		hook.log.Info("webhook removed from a cluster no longer mirrored", "name", hook.webhookName)
 	}
-	h.a.log.Info("webhook removed from a cluster no longer mirrored", "cluster", hook.name)
 }
 
 // storeOf is the correlation store of RemoteCluster cluster, for the records peers hand over;
@@ -222,36 +235,57 @@ func (h *remoteHooks) newHook(name string, cfg *rest.Config, fp string) (*cluste
 	}
 	a := h.a
 	hook := &clusterHook{name: name, token: clusterToken(name, fp), fingerprint: fp, watched: &webhook.Watched{},
+		webhookName: a.cfg.ServiceName + "-hub", log: a.log.With("cluster", name),
 		store: webhook.NewStore(webhook.StoreConfig{TTL: a.cfg.CorrelationTTL, Capacity: a.cfg.CorrelationCapacity, Metrics: a.metrics, Bot: a.bot})}
 	opts := []webhook.AdmissionOption{webhook.WithCluster(name)}
 	if a.peers != nil {
 		opts = append(opts, webhook.WithPeers(a.peers))
 	}
-	hook.handler = webhook.NewAdmissionHandler(hook.store, hook.watched, a.metrics, a.log.With("cluster", name), opts...)
+	hook.handler = webhook.NewAdmissionHandler(hook.store, hook.watched, a.metrics, hook.log, opts...)
 	base := strings.TrimSuffix(a.cfg.URL, "/")
 	hook.registration = webhook.NewRegistration(webhook.RegistrationConfig{
-		Dynamic: dyn, Name: a.cfg.ServiceName + "-hub", URL: base, Path: clusterAdmissionPrefix + name + "/" + hook.token,
+		Dynamic: dyn, Name: hook.webhookName, URL: base, Path: clusterAdmissionPrefix + name + "/" + hook.token,
 		CABundle: a.caBundle, TimeoutSeconds: 2,
 	})
 	hook.registrar = webhook.NewRegistrar(webhook.RegistrarConfig{
 		Registration: hook.registration,
-		OnApply: func(err error) {
-			if err != nil {
-				msg := err.Error()
-				hook.failure.Store(&msg)
-				return
-			}
-			// Registered since: set by the first apply that worked (after failures too), not by
-			// each of those that follow (every change of the watched resources applies again).
-			if hook.failure.Swap(nil) != nil || hook.registeredAt.Load() == 0 {
-				hook.registeredAt.Store(time.Now().UnixNano())
-			}
-		},
-		MaxBackoff: optionalMaxBackoff, Log: a.log.With("cluster", name),
+		OnApply:      hook.applied,
+		MaxBackoff:   optionalMaxBackoff, Log: hook.log,
 	})
 	hook.ctx, hook.cancel = context.WithCancel(h.ctx)
 	h.register.Go(func() { _ = hook.store.Run(hook.ctx) })
 	return hook, nil
+}
+
+// applied records how the registrar's last apply of the hook's registration went. A failure is
+// logged with its fix when it is new, not at each retry: the registrar retries with backoff for as
+// long as it fails, and the RemoteCluster's status says it meanwhile.
+func (hook *clusterHook) applied(err error) {
+	if err != nil {
+		what, fix := err.Error(), hook.registrationFix(err)
+		msg := what + "; " + fix
+		if prev := hook.failure.Swap(&msg); prev == nil || *prev != msg {
+			hook.log.Warn("cannot register the webhook in a remote cluster: its changes are credited to the bot; retrying with backoff",
+				"err", what, "fix", fix)
+		}
+		return
+	}
+	// Registered since: set by the first apply that worked (after failures too), not by each of
+	// those that follow (every change of the watched resources applies again).
+	if hook.failure.Swap(nil) != nil || hook.registeredAt.Load() == 0 {
+		hook.registeredAt.Store(time.Now().UnixNano())
+		hook.log.Info("webhook registered in a remote cluster", "name", hook.webhookName)
+	}
+}
+
+// registrationFix says what makes a refused registration work.
+func (hook *clusterHook) registrationFix(err error) string {
+	if apierrors.IsForbidden(err) {
+		return fmt.Sprintf("grant the kubeconfig's identity of RemoteCluster %s, in that cluster, get, create, patch and delete on "+
+			"validatingwebhookconfigurations (resourceNames: %s): a ClusterRole and its ClusterRoleBinding (docs/multi-cluster.md)",
+			hook.name, hook.webhookName)
+	}
+	return "check that the cluster's apiserver answers the hub; the hub retries"
 }
 
 func (h *remoteHooks) hook(name string) *clusterHook {
@@ -280,23 +314,26 @@ func (c clusterAuthors) Author(op string, gk schema.GroupKind, namespace, name s
 }
 
 // state says how attribution stands on cluster name (crds.Attribution*) and why, given when a
-// watch of it last delivered an object.
+// watch of it last delivered an object. Each field of the hook is read once: the registrar's
+// goroutine changes them meanwhile, and a failure read twice may be gone at the second read.
 func (h *remoteHooks) state(name string, lastEvent int64) (string, string) {
 	if h.a.cfg.URL == "" {
 		return crds.AttributionOff, "changes are credited to the bot: the daemon has no --webhook-url that remote apiservers can reach"
 	}
 	hook := h.hook(name)
-	switch {
-	case hook == nil:
+	if hook == nil {
 		return crds.AttributionOff, ""
-	case hook.failure.Load() != nil:
-		return crds.AttributionFailing, "changes are credited to the bot: registering the webhook there failed: " + *hook.failure.Load()
-	case hook.registeredAt.Load() == 0:
+	}
+	failure, registeredAt, lastReview, lastRecord := hook.failure.Load(), hook.registeredAt.Load(), hook.lastReview.Load(), hook.store.LastRecord()
+	switch {
+	case failure != nil:
+		return crds.AttributionFailing, "changes are credited to the bot: registering the webhook there failed: " + *failure
+	case registeredAt == 0:
 		return crds.AttributionRegistered, ""
-	case lastEvent > max(hook.registeredAt.Load(), hook.lastReview.Load(), hook.store.LastRecord().UnixNano())+int64(silentAfter):
+	case lastEvent > max(registeredAt, lastReview, lastRecord.UnixNano())+int64(silentAfter):
 		return crds.AttributionFailing, fmt.Sprintf("changes are credited to the bot: its apiserver has not called the webhook at %s for %s "+
 			"though changes were seen: it cannot reach the hub", h.a.cfg.URL, silentAfter)
-	case hook.lastReview.Load() > 0 || !hook.store.LastRecord().IsZero():
+	case lastReview > 0 || !lastRecord.IsZero():
 		return crds.AttributionWorking, ""
 	}
 	return crds.AttributionRegistered, ""

@@ -40,7 +40,12 @@ type remoteWriteBack struct {
 // refused proves the apply was made as deployer, not as bob. Bob may neither impersonate nor ask
 // SubjectAccessReviews yet.
 func newRemoteWriteBack(t *testing.T) *remoteWriteBack {
-	f := newFleet(t, "fleet-writeback", "east")
+	return newRemoteWriteBackIn(t, "fleet-writeback")
+}
+
+// newRemoteWriteBackIn is newRemoteWriteBack with the hub's configuration in namespace ns.
+func newRemoteWriteBackIn(t *testing.T, ns string) *remoteWriteBack {
+	f := newFleet(t, ns, "east")
 	w := &remoteWriteBack{fleet: f, remote: kubernetes.NewForConfigOrDie(f.remotes["east"].AdminConfig())}
 	writerAccount(t, w.remote, "shop", "deployer", "", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: writeVerbs}})
 	bindRole(t, w.remote, "shop", "bob-services", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: writeVerbs}}, "bob")
@@ -293,8 +298,8 @@ func refusedAsDeployer(w *remoteWriteBack) {
 }
 
 // approvalAskedInTheRemote: removing x opens a destroy, which alice (a hub user) approves; east
-// answers whether she may delete it there: first not, then, once a Role of east lets her, it is
-// deleted in east.
+// answers whether she may delete it there, as hub:alice (east does not share the hub's
+// identities): first not, then, once a Role of east lets hub:alice, it is deleted in east.
 func approvalAskedInTheRemote(w *remoteWriteBack, x string) {
 	w.t.Helper()
 	bindRole(w.t, w.hubKube, w.ns, "proposal-reviewer", []rbacv1.PolicyRule{{APIGroups: []string{crds.Group}, Resources: []string{"proposals"},
@@ -313,9 +318,12 @@ func approvalAskedInTheRemote(w *remoteWriteBack, x string) {
 	if w.eastConfigMap("x") == nil {
 		w.t.Fatal("x was deleted from east on the approval of someone who may not delete it there")
 	}
+	if msg := appliedCondition(p).Message; !strings.Contains(msg, "asked about "+crds.HubUserPrefix+"alice") {
+		w.t.Errorf("the refusal of alice's approval does not say east was asked about %salice: %s", crds.HubUserPrefix, msg)
+	}
 	bindRole(w.t, w.remote, "shop", "alice-deletes", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"},
-		Verbs: []string{"get", "delete"}}}, "alice")
-	w.mayInEast("alice", "delete")
+		Verbs: []string{"get", "delete"}}}, crds.HubUserPrefix+"alice")
+	w.mayInEast(crds.HubUserPrefix+"alice", "delete")
 	w.decide("alice", p, crds.DecisionApprove)
 	w.proposal(x, "the destroy of x applied in east", func(p *crds.Proposal) bool {
 		return p.Spec.Change == crds.ChangeDestroy && p.Status.Phase == crds.PhaseApplied

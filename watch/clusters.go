@@ -47,7 +47,7 @@ func (m *Manager) resolveClusters(ctx context.Context, dests []*destination) {
 		ns := ref.NamespaceOr(d.obj.Namespace)
 		name := ns + "/" + ref.Name
 		if !m.cacheRemoteClusters() {
-			d.usable, d.cond = false, notReady("ClusterNotCached", "waiting for the RemoteClusters to be cached")
+			d.usable, d.cond = false, waitingFor("ClusterNotCached", "waiting for the RemoteClusters to be cached")
 			continue
 		}
 		item, ok, _ := m.remoteClusters.GetStore().GetByKey(name)
@@ -88,9 +88,10 @@ func (m *Manager) resolveClusters(ctx context.Context, dests []*destination) {
 	}
 }
 
-// reportClusters writes the status of every RemoteCluster in use, and its metrics.
+// reportClusters writes the metrics of every RemoteCluster this replica serves, and the status of
+// those it reports (reportedHere).
 func (m *Manager) reportClusters(ctx context.Context) error {
-	watches := map[string]int{}
+	watches := map[string]int{} // this replica's own, for its metrics
 	for _, w := range m.watchers {
 		watches[w.w.sel.Cluster]++
 	}
@@ -100,6 +101,7 @@ func (m *Manager) reportClusters(ctx context.Context) error {
 			served[d.cluster.name] = true
 		}
 	}
+	reports := reportedHere(m.dests)
 	var errs []error
 	for name, r := range m.remotes {
 		if !served[name] {
@@ -127,8 +129,11 @@ func (m *Manager) reportClusters(ctx context.Context) error {
 		if t := r.lastEvent.Load(); t != 0 {
 			m.opts.Metrics.ClusterLastEvent.WithLabelValues(name).Set(float64(t) / 1e9)
 		}
+		if !reports[name] {
+			continue
+		}
 		errs = append(errs, m.reporter.report(ctx, remoteClusterKind, obj, obj.Status.Status, cond))
-		if want := remoteStatus(st, watches[name], r.lastEvent.Load(), attribution); !sameRemoteStatus(obj.Status, want) {
+		if want := remoteStatus(st, m.clusterSelections[name], r.lastEvent.Load(), attribution); !sameRemoteStatus(obj.Status, want) {
 			var last any
 			if want.LastEventTime != nil {
 				last = want.LastEventTime
@@ -138,6 +143,29 @@ func (m *Manager) reportClusters(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// reportedHere says, by RemoteCluster in use, whether this replica writes its status: the one that
+// owns the first usable destination (by namespace/name) that names it. Every replica sees the
+// same destinations and one owns each shard, so two replicas whose destinations share a cluster
+// never both write its status, each with its own view (its own watches, its own last event),
+// undoing the other's write at every reconcile. Each keeps its metrics of the cluster: they are
+// its own.
+func reportedHere(dests []*destination) map[string]bool {
+	first := map[string]*destination{}
+	for _, d := range dests {
+		if !d.usable || d.cluster == nil {
+			continue
+		}
+		if f := first[d.cluster.name]; f == nil || d.name() < f.name() {
+			first[d.cluster.name] = d
+		}
+	}
+	out := make(map[string]bool, len(first))
+	for name, d := range first {
+		out[name] = d.ours()
+	}
+	return out
 }
 
 // forgetClusterMetrics drops the series of a cluster this replica does not (or no longer) serve.
@@ -161,7 +189,7 @@ func (m *Manager) stopRemotes() {
 func (m *Manager) addRemoteRule(ctx context.Context, specs map[string]*watcherSpec, ref ruleRef, rules []ruleSpec, dest *destination) condition {
 	r, st := dest.cluster, dest.clusterState
 	if st.conn == nil || st.resources == nil {
-		return notReady("ClusterNotReady", "RemoteCluster %s: %s", r.name, st.cond.message)
+		return after(st.cond, "ClusterNotReady", "RemoteCluster %s: %s", r.name, st.cond.message)
 	}
 	if slices.ContainsFunc(rules, func(r ruleSpec) bool { return r.scope.namespaces != nil }) {
 		return notReady("InvalidSelector", "a namespaceSelector selects by the labels of the daemon's own namespaces, not those of RemoteCluster %s: "+

@@ -18,10 +18,27 @@ type condition struct {
 	ready   bool
 	reason  string
 	message string
+	// waiting: not ready only because something every start goes through has not happened yet (a
+	// cache filled, a first probe): its Event is Normal, since nothing is wrong.
+	waiting bool
 }
 
 func notReady(reason, format string, args ...any) condition {
 	return condition{reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// waitingFor is notReady for a step every start goes through.
+func waitingFor(reason, format string, args ...any) condition {
+	c := notReady(reason, format, args...)
+	c.waiting = true
+	return c
+}
+
+// after is notReady because of cause, and waiting when cause is.
+func after(cause condition, reason, format string, args ...any) condition {
+	c := notReady(reason, format, args...)
+	c.waiting = cause.waiting
+	return c
 }
 
 // repo is a GitRepoConfig with the pool's verdict on its credentials and remote. An unreachable

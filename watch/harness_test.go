@@ -78,6 +78,8 @@ type env struct {
 	wrapRepos func(Repositories) Repositories
 	// shards, when set, is the manager's sharing of destinations.
 	shards Shards
+	// userAgent, when set, is the manager's on the apiserver, and so the field manager of its writes.
+	userAgent string
 }
 
 const baseFolder = "clusters/test"
@@ -223,7 +225,11 @@ func (e *env) startManagerWith(discoveryRefresh time.Duration) (stop func()) {
 	if e.wrapRepos != nil {
 		managed = e.wrapRepos(repos)
 	}
-	m, err := NewManager(cp.AdminConfig(), Options{
+	cfg := cp.AdminConfig()
+	if e.userAgent != "" {
+		cfg.UserAgent = e.userAgent
+	}
+	m, err := NewManager(cfg, Options{
 		DiscoveryRefresh: discoveryRefresh,
 		Pool:             pool,
 		Repos:            managed,

@@ -145,6 +145,9 @@ type Manager struct {
 	// clustersUsed is, by RemoteCluster a usable destination names, the connection the last
 	// reconcile used (nil while it is not connected): for ClusterConn and ClusterInUse.
 	clustersUsed atomic.Pointer[map[string]*connection]
+	// clusterSelections is, by RemoteCluster, how many selections the last reconcile made there
+	// (for every destination, whichever replica serves it): its status's watches.
+	clusterSelections map[string]int
 	// published is, by destination, what the last reconcile selected: for Selections and Render.
 	published atomic.Pointer[map[string]*destinationRules]
 	// admitted is, by destination, the GitRepoConfig the last reconcile found it may use: for Admits.

@@ -68,6 +68,12 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	m.applyWatchers(ctx, dests, specs)
 	m.writeCreationRules(dests)
 	m.publishSelections(specs)
+	m.clusterSelections = map[string]int{}
+	for _, s := range specs {
+		if s.sel.Cluster != "" {
+			m.clusterSelections[s.sel.Cluster]++
+		}
+	}
 	skipped := m.skippedByDestination()
 	for _, d := range dests {
 		if d.elsewhere {
@@ -166,7 +172,7 @@ func (m *Manager) destinationCondition(d *destination) condition {
 		return d.encryption
 	}
 	if d.cluster != nil && !d.clusterState.cond.ready {
-		return notReady("ClusterNotReady", "RemoteCluster %s: %s", d.cluster.name, d.clusterState.cond.message)
+		return after(d.clusterState.cond, "ClusterNotReady", "RemoteCluster %s: %s", d.cluster.name, d.clusterState.cond.message)
 	}
 	st, ok := m.opts.Pool.WorkerStatus(d.repo.obj.Spec.RepoURL, d.obj.Lane())
 	if !ok {
@@ -222,7 +228,7 @@ func (m *Manager) addRule(ctx context.Context, specs map[string]*watcherSpec, re
 	case dest == nil:
 		return notReady("DestinationNotFound", "GitDestination not found")
 	case !dest.usable:
-		return notReady("DestinationNotReady", "GitDestination %s is not ready: %s", dest.name(), dest.cond.message)
+		return after(dest.cond, "DestinationNotReady", "GitDestination %s is not ready: %s", dest.name(), dest.cond.message)
 	}
 	if dest.cluster != nil {
 		return m.addRemoteRule(ctx, specs, ref, rules, dest)
@@ -235,7 +241,7 @@ func (m *Manager) addRule(ctx context.Context, specs map[string]*watcherSpec, re
 		return notReady("NothingSelected", "no served resource matches the rules (yet); discovery is refreshed every %s", m.opts.DiscoveryRefresh)
 	}
 	if slices.ContainsFunc(rules, func(r ruleSpec) bool { return r.scope.namespaces != nil }) && !m.namespacesCached() {
-		return notReady("NamespacesNotCached", "waiting for the namespaces' labels, which the rules' namespaceSelector needs")
+		return waitingFor("NamespacesNotCached", "waiting for the namespaces' labels, which the rules' namespaceSelector needs")
 	}
 	if refused, cond := m.serviceAccountRefuses(ctx, ref, sels); refused {
 		return cond

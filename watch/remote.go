@@ -19,8 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/configbutler/gitops-reverser/authz"
 	"github.com/configbutler/gitops-reverser/crds"
@@ -110,7 +108,7 @@ func (m *Manager) startRemote(ctx context.Context, obj *crds.RemoteCluster) *rem
 	ctx, cancel := context.WithCancel(ctx)
 	r := &remote{name: obj.Namespace + "/" + obj.Name, kick: NewChanges(), cancel: cancel, done: make(chan struct{})}
 	r.obj.Store(obj)
-	r.state.cond = notReady("Connecting", "connecting")
+	r.state.cond = waitingFor("Connecting", "connecting")
 	go func() {
 		defer close(r.done)
 		m.followRemote(ctx, r)
@@ -213,69 +211,11 @@ func fingerprint(data []byte, qps, burst int32) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// connect builds the clients of a kubeconfig, refusing what would let its author act with the
-// daemon's own means: a plugin run in its container, a file read from its disk (its own token),
-// or an apiserver whose certificate is not verified (unless the daemon allows them).
-func connect(data []byte, fp string, spec crds.RemoteClusterSpec, allow RemoteOptions) (*connection, string, condition) {
-	kc, err := clientcmd.Load(data)
-	if err != nil {
-		return nil, "", notReady(ReasonKubeconfigInvalid, "parse the kubeconfig: %v", err)
-	}
-	if cond := refuseKubeconfig(kc, allow); cond.reason != "" {
-		return nil, "", cond
-	}
-	cfg, err := clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, "", notReady(ReasonKubeconfigInvalid, "use the kubeconfig: %v", err)
-	}
-	cfg.UserAgent = "gitops-reverser"
-	cfg.QPS, cfg.Burst = float32(orDefault(spec.QPS, DefaultRemoteQPS)), int(orDefault(spec.Burst, DefaultRemoteBurst))
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, "", notReady(ReasonKubeconfigInvalid, "build a client: %v", err)
-	}
-	api, err := streamClient(cfg)
-	if err != nil {
-		return nil, "", notReady(ReasonKubeconfigInvalid, "build a client: %v", err)
-	}
-	return &connection{fingerprint: fp, cfg: cfg, dyn: dyn, api: api}, cfg.Host, condition{}
-}
-
 func orDefault(v, def int32) int32 {
 	if v <= 0 {
 		return def
 	}
 	return v
-}
-
-// refuseKubeconfig says why the kubeconfig's current context may not be used; zero when it may.
-func refuseKubeconfig(kc *clientcmdapi.Config, allow RemoteOptions) condition {
-	ctxName := kc.CurrentContext
-	c := kc.Contexts[ctxName]
-	if c == nil {
-		return notReady(ReasonKubeconfigInvalid, "the kubeconfig has no current context %q", ctxName)
-	}
-	cluster, user := kc.Clusters[c.Cluster], kc.AuthInfos[c.AuthInfo]
-	if cluster == nil {
-		return notReady(ReasonKubeconfigInvalid, "the kubeconfig has no cluster %q", c.Cluster)
-	}
-	if user == nil {
-		user = &clientcmdapi.AuthInfo{}
-	}
-	switch {
-	case (user.Exec != nil || user.AuthProvider != nil) && !allow.AllowExec:
-		return notReady(ReasonExecNotAllowed, "the kubeconfig runs a credential plugin, which the daemon would run in its own container: "+
-			"use a token or a client certificate, or start the daemon with --remote-allow-exec")
-	case cluster.InsecureSkipTLSVerify && !allow.AllowInsecure:
-		return notReady(ReasonInsecureNotAllowed, "the kubeconfig skips the verification of the apiserver's certificate: "+
-			"give certificate-authority-data, or start the daemon with --remote-allow-insecure")
-	case user.TokenFile != "" || user.ClientCertificate != "" || user.ClientKey != "" || cluster.CertificateAuthority != "":
-		return notReady(ReasonKubeconfigInvalid, "the kubeconfig names files, which would be read from the daemon's own disk: "+
-			"embed them (token, client-certificate-data, client-key-data, certificate-authority-data)")
-	case user.Username != "" || user.Password != "":
-		return notReady(ReasonKubeconfigInvalid, "the kubeconfig uses basic authentication, which Kubernetes no longer offers: use a token or a client certificate")
-	}
-	return condition{}
 }
 
 // serverVersion asks the apiserver for its version: it answers, and accepts the credentials.

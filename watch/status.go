@@ -41,7 +41,8 @@ var (
 )
 
 // report patches status when the Ready condition or the observed generation changed. A changed
-// condition also becomes an Event: Normal when ready, Warning otherwise.
+// condition also becomes an Event: Normal when ready or waiting for a step of every start,
+// Warning otherwise.
 func (r *reporter) report(ctx context.Context, k ourKind, obj metav1.Object, status crds.Status, cond condition) error {
 	gvr, kind := k.gvr, k.name
 	want := metav1.Condition{
@@ -73,7 +74,7 @@ func (r *reporter) report(ctx context.Context, k ourKind, obj metav1.Object, sta
 	if current == nil || current.Status != want.Status || current.Reason != want.Reason || current.Message != want.Message {
 		ref := crds.ObjectReference(kind, obj)
 		eventType := corev1.EventTypeWarning
-		if cond.ready {
+		if cond.ready || cond.waiting {
 			eventType = corev1.EventTypeNormal
 		}
 		r.recorder.Event(ref, eventType, cond.reason, cond.message)

@@ -259,10 +259,10 @@ func (cl *cluster) mayChange(ctx context.Context, who authenticationv1.UserInfo,
 }
 
 // review asks the cluster's apiserver (a SubjectAccessReview) whether who may do what resource,
-// or else nonResource, says; why is its reason. In a RemoteCluster, who is the hub's user with
-// their groups, whom that cluster's RBAC knows by the same names. It fails closed: an approval
-// must not grant more than the approver has, so an unanswered review allows nothing, and its error
-// is returned: the proposal keeps its decision and is tried again.
+// or else nonResource, says; why is its reason. In a RemoteCluster, who is the hub's user as
+// approverIn names them there. It fails closed: an approval must not grant more than the approver
+// has, so an unanswered review allows nothing, and its error is returned: the proposal keeps its
+// decision and is tried again.
 func (cl *cluster) review(ctx context.Context, who authenticationv1.UserInfo, resource *authorizationv1.ResourceAttributes,
 	nonResource *authorizationv1.NonResourceAttributes) (allowed bool, why string, err error) {
 	v := authz.Ask(ctx, cl.dyn, authz.Question{User: &who, Resource: resource, NonResource: nonResource}, authz.FailClosed)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -16,7 +17,8 @@ import (
 
 // Why a destination of a RemoteCluster is written back in that cluster, and only there: its
 // files say what that cluster holds, so the live object is read there, the approver's rights are
-// asked there (a SubjectAccessReview that cluster answers for the hub user and their groups), and
+// asked there (a SubjectAccessReview that cluster answers for the hub user, under names of the
+// hub's own unless the RemoteCluster says the two share identities: approverIn), and
 // the change is made there as the rule's ServiceAccount of that cluster, impersonated through the
 // kubeconfig's identity, so that cluster's RBAC and admission decide. Its Proposals, SyncRuns and
 // status stay on the hub. Nothing falls back to the hub's clients or to the daemon's own rights:
@@ -142,6 +144,42 @@ func (cl *cluster) missingRights(ctx context.Context, sa crds.ServiceAccountRefe
 	return fmt.Sprintf("the kubeconfig's identity of RemoteCluster %s lacks, in that cluster, %s: write-back checks approvers there "+
 		"with SubjectAccessReviews and applies as the rule's ServiceAccount there by impersonation, so grant it that in RemoteCluster %s "+
 		"(a ClusterRole or Role and its binding; docs/write-back.md)", cl.name, strings.Join(missing, " and "), cl.name), nil
+}
+
+// approverIn is whom cl is asked about for the approver who, and, for the messages that refuse
+// them, how it was asked: themselves in the daemon's own cluster and in a RemoteCluster whose
+// spec.sharedIdentities says its users are the hub's. In any other RemoteCluster the hub's names
+// mean nothing, or worse, someone else: a hub user named like one of its admins, or in a group
+// named like one of its groups, must not get their rights there. So the cluster is asked about
+// the hub's user under crds.HubUserPrefix, name and groups (hub:alice in hub:developers), which
+// its own users never bear, without the hub's uid and extra; its owner binds those names to let
+// hub users approve there.
+func (c *Controller) approverIn(ctx context.Context, cl *cluster, who authenticationv1.UserInfo) (authenticationv1.UserInfo, string, error) {
+	if !cl.remote() {
+		return who, "", nil
+	}
+	ns, name, _ := strings.Cut(cl.name, "/")
+	u, err := getByList(ctx, c.dyn.Resource(crds.RemoteClusters).Namespace(ns), name) // the daemon may list them, not get them
+	if err != nil {
+		return who, "", fmt.Errorf("read RemoteCluster %s: %w", cl.name, err)
+	}
+	if u != nil { // gone, it shares nothing
+		rc, err := crds.FromUnstructured[crds.RemoteCluster](u)
+		if err != nil {
+			return who, "", fmt.Errorf("read RemoteCluster %s: %w", cl.name, err)
+		}
+		if rc.Spec.SharedIdentities {
+			return who, "", nil
+		}
+	}
+	asked := authenticationv1.UserInfo{Username: crds.HubUserPrefix + who.Username}
+	for _, g := range who.Groups {
+		asked.Groups = append(asked.Groups, crds.HubUserPrefix+g)
+	}
+	as := fmt.Sprintf(" (RemoteCluster %s does not share the hub's identities, so it was asked about %s in the groups %s: "+
+		"grant that user the right there, or set spec.sharedIdentities on the RemoteCluster if its users are the hub's)",
+		cl.name, asked.Username, strings.Join(asked.Groups, ", "))
+	return asked, as, nil
 }
 
 // grantOf says a permission as people grant it in RBAC.

@@ -166,21 +166,25 @@ func (c *Controller) approverMay(ctx context.Context, cl *cluster, p *crds.Propo
 		return false, c.waitToApply(ctx, p, &who, ReasonClusterForbidden,
 			fmt.Sprintf("approved by %s, but whether they may %s %s cannot be asked: %s", who.Username, verbOf(p.Spec.Change), targetName(p.Spec.Target), missing))
 	}
-	allowed, why, err := cl.mayChange(ctx, who, p)
+	asked, as, err := c.approverIn(ctx, cl, who)
+	if err != nil {
+		return false, err
+	}
+	allowed, why, err := cl.mayChange(ctx, asked, p)
 	if err != nil {
 		return false, err
 	}
 	if !allowed {
 		return false, c.refuseApproval(ctx, p, &who, refusal{ReasonApproverForbidden, reasonForbidden,
-			fmt.Sprintf("%s approved it but may not %s %s%s themselves%s; someone who may must approve it", who.Username,
-				verbOf(p.Spec.Change), targetName(p.Spec.Target), cl.where(), because(why))})
+			fmt.Sprintf("%s approved it but may not %s %s%s themselves%s%s; someone who may must approve it", who.Username,
+				verbOf(p.Spec.Change), targetName(p.Spec.Target), cl.where(), because(why), as)})
 	}
-	if allowed, why, err = cl.mayEscalate(ctx, who, p); err != nil {
+	if allowed, why, err = cl.mayEscalate(ctx, asked, p); err != nil {
 		return false, err
 	} else if !allowed {
 		return false, c.refuseApproval(ctx, p, &who, refusal{ReasonApproverForbidden, reasonForbidden,
-			fmt.Sprintf("%s approved %s %s%s, but %s; someone who may must approve it", who.Username,
-				p.Spec.Change, targetName(p.Spec.Target), cl.where(), why)})
+			fmt.Sprintf("%s approved %s %s%s, but %s%s; someone who may must approve it", who.Username,
+				p.Spec.Change, targetName(p.Spec.Target), cl.where(), why, as)})
 	}
 	return true, nil
 }
