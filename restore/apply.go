@@ -142,7 +142,7 @@ func (a *applier) awaitCRD(ctx context.Context, name string) string {
 	wait := cmp.Or(a.opts.crdTimeout, crdEstablishTimeout)
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	last := "not read"
+	var last string
 	for {
 		live, err := a.dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
 		switch {
