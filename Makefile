@@ -80,14 +80,20 @@ release: ## a signed, attested release of VERSION, at its tag v<VERSION> (or SNA
 publish: ## push bin/release to REGISTRY=<registry>/<owner> and print the commands that verify and install it
 	go run ./scripts/release publish -from bin/release $(if $(REGISTRY),-registry '$(REGISTRY)')
 
+# STEP runs a step of make test and records its wall and CPU time in STEP_LOG (scripts/steptime).
+STEP_LOG := bin/test-steps.tsv
+TEST_OUTPUT := bin/test-output.txt
+STEP = scripts/steptime $(STEP_LOG)
+
 # TESTENV is testenv's command (testenv/cmd/testenv), built once per make run before the targets
 # that run it, so targets made side by side (-j) do not each compile it.
 TESTENV := bin/testenv
 testenv-cmd:
-	go build -o $(TESTENV) ./testenv/cmd/testenv
+	@mkdir -p bin
+	$(STEP) testenv-cmd go build -o $(TESTENV) ./testenv/cmd/testenv
 
 testenv-bins: testenv-cmd ## build (once) the pinned etcd, kube-apiserver, kubectl, helm and promtool used by tests
-	$(TESTENV) -build
+	$(STEP) 'control plane, helm, promtool' $(TESTENV) -build
 
 # The tests build as the image does (CGO_ENABLED=0 and -trimpath, make image's go build) and with
 # the tools' compiler flags (TOOL_GCFLAGS), so go vet, every test binary, the daemon binaries the
@@ -104,18 +110,21 @@ testenv-bins: testenv-cmd ## build (once) the pinned etcd, kube-apiserver, kubec
 # and tests. The test binaries are linked without DWARF (-ldflags=-w; a build that sets its own
 # -ldflags, as the daemon's does, keeps them): their stack traces come from Go's own tables, and
 # relinking the daemon package's test binary (go test -c) takes 4.7 CPU-s instead of 5.5.
+# Each step's wall and CPU time goes to $(STEP_LOG) (scripts/steptime), and the go test output to
+# $(TEST_OUTPUT); make test ends with the table of steps, longest first, and the slowest packages.
 LATER_TOOLS_LOG := $(TOOLS_CACHE)/later-tools.log
 test: export CGO_ENABLED := 0
 test: export GOFLAGS := $(strip $(GOFLAGS) -trimpath $(TOOL_GCFLAGS) -ldflags=-w)
 test: ## vet and run every test against a real apiserver and real git remotes
+	@mkdir -p bin $(TOOLS_CACHE); rm -f $(STEP_LOG); echo $$EPOCHSECONDS > bin/test-started
 	@$(MAKE) --no-print-directory testenv-cmd
-	@mkdir -p $(TOOLS_CACHE)
 	@$(MAKE) --no-print-directory -j later-tools > $(LATER_TOOLS_LOG) 2>&1 & later=$$!; \
 	  status=0; \
 	  $(MAKE) --no-print-directory -j testenv-bins debian-packages playwright && \
-	  go vet ./... && \
-	  go test -count=1 -vet=off -p 4 -timeout $(TEST_TIMEOUT) ./... || status=$$?; \
+	  $(STEP) 'go vet' go vet ./... && \
+	  $(STEP) 'go test (build and run)' go test -count=1 -vet=off -p 4 -timeout $(TEST_TIMEOUT) ./... 2>&1 | tee $(TEST_OUTPUT) || status=$$?; \
 	  if ! wait $$later; then cat $(LATER_TOOLS_LOG) >&2; echo "make test: building the tools failed (above)" >&2; status=1; fi; \
+	  scripts/steptime --report $(STEP_LOG) $$(( EPOCHSECONDS - $$(cat bin/test-started) )) $(TEST_OUTPUT); \
 	  exit $$status
 
 # later-tools are the tools the tests run that not every test package needs.
@@ -124,8 +133,8 @@ later-tools: sops gitea cosign
 # Debian's packages are installed one after the other: two apt-get at once would fight over
 # dpkg's lock.
 debian-packages:
-	@$(MAKE) --no-print-directory chromium
-	@$(MAKE) --no-print-directory signing-tools
+	@$(STEP) chromium $(MAKE) --no-print-directory chromium
+	@$(STEP) 'gnupg, openssh-client' $(MAKE) --no-print-directory signing-tools
 
 vet:
 	go vet ./...
@@ -149,7 +158,7 @@ helm-lint: testenv-bins ## helm lint the chart with its default values and with 
 # GO_TOOL builds the Go command $(1) (package@version) as $@, with the go build flags $(2) after
 # TOOL_GCFLAGS, as the tests build it (testenv.EnsureGoTool): under a lock that a test needing the
 # same tool waits on, and in a scratch folder first, so nothing ever runs a half-written binary.
-GO_TOOL = TOOLS_CACHE=$(TOOLS_CACHE) $(TESTENV) -tool $(notdir $@) $(1) $(2)
+GO_TOOL = $(STEP) $(notdir $(@D)) env TOOLS_CACHE=$(TOOLS_CACHE) $(TESTENV) -tool $(notdir $@) $(1) $(2)
 
 sops: $(SOPS) ## build (once) the pinned sops CLI the tests use to check the SOPS documents
 
@@ -161,7 +170,7 @@ gitea: $(GITEA) ## build (once) the pinned Gitea the pull-request tests run
 # go install cannot build Gitea (its go.mod has replace directives): testenv.EnsureGitea builds a
 # copy of its module with cgo (sqlite) into a scratch directory and moves it into place.
 $(GITEA): | testenv-cmd
-	TOOLS_CACHE=$(TOOLS_CACHE) $(TESTENV) -gitea
+	$(STEP) $(notdir $(@D)) env TOOLS_CACHE=$(TOOLS_CACHE) $(TESTENV) -gitea
 
 cosign: $(COSIGN) $(COSIGN2) ## build (once) the pinned cosigns (3 and 2) the release tests verify signatures with
 
@@ -180,7 +189,7 @@ playwright: $(PLAYWRIGHT)/package.json ## install (once) the pinned playwright-c
 $(PLAYWRIGHT)/package.json:
 	rm -rf $(PLAYWRIGHT_DIR).tmp
 	mkdir -p $(PLAYWRIGHT_DIR).tmp
-	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --prefix $(PLAYWRIGHT_DIR).tmp --no-audit --no-fund playwright-core@$(PLAYWRIGHT_VERSION)
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(STEP) playwright-core npm install --prefix $(PLAYWRIGHT_DIR).tmp --no-audit --no-fund playwright-core@$(PLAYWRIGHT_VERSION)
 	rm -rf $(PLAYWRIGHT_DIR)
 	mv $(PLAYWRIGHT_DIR).tmp $(PLAYWRIGHT_DIR)
 
