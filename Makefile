@@ -9,30 +9,18 @@ TOOLS_CACHE ?= $(HOME)/.cache/gitops-reverser/tools
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT := $(TOOLS_CACHE)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 CHART := deploy/helm/gitops-reverser
-# Every tool the tests run is built as testenv builds it (testenv/sops.go): without debugging
-# information, which the links strip anyway and which costs a tenth of the compiler's time, and
-# all but the control plane, helm and promtool (sops, Gitea, crane) also without optimisations or
-# inlining, which takes their cold build an eighth to a third less CPU. The standard library keeps
-# the default flags, so it is compiled once for every build.
+# Every tool the tests run is built by testenv, as the tests build it (testenv/sops.go): without
+# debugging information, which the links strip anyway and which costs a tenth of the compiler's
+# time, and all but the control plane, helm and promtool (sops, cosign, crane, Gitea) also without
+# optimisations or inlining, which takes their cold build an eighth to a third less CPU. The
+# standard library keeps the default flags, so it is compiled once for every build. The tests
+# build with TOOL_GCFLAGS too.
 TOOL_GCFLAGS := -gcflags=all=-dwarf=false -gcflags=std=
-UNOPTIMISED_GCFLAGS := -gcflags='all=-N -l -dwarf=false' -gcflags=std=
-# testenv/sops.go builds the same sops CLI into the same place for the tests of the SOPS format;
-# a test keeps its version equal to this one.
-SOPS_VERSION := v3.13.3
-SOPS := $(TOOLS_CACHE)/sops-$(SOPS_VERSION)/sops
 # testenv/gitea.go builds the same Gitea (a Git host with pull requests, which the pull-request tests
 # run) into the same place, with the options, templates and public folders it serves next to it;
 # a test keeps its version equal to this one.
 GITEA_VERSION := v1.26.0
 GITEA := $(TOOLS_CACHE)/gitea-$(GITEA_VERSION)/gitea
-# scripts/release's tests verify what make release signs with this cosign, built into the same
-# place; a test keeps its version equal to this one.
-COSIGN_VERSION := v3.1.3
-COSIGN := $(TOOLS_CACHE)/cosign-$(COSIGN_VERSION)/cosign
-# They run the verify commands make publish prints and docs/release.md gives with this cosign 2
-# too, the oldest the docs name, which verifies some things (a Sigstore bundle) only online.
-COSIGN2_VERSION := v2.6.5
-COSIGN2 := $(TOOLS_CACHE)/cosign-$(COSIGN2_VERSION)/cosign
 # testenv/browser.go drives a headless Chromium with the same playwright-core from the same place
 # (installing it there too when missing); a test keeps its version equal to this one.
 PLAYWRIGHT_VERSION := 1.64.1
@@ -55,7 +43,7 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
 VERSION_LDFLAGS = -X github.com/configbutler/gitops-reverser/daemon.Version=$(VERSION)
 
-.PHONY: all build image release publish test later-tools cosign testenv-cmd debian-packages vet lint helm-lint sops gitea browser playwright chromium signing-tools testenv testenv-bins demo bench clean
+.PHONY: all build image release publish test later-tools clitools testenv-cmd debian-packages vet lint helm-lint gitea browser playwright chromium signing-tools testenv testenv-bins demo bench clean
 
 all: build
 
@@ -82,7 +70,6 @@ publish: ## push bin/release to REGISTRY=<registry>/<owner> and print the comman
 
 # STEP runs a step of make test and records its wall and CPU time in STEP_LOG (scripts/steptime).
 STEP_LOG := bin/test-steps.tsv
-TEST_OUTPUT := bin/test-output.txt
 STEP = scripts/steptime $(STEP_LOG)
 
 # TESTENV is testenv's command (testenv/cmd/testenv), built once per make run before the targets
@@ -101,7 +88,7 @@ testenv-bins: testenv-cmd ## build (once) the pinned etcd, kube-apiserver, kubec
 # compiled packages: testenv/tools pins the versions of go.mod for every module both use
 # (TestToolsShareTheModuleVersions). On a fresh machine go vet and the tests wait for the control
 # plane, since every test package starts one; the other tools (later-tools) build beside it and
-# then beside the tests, and a test that needs one waits for it (see GO_TOOL). Their output is in
+# then beside the tests, and a test that needs one waits for it (testenv's file locks). Their output is in
 # $(LATER_TOOLS_LOG), printed when a build fails. go test does not vet (-vet=off): go vet ./... has
 # just run every analyzer over the same packages and their test files, and go test's smaller set,
 # whose flags are part of the cache key, would analyse every dependency again. It runs four
@@ -110,8 +97,9 @@ testenv-bins: testenv-cmd ## build (once) the pinned etcd, kube-apiserver, kubec
 # and tests. The test binaries are linked without DWARF (-ldflags=-w; a build that sets its own
 # -ldflags, as the daemon's does, keeps them): their stack traces come from Go's own tables, and
 # relinking the daemon package's test binary (go test -c) takes 4.7 CPU-s instead of 5.5.
-# Each step's wall and CPU time goes to $(STEP_LOG) (scripts/steptime), and the go test output to
-# $(TEST_OUTPUT); make test ends with the table of steps, longest first, and the slowest packages.
+# Each step's wall and CPU time goes to $(STEP_LOG) (scripts/steptime), each package's tests too
+# (go test -exec): make test ends with the table of steps, longest first, and the test packages
+# that took the most CPU.
 LATER_TOOLS_LOG := $(TOOLS_CACHE)/later-tools.log
 test: export CGO_ENABLED := 0
 test: export GOFLAGS := $(strip $(GOFLAGS) -trimpath $(TOOL_GCFLAGS) -ldflags=-w)
@@ -122,13 +110,13 @@ test: ## vet and run every test against a real apiserver and real git remotes
 	  status=0; \
 	  $(MAKE) --no-print-directory -j testenv-bins debian-packages playwright && \
 	  $(STEP) 'go vet' go vet ./... && \
-	  $(STEP) 'go test (build and run)' go test -count=1 -vet=off -p 4 -timeout $(TEST_TIMEOUT) ./... 2>&1 | tee $(TEST_OUTPUT) || status=$$?; \
+	  $(STEP) 'go test (build and run)' go test -exec '$(CURDIR)/scripts/steptime --exec $(CURDIR)/$(STEP_LOG)' -count=1 -vet=off -p 4 -timeout $(TEST_TIMEOUT) ./... || status=$$?; \
 	  if ! wait $$later; then cat $(LATER_TOOLS_LOG) >&2; echo "make test: building the tools failed (above)" >&2; status=1; fi; \
-	  scripts/steptime --report $(STEP_LOG) $$(( EPOCHSECONDS - $$(cat bin/test-started) )) $(TEST_OUTPUT); \
+	  scripts/steptime --report $(STEP_LOG) $$(( EPOCHSECONDS - $$(cat bin/test-started) )); \
 	  exit $$status
 
 # later-tools are the tools the tests run that not every test package needs.
-later-tools: sops gitea cosign
+later-tools: clitools gitea
 
 # Debian's packages are installed one after the other: two apt-get at once would fight over
 # dpkg's lock.
@@ -155,15 +143,8 @@ helm-lint: testenv-bins ## helm lint the chart with its default values and with 
 	  "$$helm" lint --strict $(CHART) && \
 	  "$$helm" lint --strict $(CHART) --values $(CHART)/ci/all-options-values.yaml
 
-# GO_TOOL builds the Go command $(1) (package@version) as $@, with the go build flags $(2) after
-# TOOL_GCFLAGS, as the tests build it (testenv.EnsureGoTool): under a lock that a test needing the
-# same tool waits on, and in a scratch folder first, so nothing ever runs a half-written binary.
-GO_TOOL = $(STEP) $(notdir $(@D)) env TOOLS_CACHE=$(TOOLS_CACHE) $(TESTENV) -tool $(notdir $@) $(1) $(2)
-
-sops: $(SOPS) ## build (once) the pinned sops CLI the tests use to check the SOPS documents
-
-$(SOPS): | testenv-cmd
-	$(call GO_TOOL,github.com/getsops/sops/v3/cmd/sops@$(SOPS_VERSION),$(UNOPTIMISED_GCFLAGS))
+# testenv builds each tool under a lock that a test needing the same tool waits on, and in a
+# scratch folder first, so nothing ever runs a half-written binary.
 
 gitea: $(GITEA) ## build (once) the pinned Gitea the pull-request tests run
 
@@ -172,13 +153,11 @@ gitea: $(GITEA) ## build (once) the pinned Gitea the pull-request tests run
 $(GITEA): | testenv-cmd
 	$(STEP) $(notdir $(@D)) env TOOLS_CACHE=$(TOOLS_CACHE) $(TESTENV) -gitea
 
-cosign: $(COSIGN) $(COSIGN2) ## build (once) the pinned cosigns (3 and 2) the release tests verify signatures with
-
-$(COSIGN): | testenv-cmd
-	$(call GO_TOOL,github.com/sigstore/cosign/v3/cmd/cosign@$(COSIGN_VERSION),$(UNOPTIMISED_GCFLAGS))
-
-$(COSIGN2): | testenv-cmd
-	$(call GO_TOOL,github.com/sigstore/cosign/v2/cmd/cosign@$(COSIGN2_VERSION),$(UNOPTIMISED_GCFLAGS))
+# The command-line programs the tests judge with (sops, cosign 3 and 2, crane), pinned by the
+# module testenv/clitools and built together, as the tests build them (testenv.EnsureCLITools), into
+# $(TOOLS_CACHE)/clitools-<key>/.
+clitools: testenv-cmd ## build (once) the pinned sops, cosign 3 and 2, and crane the tests check with
+	$(STEP) 'sops, cosign 3 and 2, crane' $(TESTENV) -clitools
 
 browser: playwright chromium ## install (once) the headless Chromium and playwright-core the browser tests drive
 

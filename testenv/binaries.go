@@ -2,8 +2,6 @@ package testenv
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -50,8 +48,9 @@ func toolsDir() (string, error) {
 	return dir, nil
 }
 
-// cacheDir is where the built binaries live, keyed by the tools module's go.mod/go.sum and the Go
-// version, so a version bump rebuilds and everything else reuses the first build.
+// cacheDir is where the built binaries live, keyed by the tools module's go.mod/go.sum, the Go
+// version and the compiler flags (moduleKey), so a version bump rebuilds and everything else
+// reuses the first build.
 // TESTENV_CACHE_DIR overrides the root.
 func cacheDir(tools string) (string, error) {
 	root := os.Getenv("TESTENV_CACHE_DIR")
@@ -62,16 +61,11 @@ func cacheDir(tools string) (string, error) {
 		}
 		root = filepath.Join(userCache, "gitops-reverser", "testenv")
 	}
-	h := sha256.New()
-	for _, name := range []string{"go.mod", "go.sum"} {
-		b, err := os.ReadFile(filepath.Join(tools, name))
-		if err != nil {
-			return "", fmt.Errorf("read tools %s: %w", name, err)
-		}
-		h.Write(b)
+	key, err := moduleKey(tools)
+	if err != nil {
+		return "", err
 	}
-	h.Write([]byte(runtime.Version()))
-	return filepath.Join(root, hex.EncodeToString(h.Sum(nil))[:16]), nil
+	return filepath.Join(root, key), nil
 }
 
 // EnsureBinaries returns the pinned etcd, kube-apiserver, kubectl, helm and promtool, building them

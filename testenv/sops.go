@@ -10,14 +10,11 @@ import (
 	"testing"
 )
 
-// SopsVersion is the sops CLI that tests use as the judge of the SOPS format. The Makefile's
-// SOPS_VERSION (make sops) must name the same one; TestSopsVersionMatchesMakefile checks that.
-const SopsVersion = "v3.13.3"
-
-// SopsBinary returns the pinned sops CLI (see GoTool); the first build takes a few minutes.
+// SopsBinary returns the sops CLI that tests use as the judge of the SOPS format, at the version
+// the module testenv/clitools pins (see CLI); the first build takes a few minutes.
 func SopsBinary(tb testing.TB) string {
 	tb.Helper()
-	return GoTool(tb, "sops", "github.com/getsops/sops/v3/cmd/sops", SopsVersion, Unoptimised...)
+	return CLI(tb).Sops
 }
 
 // tools are the tools built (or found) once per test process, by key.
@@ -69,12 +66,11 @@ func GoTool(tb testing.TB, name, pkg, version string, flags ...string) string {
 // tests alike. The Makefile's TOOL_GCFLAGS must say the same (TestToolVersionsMatchMakefile).
 var toolGCFlags = []string{"-gcflags=all=-dwarf=false", "-gcflags=std="}
 
-// Unoptimised are the go build flags of every tool built on its own (sops, Gitea, crane): its
-// own packages are also built without optimisations or inlining (-N -l). A cold build takes an
-// eighth to a third less CPU, and their tests hardly notice. etcd and kube-apiserver, which every
-// test leans on, are optimised, and so are helm and promtool, built with them (see
-// EnsureBinaries) from packages they have compiled already. The Makefile's UNOPTIMISED_GCFLAGS
-// must say the same.
+// Unoptimised are the go build flags of every tool built apart from the control plane (sops,
+// cosign, crane, krew, Gitea): its own packages are also built without optimisations or inlining
+// (-N -l). A cold build takes an eighth to a third less CPU, and their tests hardly notice. etcd
+// and kube-apiserver, which every test leans on, are optimised, and so are helm and promtool,
+// built with them (see EnsureBinaries) from packages they have compiled already.
 var Unoptimised = []string{"-gcflags=all=-N -l -dwarf=false", "-gcflags=std="}
 
 // EnsureGoTool is GoTool outside a test (e.g. in TestMain, to build a tool while something else

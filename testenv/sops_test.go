@@ -5,11 +5,11 @@ import (
 	"testing"
 )
 
-// TestToolVersionsMatchMakefile keeps the versions of the tools testenv builds, and the
-// Makefile's targets build too, one each, and their compiler flags the same.
+// TestToolVersionsMatchMakefile keeps the version of Gitea, which testenv builds and the
+// Makefile's targets build too, one, and their compiler flags the same.
 func TestToolVersionsMatchMakefile(t *testing.T) {
-	MakefileSays(t, "SOPS_VERSION := "+SopsVersion, "GITEA_VERSION := "+GiteaVersion,
-		"TOOL_GCFLAGS := "+makeFlags(toolGCFlags), "UNOPTIMISED_GCFLAGS := "+makeFlags(Unoptimised))
+	MakefileSays(t, "GITEA_VERSION := "+GiteaVersion,
+		"TOOL_GCFLAGS := "+makeFlags(toolGCFlags))
 }
 
 // makeFlags is flags as a Makefile's shell line says them: a value with a space in quotes.

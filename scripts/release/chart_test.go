@@ -331,7 +331,7 @@ func TestChartFromRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	crane := testenv.GoTool(t, "crane", cranePackage, ggcrVersion(t), testenv.Unoptimised...)
+	crane := testenv.CLI(t).Crane
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer reg.Close()
 	host := strings.TrimPrefix(reg.URL, "http://")
@@ -371,7 +371,7 @@ func TestChartManifestIsHelmPushs(t *testing.T) {
 		"  org.opencontainers.image.title: not the name\n  org.opencontainers.image.created: \"2001-01-01T00:00:00Z\"\nkeywords:\n")
 	o := testChartOptions(t, dir)
 	res := mustPackageChart(t, o)
-	crane := testenv.GoTool(t, "crane", cranePackage, ggcrVersion(t), testenv.Unoptimised...)
+	crane := testenv.CLI(t).Crane
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer reg.Close()
 	repo := strings.TrimPrefix(reg.URL, "http://") + "/by-helm"

@@ -12,10 +12,10 @@ import (
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
-// TestTheMakefileBuildsTheCosignTheTestsUse: make test's later tools build the cosigns the
-// release tests verify with.
-func TestTheMakefileBuildsTheCosignTheTestsUse(t *testing.T) {
-	testenv.MakefileSays(t, "COSIGN_VERSION := "+cosignVersion, "COSIGN2_VERSION := "+cosign2Version)
+// TestTheCosignsAreTheOnesNamed: the cosigns the release tests verify with, which testenv/clitools
+// pins, are the versions the tests and docs name.
+func TestTheCosignsAreTheOnesNamed(t *testing.T) {
+	testenv.CLIToolsPin(t, cosignModule+" "+cosignVersion, cosign2Module+" "+cosign2Version)
 }
 
 // TestKeysAreCosignKeys: a key pair cosign generate-key-pair writes signs a release's blob that

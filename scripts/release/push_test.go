@@ -44,7 +44,8 @@ func ggcrVersion(t testing.TB) string {
 // are there, and the registry's referrers API lists the SBOM under the index.
 func TestCranePushesImageAndSBOM(t *testing.T) {
 	res := sharedBuild(t)
-	crane := testenv.GoTool(t, "crane", cranePackage, ggcrVersion(t), testenv.Unoptimised...)
+	testenv.CLIToolsPin(t, "github.com/google/go-containerregistry "+ggcrVersion(t)) // the crane docs/image.md names
+	crane := testenv.CLI(t).Crane
 	reg := httptest.NewServer(registry.New(registry.WithReferrersSupport(true), registry.Logger(log.New(io.Discard, "", 0))))
 	defer reg.Close()
 	defer http.DefaultClient.CloseIdleConnections()

@@ -30,10 +30,10 @@ import (
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
-// The cosign the tests verify with: the current release, built from the module proxy once and
-// cached (Makefile: later-tools builds it beside the tests).
+// The cosign the tests verify with: the current release, pinned by testenv/clitools, built from
+// the module proxy once and cached (Makefile: later-tools builds it beside the tests).
 const (
-	cosignPackage = "github.com/sigstore/cosign/v3/cmd/cosign"
+	cosignModule  = "github.com/sigstore/cosign/v3"
 	cosignVersion = "v3.1.3"
 )
 
@@ -47,14 +47,14 @@ const (
 // The oldest cosign the docs name: cosign 2's verify-blob reads a Sigstore bundle only with a
 // trusted root, which it fetches online, so what is printed and documented must work without one.
 const (
-	cosign2Package = "github.com/sigstore/cosign/v2/cmd/cosign"
+	cosign2Module  = "github.com/sigstore/cosign/v2"
 	cosign2Version = "v2.6.5"
 )
 
 // cosignBinary is the cosign CLI, built once.
 func cosignBinary(t testing.TB) string {
 	t.Helper()
-	return testenv.GoTool(t, "cosign", cosignPackage, cosignVersion, testenv.Unoptimised...)
+	return testenv.CLI(t).Cosign
 }
 
 // versionedCosign is a cosign CLI and its version.
@@ -65,7 +65,7 @@ type versionedCosign struct{ version, bin string }
 func everyCosign(t testing.TB) []versionedCosign {
 	t.Helper()
 	return []versionedCosign{
-		{cosign2Version, testenv.GoTool(t, "cosign", cosign2Package, cosign2Version, testenv.Unoptimised...)},
+		{cosign2Version, testenv.CLI(t).Cosign2},
 		{cosignVersion, cosignBinary(t)},
 	}
 }

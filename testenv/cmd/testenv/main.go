@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/configbutler/gitops-reverser/testenv"
@@ -27,10 +26,15 @@ func run() error {
 	defer stop()
 	buildOnly := flag.Bool("build", false, "only build (or find cached) the control-plane binaries, helm and promtool, and print their paths")
 	giteaOnly := flag.Bool("gitea", false, "only build (or find cached) the pinned Gitea and print its directory")
-	tool := flag.String("tool", "", "only build (or find cached) the Go command `name` from the package@version that follows, with the go build flags after it, and print its path")
+	cliOnly := flag.Bool("clitools", false, "only build (or find cached) the pinned sops, cosign 3 and 2, and crane, and print their paths")
 	flag.Parse()
-	if *tool != "" {
-		return buildTool(*tool, flag.Args())
+	if *cliOnly {
+		tools, err := testenv.EnsureCLITools()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("sops:    %s\ncosign:  %s\ncosign2: %s\ncrane:   %s\n", tools.Sops, tools.Cosign, tools.Cosign2, tools.Crane)
+		return nil
 	}
 	if *giteaOnly {
 		dir, err := testenv.EnsureGitea()
@@ -80,24 +84,5 @@ logs in %s
 press Ctrl-C to stop
 `, kubeconfig, bins.Kubectl, git.RepoURL("demo"), cp.Dir)
 	<-ctx.Done()
-	return nil
-}
-
-// buildTool builds name as the tests do (testenv.EnsureGoTool) from args: package@version, then
-// go build flags. The Makefile's tool targets build through it, so a make test that builds tools
-// while tests run and a test that needs one of them share one lock and never build it twice.
-func buildTool(name string, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("-tool %s: name the package@version to build", name)
-	}
-	pkg, version, ok := strings.Cut(args[0], "@")
-	if !ok || pkg == "" || version == "" {
-		return fmt.Errorf("-tool %s: %q is not package@version", name, args[0])
-	}
-	path, err := testenv.EnsureGoTool(name, pkg, version, args[1:]...)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("%s: %s\n", name, path)
 	return nil
 }
