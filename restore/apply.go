@@ -114,53 +114,57 @@ func (a *applier) discover(ctx context.Context) error {
 	return nil
 }
 
-// awaitEstablished waits for each CRD restored to be Established, each with a deadline of its
-// own: one whose names the cluster refused (NamesAccepted=False), or that is not Established in
-// time, fails and says why, and its custom resources fail with it (resolve), while the rest go
-// on. Then it discovers again, so the new kinds are found.
+// awaitEstablished waits, one wait for them all, until each CRD restored is Established: one
+// whose names the cluster refused (NamesAccepted=False) fails at once, one still not Established
+// when the wait runs out fails saying what its conditions said, and their custom resources fail
+// with them (resolve), while the rest go on. Then it discovers again, with ctx rather than the
+// wait's own deadline, so the new kinds are found.
 func (a *applier) awaitEstablished(ctx context.Context, crds []*item) error {
+	var pending []*item
+	for _, it := range crds {
+		if it.Outcome != Failed && !a.opts.DryRun {
+			pending = append(pending, it)
+		}
+	}
 	if len(crds) == 0 {
 		return nil
 	}
-	for _, it := range crds {
-		if it.Outcome == Failed || a.opts.DryRun {
-			continue
+	wait := cmp.Or(a.opts.crdTimeout, crdEstablishTimeout)
+	waitCtx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	last := map[*item]string{}
+	for len(pending) > 0 {
+		pending = slices.DeleteFunc(pending, func(it *item) bool {
+			live, err := a.dyn.Resource(crdGVR).Get(waitCtx, it.Name, metav1.GetOptions{})
+			switch {
+			case err != nil:
+				last[it] = err.Error()
+			case conditionIs(live, "Established", "True"):
+				return true
+			case conditionIs(live, "NamesAccepted", "False"):
+				it.Outcome, it.Reason = Failed, "not served: the cluster refused its names (NamesAccepted=False): "+conditionMessage(live, "NamesAccepted")
+				return true
+			default:
+				last[it] = conditionSummary(live)
+			}
+			return false
+		})
+		if len(pending) == 0 {
+			break
 		}
-		if reason := a.awaitCRD(ctx, it.Name); reason != "" {
-			it.Outcome, it.Reason = Failed, reason
+		select {
+		case <-waitCtx.Done():
+			for _, it := range pending {
+				it.Outcome, it.Reason = Failed, fmt.Sprintf("not Established within %s (%s)", wait, last[it])
+			}
+			pending = nil
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	return a.discover(ctx)
-}
-
-// awaitCRD waits for the CRD name to be Established, and says why not when it is not: its names
-// refused, or what its conditions said when the wait ran out.
-func (a *applier) awaitCRD(ctx context.Context, name string) string {
-	wait := cmp.Or(a.opts.crdTimeout, crdEstablishTimeout)
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	var last string
-	for {
-		live, err := a.dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case err != nil:
-			last = err.Error()
-		case conditionIs(live, "Established", "True"):
-			return ""
-		case conditionIs(live, "NamesAccepted", "False"):
-			return "not served: the cluster refused its names (NamesAccepted=False): " + conditionMessage(live, "NamesAccepted")
-		default:
-			last = conditionSummary(live)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Sprintf("not Established within %s (%s)", wait, last)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // conditionIs says whether crd's condition of type kind has status.

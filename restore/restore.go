@@ -60,7 +60,7 @@ type Options struct {
 	// Progress is told of each object done; nil: nothing.
 	Progress func(done, total int, r Result)
 
-	crdTimeout time.Duration // how long a CRD may take to be Established; 0: crdEstablishTimeout
+	crdTimeout time.Duration // how long the CRDs may take to be Established; 0: crdEstablishTimeout
 }
 
 // Summary is a whole restore.
@@ -81,7 +81,7 @@ func (s Summary) Count(o Outcome) int {
 	return n
 }
 
-// crdEstablishTimeout bounds the wait for each CRD restored to be served.
+// crdEstablishTimeout bounds the wait for the CRDs restored to be served.
 const crdEstablishTimeout = 60 * time.Second
 
 // Run restores the objects of opts.Source into the cluster: it reads and decrypts the files,
