@@ -140,7 +140,7 @@ func apply(ctx context.Context, client *kube.Client[apiextensionsv1.CustomResour
 	switch {
 	case err == nil && holds(cur, crd):
 		log.Debug("crd unchanged", "crd", crd.Name)
-		served, _, _ := servedState(cur) // a name conflict is reported by the wait that follows
+		served, _, _ := ServedState(cur) // a name conflict is reported by the wait that follows
 		return served, nil
 	case err == nil:
 		before = cur.ResourceVersion
@@ -205,7 +205,7 @@ func applyBody(crd *apiextensionsv1.CustomResourceDefinition) ([]byte, error) {
 
 // servedState reports whether crd is Established and NamesAccepted, and its conditions in words;
 // a name conflict (NamesAccepted=False) is an error.
-func servedState(crd *apiextensionsv1.CustomResourceDefinition) (served bool, state string, err error) {
+func ServedState(crd *apiextensionsv1.CustomResourceDefinition) (served bool, state string, err error) {
 	established, accepted := false, false
 	for _, c := range crd.Status.Conditions {
 		switch c.Type {
@@ -214,7 +214,7 @@ func servedState(crd *apiextensionsv1.CustomResourceDefinition) (served bool, st
 		case apiextensionsv1.NamesAccepted:
 			accepted = c.Status == apiextensionsv1.ConditionTrue
 			if c.Status == apiextensionsv1.ConditionFalse {
-				return false, "", fmt.Errorf("names not accepted: %s: %s", c.Reason, c.Message)
+				return false, "", fmt.Errorf("the cluster refused its names (NamesAccepted=False): %s: %s", c.Reason, c.Message)
 			}
 		}
 	}
@@ -232,7 +232,7 @@ func waitEstablished(ctx context.Context, client *kube.Client[apiextensionsv1.Cu
 			return false, nil
 		}
 		var served bool
-		served, last, err = servedState(crd)
+		served, last, err = ServedState(crd)
 		return served, err
 	})
 	if err == nil {

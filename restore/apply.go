@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
 
+	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/kube"
 	"github.com/configbutler/gitops-reverser/sanitize"
 )
@@ -119,35 +119,34 @@ func (a *applier) discover(ctx context.Context) error {
 // when the wait runs out fails saying what its conditions said, and their custom resources fail
 // with them (resolve), while the rest go on. Then it discovers again, with ctx rather than the
 // wait's own deadline, so the new kinds are found.
-func (a *applier) awaitEstablished(ctx context.Context, crds []*item) error {
+func (a *applier) awaitEstablished(ctx context.Context, defs []*item) error {
 	var pending []*item
-	for _, it := range crds {
+	for _, it := range defs {
 		if it.Outcome != Failed && !a.opts.DryRun {
 			pending = append(pending, it)
 		}
 	}
-	if len(crds) == 0 {
+	if len(defs) == 0 {
 		return nil
 	}
 	wait := cmp.Or(a.opts.crdTimeout, crdEstablishTimeout)
 	waitCtx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	client := kube.For(a.dyn, kube.CustomResourceDefinitions, "")
 	last := map[*item]string{}
 	for len(pending) > 0 {
 		pending = slices.DeleteFunc(pending, func(it *item) bool {
-			live, err := a.dyn.Resource(crdGVR).Get(waitCtx, it.Name, metav1.GetOptions{})
-			switch {
-			case err != nil:
+			live, err := client.Get(waitCtx, it.Name, metav1.GetOptions{})
+			if err != nil {
 				last[it] = err.Error()
-			case conditionIs(live, "Established", "True"):
-				return true
-			case conditionIs(live, "NamesAccepted", "False"):
-				it.Outcome, it.Reason = Failed, "not served: the cluster refused its names (NamesAccepted=False): "+conditionMessage(live, "NamesAccepted")
-				return true
-			default:
-				last[it] = conditionSummary(live)
+				return false
 			}
-			return false
+			served, state, refused := crds.ServedState(live)
+			if refused != nil {
+				it.Outcome, it.Reason = Failed, "not served: "+refused.Error()
+			}
+			last[it] = state
+			return served || refused != nil
 		})
 		if len(pending) == 0 {
 			break
@@ -165,45 +164,6 @@ func (a *applier) awaitEstablished(ctx context.Context, crds []*item) error {
 		return err
 	}
 	return a.discover(ctx)
-}
-
-// conditionIs says whether crd's condition of type kind has status.
-func conditionIs(crd *unstructured.Unstructured, kind, status string) bool {
-	c := condition(crd, kind)
-	return c != nil && c["status"] == status
-}
-
-func conditionMessage(crd *unstructured.Unstructured, kind string) string {
-	c := condition(crd, kind)
-	if c == nil {
-		return ""
-	}
-	return fmt.Sprint(c["reason"], ": ", c["message"])
-}
-
-func condition(crd *unstructured.Unstructured, kind string) map[string]any {
-	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-	for _, c := range conditions {
-		if m, ok := c.(map[string]any); ok && m["type"] == kind {
-			return m
-		}
-	}
-	return nil
-}
-
-// conditionSummary is a CRD's conditions as "Type=Status (Reason)", or that it has none yet.
-func conditionSummary(crd *unstructured.Unstructured) string {
-	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-	var parts []string
-	for _, c := range conditions {
-		if m, ok := c.(map[string]any); ok {
-			parts = append(parts, fmt.Sprintf("%v=%v (%v)", m["type"], m["status"], m["reason"]))
-		}
-	}
-	if len(parts) == 0 {
-		return "no conditions yet"
-	}
-	return strings.Join(parts, ", ")
 }
 
 // resolve finds each item's resource and scope in discovery, and so its wave; an item whose kind
