@@ -151,14 +151,8 @@ func yamlRefusal(err error) *Refused {
 
 // checkNode refuses anchors, aliases and merge keys, keys that are not strings, and nesting
 // deeper than MaxDocumentDepth, in n and below. depth is the number of collections around n.
-//
-// It also retags every timestamp scalar as a string: yaml.v3 decodes an unquoted 2024-01-02
-// into a time.Time, which JSON would turn into "2024-01-02T00:00:00Z", while kubectl (and the
-// apiserver, for whom a timestamp is a string) keep the text as written.
+// (A timestamp scalar needs nothing here: sanitize.ObjectOf keeps its text as written.)
 func checkNode(n *yaml.Node, depth int) *Refused {
-	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!timestamp" {
-		n.Tag = "!!str"
-	}
 	if n.Kind == yaml.AliasNode {
 		return refusedf(ReasonAlias, "alias *%s at line %d: YAML anchors and aliases are not accepted", n.Value, n.Line)
 	}
