@@ -144,13 +144,8 @@ func goBuild(ctx context.Context, tools string, targets map[string]string) error
 	defer func() { _ = os.RemoveAll(tmp) }()
 	// remove_all_sd leaves Prometheus' service discoveries out of promtool (checking rules uses
 	// none); no other program has the tag.
-	args := slices.Concat([]string{"build", "-trimpath", "-ldflags=-s -w", "-tags", "remove_all_sd"}, toolGCFlags,
-		[]string{"-o", tmp + string(filepath.Separator)}, pkgs)
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = tools
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build %s: %w\n%s", strings.Join(pkgs, " "), err, b)
+	if err := goBuildIn(ctx, tools, tmp+string(filepath.Separator), []string{"-tags", "remove_all_sd"}, pkgs...); err != nil {
+		return err
 	}
 	for out := range targets {
 		// go build -o dir/ names each binary after the last element of its package path that

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -67,10 +68,10 @@ func EnsureCLITools() (CLITools, error) {
 			together = append(together, t.pkg)
 		}
 		last := cliTools[len(cliTools)-1]
-		if err := goBuildIn(module, tmp+string(filepath.Separator), together...); err != nil {
+		if err := goBuildIn(context.Background(), module, tmp+string(filepath.Separator), Unoptimised, together...); err != nil {
 			return err
 		}
-		return goBuildIn(module, filepath.Join(tmp, last.file), last.pkg)
+		return goBuildIn(context.Background(), module, filepath.Join(tmp, last.file), Unoptimised, last.pkg)
 	})
 	if err != nil {
 		return CLITools{}, err
@@ -79,12 +80,13 @@ func EnsureCLITools() (CLITools, error) {
 }
 
 // goBuildIn builds pkgs of the module in dir to out (a file, or a folder ending in a separator),
-// as the tools are built: no cgo, no symbol tables, unoptimised.
-func goBuildIn(dir, out string, pkgs ...string) error {
-	args := slices.Concat([]string{"build", "-trimpath", "-ldflags=-s -w"}, toolGCFlags, Unoptimised, []string{"-o", out}, pkgs)
-	cmd := exec.Command("go", args...)
+// as every tool of a testenv module is built: no cgo, no local paths, no symbol tables, toolGCFlags,
+// then flags (a build tag, Unoptimised).
+func goBuildIn(ctx context.Context, dir, out string, flags []string, pkgs ...string) error {
+	args := slices.Concat([]string{"build", "-trimpath", "-ldflags=-s -w"}, toolGCFlags, flags, []string{"-o", out}, pkgs)
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GOWORK=off")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("build %s: %w\n%s", strings.Join(pkgs, " "), err, b)
 	}
