@@ -147,13 +147,20 @@ func generated(sel Selection, obj *unstructured.Unstructured) string {
 		return crds.SkipReasonControllerOwned
 	case sel.GVR.Group == "rbac.authorization.k8s.io" && obj.GetAnnotations()[annotationAutoUpdate] == "true":
 		return crds.SkipReasonAutoUpdatedRBAC
-	case obj.GetLabels()[crds.LabelManagedBy] == crds.ManagedByDaemon:
+	case managedBy(obj) == crds.ManagedByDaemon:
 		// The keys of the daemon's Secrets (the digest of encrypted files, the seal of proposals)
 		// and its policies: a daemon in a restored cluster makes its own, and the keys are worth
 		// nothing in a repository, encrypted or not.
 		return crds.SkipReasonDaemonsOwn
 	}
 	return ""
+}
+
+// managedBy is obj's label crds.LabelManagedBy, read in place: generated runs on every event,
+// and GetLabels would copy every label for it.
+func managedBy(obj *unstructured.Unstructured) string {
+	v, _, _ := unstructured.NestedString(obj.Object, "metadata", "labels", crds.LabelManagedBy)
+	return v
 }
 
 // skipCounts counts what one watcher left out for each of its targets: the generated objects it
