@@ -1,0 +1,3 @@
+{{- define "podinfo.fullname" -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- end }}
