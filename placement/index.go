@@ -74,6 +74,7 @@ type DuplicateError struct {
 	Locations []Location // sorted by path and document
 }
 
+// Error names the key and every document that declares it.
 func (e *DuplicateError) Error() string {
 	locs := make([]string, len(e.Locations))
 	for i, l := range e.Locations {
@@ -110,6 +111,12 @@ func (e *DuplicateError) Error() string {
 //     namespace), those.
 //   - More than one match is a *DuplicateError naming every document; Problems lists the
 //     documents that resolve to one key. No match is ErrNotFound.
+//
+// Inheritance follows folders, not kustomize's resources: a base that an overlay with a
+// namespace: includes from a sibling folder (../base) does not inherit the overlay's
+// namespace. The documents of a file that a kustomization names as a patch (patches,
+// patchesStrategicMerge, patchesJson6902: Flux's podinfo-values.yaml) change an object
+// declared elsewhere: At lists them, marked, and Lookup, All and Problems leave them out.
 type Index struct {
 	folder  string
 	files   map[string]*indexedFile
@@ -258,10 +265,12 @@ func (x *Index) within(p string) bool {
 	return x.folder == "" || strings.HasPrefix(p, x.folder+"/")
 }
 
+// empty reports whether the file tells the index nothing, so that it need not be kept.
 func (f *indexedFile) empty() bool {
 	return len(f.docs) == 0 && len(f.problems) == 0 && f.kust == nil && !f.chart
 }
 
+// nameKey is what d is found by.
 func (d *document) nameKey() nameKey { return nameKey{d.key.Group, d.key.Kind, d.key.Name} }
 
 // dirOf is the folder of the file at p, "" for the repository's root.

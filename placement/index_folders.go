@@ -18,6 +18,7 @@ type kustomizationInfo struct {
 	patches              []string
 }
 
+// isKustomizationFile reports whether kustomize would read the file at p as a kustomization.
 func isKustomizationFile(p string) bool {
 	return kustomizationRank(path.Base(p)) >= 0
 }

@@ -9,15 +9,7 @@ import (
 // Lookup returns the document that declares the object k, by the rules of Index's doc comment:
 // ErrNotFound (wrapped) when none does, a *DuplicateError when more than one does.
 func (x *Index) Lookup(k Key) (Location, error) {
-	var hits []*document
-	for _, d := range x.byName[nameKey{k.Group, k.Kind, k.Name}] {
-		if x.isPatch(d.loc.Path) || x.isTemplate(d.loc.Path) {
-			continue
-		}
-		if k.Namespace == "" && d.key.Namespace == "" || k.Namespace != "" && x.namespaceOf(d) == k.Namespace {
-			hits = append(hits, d)
-		}
-	}
+	hits := x.matches(k)
 	if len(hits) == 0 && k.Namespace != "" {
 		hits = x.unplaced(k)
 	}
@@ -28,6 +20,21 @@ func (x *Index) Lookup(k Key) (Location, error) {
 		return hits[0].loc, nil
 	}
 	return Location{}, duplicate(k, hits)
+}
+
+// matches returns the object documents of k: for a key with no namespace those that declare
+// none, for one with a namespace those that declare or inherit it.
+func (x *Index) matches(k Key) []*document {
+	var hits []*document
+	for _, d := range x.byName[nameKey{k.Group, k.Kind, k.Name}] {
+		if x.isPatch(d.loc.Path) || x.isTemplate(d.loc.Path) {
+			continue
+		}
+		if k.Namespace == "" && d.key.Namespace == "" || k.Namespace != "" && x.namespaceOf(d) == k.Namespace {
+			hits = append(hits, d)
+		}
+	}
+	return hits
 }
 
 // unplaced returns the documents of k's group, kind and name when every one of them declares

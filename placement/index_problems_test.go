@@ -184,41 +184,49 @@ func TestIndexPatchFilesAreNotTheObjectsDocuments(t *testing.T) {
 	mustFind(t, x, release, Location{"apps/base/podinfo/release.yaml", 0})
 }
 
-func TestIndexKustomizationNearestAndForNamespace(t *testing.T) {
+func TestIndexKustomizationOfAFolder(t *testing.T) {
 	x := loadFixture(t, "")
 	for dir, want := range map[string][2]string{
 		"apps/base/podinfo": {"apps/base/podinfo/kustomization.yaml", "podinfo"},
 		"apps/production":   {"apps/production/kustomization.yaml", ""},
 		"team-b":            {"team-b/Kustomization", "team-b"},
+		"apps/base":         {"", ""},
 	} {
 		p, ns, ok := x.Kustomization(dir)
-		if !ok || p != want[0] || ns != want[1] {
+		if p != want[0] || ns != want[1] || ok != (want[0] != "") {
 			t.Errorf("Kustomization(%s) = %q, %q, %v; want %q, %q", dir, p, ns, ok, want[0], want[1])
 		}
 	}
-	if _, _, ok := x.Kustomization("apps/base"); ok {
-		t.Error("Kustomization(apps/base) found one; it has none")
-	}
-	// kustomize reads kustomization.yaml before kustomization.yml.
+	// kustomize reads kustomization.yaml before kustomization.yml and Kustomization.
 	x.Put("team-b/kustomization.yml", []byte("namespace: team-b-yml\n"))
 	x.Put("team-b/kustomization.yaml", []byte("namespace: team-b-yaml\n"))
 	if p, ns, _ := x.Kustomization("team-b"); p != "team-b/kustomization.yaml" || ns != "team-b-yaml" {
 		t.Errorf("Kustomization(team-b) = %q, %q; want kustomization.yaml's", p, ns)
 	}
+	mustFind(t, x, key("apps", "Deployment", "team-b-yaml", "api"), Location{"team-b/api.yml", 0})
 	x.Drop("team-b/kustomization.yaml")
-	x.Drop("team-b/kustomization.yml")
+	if p, _, _ := x.Kustomization("team-b"); p != "team-b/kustomization.yml" {
+		t.Errorf("Kustomization(team-b) = %q after kustomization.yaml went, want kustomization.yml", p)
+	}
+}
 
+func TestIndexNearestKustomization(t *testing.T) {
+	x := loadFixture(t, "apps")
 	for dir, want := range map[string]string{
 		"apps/base/podinfo/extra/deep": "apps/base/podinfo/kustomization.yaml",
-		"team-b":                       "team-b/Kustomization",
-		"guestbook":                    "",
+		"apps/production":              "apps/production/kustomization.yaml",
+		"apps/base":                    "",
+		"team-b":                       "",
 		"../apps/base/podinfo":         "",
 	} {
 		if got, ok := x.Nearest(dir); got != want || ok != (want != "") {
 			t.Errorf("Nearest(%s) = %q, %v; want %q", dir, got, ok, want)
 		}
 	}
+}
 
+func TestIndexForNamespace(t *testing.T) {
+	x := loadFixture(t, "")
 	if dir, ok := x.ForNamespace("podinfo"); !ok || dir != "apps/base/podinfo" {
 		t.Errorf("ForNamespace(podinfo) = %q, %v", dir, ok)
 	}
@@ -227,8 +235,10 @@ func TestIndexKustomizationNearestAndForNamespace(t *testing.T) {
 	if dir, _ := x.ForNamespace("podinfo"); dir != "apps/aaa" {
 		t.Errorf("ForNamespace(podinfo) = %q, want the shallowest, first by path: apps/aaa", dir)
 	}
-	if dir, ok := x.ForNamespace("nowhere"); ok {
-		t.Errorf("ForNamespace(nowhere) = %q", dir)
+	for _, ns := range []string{"nowhere", ""} {
+		if dir, ok := x.ForNamespace(ns); ok {
+			t.Errorf("ForNamespace(%q) = %q", ns, dir)
+		}
 	}
 }
 

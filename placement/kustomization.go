@@ -65,6 +65,7 @@ func RemoveResource(kustomization []byte, entry string) ([]byte, error) {
 	}
 }
 
+// checkEntry refuses an entry that cannot be one item of resources: empty, or of several lines.
 func checkEntry(entry string) error {
 	if strings.TrimSpace(entry) == "" || strings.ContainsAny(entry, "\r\n") {
 		return fmt.Errorf("resource entry %q: want a path on one line", entry)
@@ -98,13 +99,23 @@ func readResources(data []byte) (*resourceList, error) {
 			l.key, l.value = l.root.Content[i], l.root.Content[i+1]
 		}
 	}
-	if v := l.value; v != nil && v.Kind != yaml.SequenceNode && (v.Kind != yaml.ScalarNode || v.Tag != "!!null") {
-		return nil, fmt.Errorf("resources (line %d) is not a list", v.Line)
-	}
-	if v := l.value; v != nil && slices.ContainsFunc(v.Content, func(n *yaml.Node) bool { return n.Kind != yaml.ScalarNode }) {
-		return nil, fmt.Errorf("resources (line %d) holds an item that is not a string", v.Line)
+	if l.value != nil {
+		if err := checkResourcesValue(l.value); err != nil {
+			return nil, err
+		}
 	}
 	return l, nil
+}
+
+// checkResourcesValue refuses a resources value that is not a list of strings or empty.
+func checkResourcesValue(v *yaml.Node) error {
+	if v.Kind != yaml.SequenceNode && (v.Kind != yaml.ScalarNode || v.Tag != "!!null") {
+		return fmt.Errorf("resources (line %d) is not a list", v.Line)
+	}
+	if slices.ContainsFunc(v.Content, func(n *yaml.Node) bool { return n.Kind != yaml.ScalarNode }) {
+		return fmt.Errorf("resources (line %d) holds an item that is not a string", v.Line)
+	}
+	return nil
 }
 
 // index is the place of entry in the list, or -1.

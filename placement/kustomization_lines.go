@@ -89,23 +89,9 @@ func (f *fileLines) scalarEnd(at int) int {
 	d := f.data
 	switch d[at] {
 	case '"':
-		for i := at + 1; i < len(d); i++ {
-			if d[i] == '\\' {
-				i++
-			} else if d[i] == '"' {
-				return i + 1
-			}
-		}
-		return len(d)
+		return quotedEnd(d, at, '\\')
 	case '\'':
-		for i := at + 1; i < len(d); i++ {
-			if d[i] == '\'' && i+1 < len(d) && d[i+1] == '\'' {
-				i++
-			} else if d[i] == '\'' {
-				return i + 1
-			}
-		}
-		return len(d)
+		return quotedEnd(d, at, '\'')
 	}
 	end := at
 	for i := at; i < len(d) && !plainEnds(d, i, at); i++ {
@@ -114,6 +100,22 @@ func (f *fileLines) scalarEnd(at int) int {
 		}
 	}
 	return end
+}
+
+// quotedEnd is the offset just after the closing quote of the quoted scalar that opens at
+// offset at. escape is the character that makes the next one part of the text: \ in double
+// quotes, ' in single quotes (where '' is a quote).
+func quotedEnd(d []byte, at int, escape byte) int {
+	q := d[at]
+	for i := at + 1; i < len(d); i++ {
+		switch {
+		case d[i] == escape && i+1 < len(d) && (escape == '\\' || d[i+1] == q):
+			i++
+		case d[i] == q:
+			return i + 1
+		}
+	}
+	return len(d)
 }
 
 // plainEnds reports whether the plain scalar that starts at offset start ends before offset i:

@@ -95,6 +95,8 @@ func TestRemoveResource(t *testing.T) {
 		{"flow, middle", "resources: [a.yaml, 'b.yaml', c.yaml]\n", "b.yaml", "resources: [a.yaml, c.yaml]\n"},
 		{"flow, last", "resources: [a.yaml, b.yaml] # two\n", "b.yaml", "resources: [a.yaml] # two\n"},
 		{"flow, only", "resources: [a.yaml]\n", "a.yaml", "resources: []\n"},
+		{"flow, after escaped quotes", "resources: ['it''s.yaml', \"a\\\"b.yaml\", c.yaml]\n", "c.yaml", "resources: ['it''s.yaml', \"a\\\"b.yaml\"]\n"},
+		{"flow, an escaped entry", "resources: ['it''s.yaml', c.yaml]\n", "it's.yaml", "resources: [c.yaml]\n"},
 		{"CRLF", "resources:\r\n  - a.yaml\r\n  - b.yaml\r\nnamespace: x\r\n", "a.yaml", "resources:\r\n  - b.yaml\r\nnamespace: x\r\n"},
 		{"CRLF, the last entry", "resources:\r\n  - a.yaml\r\n", "a.yaml", "resources: []\r\n"},
 		{"last line without a line break", "resources:\n- a.yaml\n- b.yaml", "b.yaml", "resources:\n- a.yaml"},
