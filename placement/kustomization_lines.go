@@ -104,7 +104,7 @@ func (f *fileLines) scalarEnd(at int) int {
 
 // quotedEnd is the offset just after the closing quote of the quoted scalar that opens at
 // offset at. escape is the character that makes the next one part of the text: \ in double
-// quotes, ' in single quotes (where ” is a quote).
+// quotes, a single quote in single quotes (where two of them stand for one).
 func quotedEnd(d []byte, at int, escape byte) int {
 	q := d[at]
 	for i := at + 1; i < len(d); i++ {
