@@ -3,8 +3,8 @@ package placement
 // Owned is the intent of a live object that no file holds yet: live (through sanitize.Object)
 // pruned to the fields people own, with apiVersion, kind, metadata.name and metadata.namespace
 // always. As in Changes, metadata keeps only those and the labels and annotations people own,
-// and status goes. A list item people own keeps its key fields. When owners are not Known,
-// live is returned as it is.
+// and status goes. A list item people own keeps a key field (keepKeys). When owners are not
+// Known, live is returned as it is.
 //
 // A person's create is an Update, and the apiserver defaults the object before it counts the
 // fields the create set: kubectl create's manager owns the defaults it got (a Deployment's
@@ -108,8 +108,9 @@ func pruneList(v []any, people, all []*fieldSet) (any, bool) {
 	return out, len(out) > 0 || itself(people)
 }
 
-// keepKeys copies into kept (item pruned, at index i) the key fields of the associative members
-// of nodes that item matches.
+// keepKeys copies into kept (item pruned, at index i) the key fields of an associative member of
+// nodes that item matches, when kept has none of them: the item must be found by something.
+// One is enough: a port sent as containerPort 80 does not gain the protocol TCP it was keyed by.
 func keepKeys(kept any, item map[string]any, nodes []*fieldSet, i int) {
 	m, ok := kept.(map[string]any)
 	if !ok {
@@ -117,13 +118,24 @@ func keepKeys(kept any, item map[string]any, nodes []*fieldSet, i int) {
 	}
 	for _, n := range nodes {
 		for _, mem := range n.members {
-			if mem.kind == 'k' && mem.matches(Step{Index: i}, item, i) {
-				for k := range mem.key {
-					m[k] = item[k]
-				}
+			if mem.kind != 'k' || !mem.matches(Step{Index: i}, item, i) || hasAny(m, mem.key) {
+				continue
+			}
+			for k := range mem.key {
+				m[k] = item[k]
 			}
 		}
 	}
+}
+
+// hasAny reports whether m has one of the fields of key.
+func hasAny(m, key map[string]any) bool {
+	for k := range key {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // itself reports whether one of nodes holds its value itself ("." or a leaf).
