@@ -111,9 +111,9 @@ func TestPersonOwnsThePathWhatIsBelowAndAtomicValuesAbove(t *testing.T) {
 		t.Fatal("not Known")
 	}
 	for p, want := range map[string]bool{
-		"spec":                                    true, // something below
-		"spec.template.spec.containers":           true,
-		"spec.template.spec.containers[name=web]": true,
+		"spec":                          true, // something below
+		"spec.template.spec.containers": true,
+		"spec.template.spec.containers[name=web]":                              true,
 		"spec.template.spec.containers[name=web].args":                         true, // the path
 		"spec.template.spec.containers[name=web].args[0]":                      true, // an atomic value above
 		"spec.template.spec.containers[name=web].resources":                    true,
@@ -123,9 +123,9 @@ func TestPersonOwnsThePathWhatIsBelowAndAtomicValuesAbove(t *testing.T) {
 		"spec.template.spec.containers[name=web].ports[containerPort=81]":      false,
 		"spec.template.spec.containers[name=web].ports[name=http]":             false, // no object to read the name from
 		"spec.template.spec.containers[name=api]":                              false,
-		"spec.replicas":                                                        false,
-		"metadata.finalizers":                                                  true,
-		"status":                                                               false,
+		"spec.replicas":       false,
+		"metadata.finalizers": true,
+		"status":              false,
 	} {
 		if got := o.Person(path(p)); got != want {
 			t.Errorf("Person(%s) = %t, want %t", p, got, want)
