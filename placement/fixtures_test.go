@@ -297,13 +297,30 @@ func at(t *testing.T, obj map[string]any, steps ...string) map[string]any {
 	return cur.(map[string]any)
 }
 
+func TestPathReadsWhatStringWrites(t *testing.T) {
+	for _, text := range []string{"spec.template.spec.containers[name=web].ports[containerPort=80].name", "spec.args[3]", "metadata.labels.app"} {
+		if got := path(text).String(); got != text {
+			t.Errorf("path(%q).String() = %q", text, got)
+		}
+	}
+	if p := path("a[3]"); p[1] != (Step{Index: 3}) {
+		t.Errorf("path(a[3]) = %#v", p)
+	}
+}
+
 // path reads a path as Path.String writes it; a Value that is a number is an int64.
 func path(text string) Path {
 	var p Path
 	for text != "" {
 		if text[0] == '[' {
 			end := strings.IndexByte(text, ']')
-			match, value, _ := strings.Cut(text[1:end], "=")
+			match, value, named := strings.Cut(text[1:end], "=")
+			if !named {
+				i, _ := strconv.Atoi(match)
+				p = append(p, Step{Index: i})
+				text = strings.TrimPrefix(text[end+1:], ".")
+				continue
+			}
 			var v any = value
 			if n, err := strconv.ParseInt(value, 10, 64); err == nil {
 				v = n
