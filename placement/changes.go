@@ -1,9 +1,6 @@
 package placement
 
-import (
-	"slices"
-	"sort"
-)
+import "slices"
 
 // Changes computes what a person changed in a live object, as the ops that write it into the
 // object's document: only the intent, never the apiserver's expansion nor a controller's doing.
@@ -39,7 +36,9 @@ import (
 //     than the file's); in metadata only labels and annotations: name and namespace never change,
 //     and generateName, ownerReferences, finalizers and the rest are the cluster's business.
 //
-// Ops are sorted by their path's text; values are copies, never shared with live.
+// Ops come in the object's order, the same for the same input: a mapping's keys by name, a
+// list's items as live orders them (new items are appended in that order), then the items it
+// lost, in baseline's order. Values are copies, never shared with live.
 func Changes(file, baseline, live map[string]any, owners Owners) []Op {
 	d := &differ{file: file, live: live, owners: owners}
 	for _, k := range keys(baseline, live) {
@@ -57,7 +56,6 @@ func Changes(file, baseline, live map[string]any, owners Owners) []Op {
 			d.diff(Path{{Field: k}}, baseline[k], live[k])
 		}
 	}
-	sort.SliceStable(d.ops, func(i, j int) bool { return d.ops[i].Path.String() < d.ops[j].Path.String() })
 	return d.ops
 }
 
@@ -120,18 +118,21 @@ func (d *differ) lists(p Path, b, l []any) {
 		obj := it.(map[string]any)
 		before[canonical(obj[key])] = obj
 	}
+	after := make(map[any]bool, len(l))
 	for _, it := range l {
 		obj := it.(map[string]any)
 		v := canonical(obj[key])
+		after[v] = true
 		if bo, ok := before[v]; ok {
 			d.maps(p.item(key, v), bo, obj)
-			delete(before, v)
 			continue
 		}
 		d.addItem(p.item(key, v), obj)
 	}
-	for v := range before {
-		d.remove(p.item(key, v))
+	for _, it := range b {
+		if v := canonical(it.(map[string]any)[key]); !after[v] {
+			d.remove(p.item(key, v))
+		}
 	}
 }
 

@@ -353,12 +353,8 @@ func opsText(ops []Op) string {
 	return b.String()
 }
 
-// service is a Service Flux applied, whose port's targetPort a person then edited (the cases
-// change the value): its ports are named in the file and keyed by port and protocol in
-// managedFields.
-func service(t *testing.T) fixture {
-	t.Helper()
-	const file = `
+// serviceFile is a Service as a team writes it.
+const serviceFile = `
 apiVersion: v1
 kind: Service
 metadata:
@@ -372,7 +368,10 @@ spec:
     port: 80
     targetPort: 8080
 `
-	const defaults = `
+
+// serviceDefaults is what the apiserver adds to serviceFile (the cluster IPs, which sanitize
+// drops, among them).
+const serviceDefaults = `
 spec:
   clusterIP: 10.96.14.7
   clusterIPs: [10.96.14.7]
@@ -387,7 +386,10 @@ spec:
     protocol: TCP
     targetPort: 8080
 `
-	const extra = `
+
+// serviceLiveExtra is the managed fields of the live Service: Flux applied it, and a person
+// edited the port's targetPort since.
+const serviceLiveExtra = `
 metadata:
   managedFields:
   - apiVersion: v1
@@ -414,9 +416,15 @@ metadata:
     operation: Update
     time: "2025-03-02T09:00:00Z"
 `
+
+// service is a Service Flux applied, whose port's targetPort a person then edited (the cases
+// change the value): its ports are named in the file and keyed by port and protocol in
+// managedFields.
+func service(t *testing.T) fixture {
+	t.Helper()
 	return fixture{
-		file:     object(t, file),
-		baseline: merge(object(t, file), object(t, defaults)),
-		live:     merge(merge(object(t, file), object(t, defaults)), object(t, extra)),
+		file:     object(t, serviceFile),
+		baseline: merge(object(t, serviceFile), object(t, serviceDefaults)),
+		live:     merge(merge(object(t, serviceFile), object(t, serviceDefaults)), object(t, serviceLiveExtra)),
 	}
 }

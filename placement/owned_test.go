@@ -234,11 +234,8 @@ spec:
 `)
 }
 
-func TestOwnedOfAServiceLeavesWhatTheClusterAllocated(t *testing.T) {
-	// kubectl create service clusterip web --tcp=80:8080: the create owns its defaults
-	// (sessionAffinity, type, internalTrafficPolicy), not what the Service's storage set after
-	// it (ipFamilies, ipFamilyPolicy; sanitize drops the cluster IPs).
-	checkOwned(t, object(t, `
+// kubectl create service clusterip web --tcp=80:8080 -n shop, as the cluster holds it.
+const createdService = `
 apiVersion: v1
 kind: Service
 metadata:
@@ -287,7 +284,13 @@ spec:
   type: ClusterIP
 status:
   loadBalancer: {}
-`), `
+`
+
+func TestOwnedOfAServiceLeavesWhatTheClusterAllocated(t *testing.T) {
+	// kubectl create service clusterip web --tcp=80:8080: the create owns its defaults
+	// (sessionAffinity, type, internalTrafficPolicy), not what the Service's storage set after
+	// it (ipFamilies, ipFamilyPolicy; sanitize drops the cluster IPs).
+	checkOwned(t, object(t, createdService), `
 apiVersion: v1
 kind: Service
 metadata:
