@@ -318,3 +318,13 @@ func TestWebhookSidecarIsNotAdded(t *testing.T) {
 `)
 	check(t, f.changes(), "")
 }
+
+func TestLargeIntegersCompareExactly(t *testing.T) {
+	f := web(t)
+	f.baseline["spec"].(map[string]any)["replicas"] = int64(1<<53 + 1)
+	f.file["spec"].(map[string]any)["replicas"] = int64(1<<53 + 1)
+	f.live["spec"].(map[string]any)["replicas"] = int64(1 << 53)
+	disown(f.live, "kustomize-controller", "f:spec", "f:replicas")
+	write(t, f.live, scaledByKubectl)
+	check(t, f.changes(), "set spec.replicas = 9007199254740992\n")
+}

@@ -53,9 +53,13 @@ type member struct {
 // It is the unstructured form, not []metav1.ManagedFieldsEntry, because that is what the caller
 // holds and ObjectOf's types are what Changes walks: GetManagedFields would convert every entry
 // by reflection and leave fieldsV1 as raw JSON to decode again. person says which managers are
-// people. Entries without fieldsV1 (a decoder that skipped them) tell nothing and are left out;
-// with none left, Owners is not Known.
+// people; nil is DefaultPerson. Entries without fieldsV1 (a decoder that skipped them, as the
+// watch's does) tell nothing and are left out; with none left, Owners is not Known. The sets are
+// read once, here: Changes and Owned walk them as they are.
 func OwnersOf(managed []any, person func(manager, operation, subresource string) bool) Owners {
+	if person == nil {
+		person = DefaultPerson
+	}
 	var o Owners
 	for _, e := range managed {
 		entry, _ := e.(map[string]any)

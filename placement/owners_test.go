@@ -165,3 +165,11 @@ func TestPersonMatchesAnIndexOrAValueThroughTheLiveObject(t *testing.T) {
 		}
 	}
 }
+
+func TestOwnersOfWithoutAPolicyUsesDefaultPerson(t *testing.T) {
+	f := web(t)
+	write(t, f.live, scaledByHPA)
+	if o := OwnersOf(managedOf(f.live), nil); !o.Known() || o.Person(path("spec.replicas")) {
+		t.Errorf("Known %t, Person(spec.replicas) %t: want Known, and the HPA no person", o.Known(), o.Person(path("spec.replicas")))
+	}
+}

@@ -94,6 +94,11 @@ func sameLists(p Path, a, b []any) bool {
 
 // sameScalar compares two scalars, numbers by value.
 func sameScalar(a, b any) bool {
+	if x, ok := a.(int64); ok {
+		if y, ok := b.(int64); ok {
+			return x == y // exact beyond 2^53, where float64 is not
+		}
+	}
 	if x, ok := number(a); ok {
 		y, ok := number(b)
 		return ok && x == y
@@ -101,8 +106,7 @@ func sameScalar(a, b any) bool {
 	return a == b
 }
 
-// number is v as a float64 when v is a number of any Go type an object may hold. Integers
-// beyond 2^53 lose precision here; two such that differ only below it read as the same.
+// number is v as a float64 when v is a number of any Go type an object may hold.
 func number(v any) (float64, bool) {
 	switch v := v.(type) {
 	case int64:
