@@ -28,8 +28,9 @@ import "slices"
 //     object has no managed fields (Owners not Known), no addition is kept: who made it cannot
 //     be told.
 //   - A Set of a path file declares is kept when a person owns it, or when the object has no
-//     managed fields at all (its fields were not written since Kubernetes 1.18; the file's are
-//     the team's): not when only controllers own it. An HPA's rescale of the replicas the file
+//     managed fields at all (not written since the apiserver tracked them, or stripped: who changed
+//     what the file declares cannot be told, and keeping the file in step with it is the lesser
+//     wrong): not when only controllers own it. An HPA's rescale of the replicas the file
 //     declares is not written.
 //   - A Set whose value file already holds there is dropped.
 //   - Nothing under status, apiVersion or kind (the live object may be read at another version
@@ -141,11 +142,7 @@ func (d *differ) set(p Path, l any) {
 	if d.fileHolds(p, l) {
 		return
 	}
-	if _, declared := d.fileAt(p); declared && !d.owners.Known() {
-		d.ops = append(d.ops, Op{Path: p, Value: copyValue(l)})
-		return
-	}
-	if people, _, whole := d.owners.walk(p, d.live); whole || len(people) > 0 {
+	if _, declared := d.fileAt(p); d.owners.Known() && d.owners.personIn(p, d.live) || !d.owners.Known() && declared {
 		d.ops = append(d.ops, Op{Path: p, Value: copyValue(l)})
 	}
 }

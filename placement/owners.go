@@ -81,20 +81,28 @@ func OwnersOf(managed []any, person func(manager, operation, subresource string)
 	return o
 }
 
-// Known reports whether the object had managed fields to read. An object without them (created
-// before Kubernetes 1.18 and not written since, or with them stripped) says nothing of who set
-// what.
+// Known reports whether the object had managed fields to read. An object without them (made
+// before the apiserver tracked them and not written since, or stripped of them) says nothing of
+// who set what.
 func (o Owners) Known() bool {
 	return o.all != nil
 }
 
 // Person reports whether a person owns p: a person's field set holds p, or something below p,
-// or an atomic value above p (a leaf that no manager's set goes below). A list step matches an
-// associative item whose key has the step's Match field with the step's Value (a key of several
-// fields, {"containerPort":80,"protocol":"TCP"}, matches on that one field), a set's item or an
-// index never (Person has no object to read them from; Changes reads the live object).
+// or an atomic value above p (a leaf that no manager's set goes below). A step by Match matches
+// an associative item whose key has the step's Match field with the step's Value (a key of
+// several fields, {"containerPort":80,"protocol":"TCP"}, matches on that one field: a port named
+// by its name matches nothing), a step by Index the item at that index, and a set's item
+// (v:) is never matched: Person has no object to read items from, where Changes and Owned read
+// the live object's.
 func (o Owners) Person(p Path) bool {
-	people, _, whole := o.walk(p, nil)
+	return o.personIn(p, nil)
+}
+
+// personIn is Person reading the list items on p from root: an associative item matches on all
+// its key fields, a set's item on its value, an index on the item's place.
+func (o Owners) personIn(p Path, root any) bool {
+	people, _, whole := o.walk(p, root)
 	return whole || len(people) > 0
 }
 
