@@ -163,6 +163,11 @@ func TestPersonMatchesAnIndexOrAValueThroughTheLiveObject(t *testing.T) {
 			t.Errorf("%s: owned %t, want %t", c.path, got, c.want)
 		}
 	}
+	// Without the object, an index still matches; a set's item cannot.
+	if !o.Person(path("spec.rules[1].host")) || o.Person(path("spec.hosts[1]")) {
+		t.Errorf("Person(spec.rules[1].host) %t, Person(spec.hosts[1]) %t: want true, false",
+			o.Person(path("spec.rules[1].host")), o.Person(path("spec.hosts[1]")))
+	}
 }
 
 func TestOwnersOfWithoutAPolicyUsesDefaultPerson(t *testing.T) {
