@@ -328,3 +328,25 @@ func TestLargeIntegersCompareExactly(t *testing.T) {
 	write(t, f.live, scaledByKubectl)
 	check(t, f.changes(), "set spec.replicas = 9007199254740992\n")
 }
+
+func TestRolloutRestartIsAPersonsChange(t *testing.T) {
+	// kubectl rollout restart stamps the template: a person's act, so written. Whether a team
+	// wants that stamp in its file is the caller's to decide (a noise rule), not managedFields'.
+	f := web(t)
+	at(t, f.live, "spec", "template", "metadata")["annotations"] = map[string]any{"kubectl.kubernetes.io/restartedAt": "2025-03-02T09:00:00Z"}
+	write(t, f.live, `
+- apiVersion: apps/v1
+  fieldsType: FieldsV1
+  fieldsV1:
+    f:spec:
+      f:template:
+        f:metadata:
+          f:annotations:
+            .: {}
+            f:kubectl.kubernetes.io/restartedAt: {}
+  manager: kubectl-rollout
+  operation: Update
+  time: "2025-03-02T09:00:00Z"
+`)
+	check(t, f.changes(), "set spec.template.metadata.annotations = {\"kubectl.kubernetes.io/restartedAt\":\"2025-03-02T09:00:00Z\"}\n")
+}
