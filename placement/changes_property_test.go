@@ -1,0 +1,153 @@
+package placement
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestChangesWriteExactlyWhatPeopleChanged edits random objects as people and controllers
+// would and checks, for each, that the file with Changes' ops applied is the file with the
+// people's edits applied and nothing else: no default, no controller's value, whoever applied
+// the file (Flux, or a person with kubectl apply, whose set holds every default too).
+func TestChangesWriteExactlyWhatPeopleChanged(t *testing.T) {
+	for seed := uint64(1); seed <= 2000; seed++ {
+		w := newWorld(seed)
+		ops := Changes(w.file, w.baseline, w.live, OwnersOf(w.managed(), DefaultPerson))
+		if again := Changes(w.file, w.baseline, w.live, OwnersOf(w.managed(), DefaultPerson)); !reflect.DeepEqual(ops, again) {
+			t.Fatalf("seed %d: the same input gave other ops:\n%s\nthen:\n%s", seed, opsText(ops), opsText(again))
+		}
+		got := applyOps(copyValue(w.file).(map[string]any), ops)
+		want := applyOps(copyValue(w.file).(map[string]any), w.intent)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d: the file with Changes' ops is not the file with the people's edits (-want +got):\n%s\nops:\n%s\npeople's edits:\n%s\nlog:\n%s",
+				seed, cmp.Diff(want, got), opsText(ops), opsText(w.intent), w.log)
+		}
+	}
+}
+
+// world is one random case: a file, its baseline (the file with defaults), the live object
+// after random edits, every manager's field set, and the people's edits as ops.
+type world struct {
+	r                    *rand.Rand
+	n                    int // a counter that makes every new value and name unique
+	file, baseline, live map[string]any
+	sets                 map[string]map[string]any // manager → fieldsV1
+	intent               []Op
+	edited               []Path // the paths edits changed
+	empty                []Path // those of them an edit set to an empty mapping
+	log                  string
+}
+
+// names are the fields the worlds use: none is a preferred list key or a quantity field.
+var names = []string{"alpha", "beta", "gamma", "delta", "kappa", "omega", "sigma", "theta"}
+
+func newWorld(seed uint64) *world {
+	w := &world{r: rand.New(rand.NewPCG(seed, 0)), sets: map[string]map[string]any{}}
+	w.file = map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w", "labels": map[string]any{"app": "w"}},
+		"spec":     w.mapping(3),
+	}
+	w.baseline = copyValue(w.file).(map[string]any)
+	w.defaults(w.baseline["spec"].(map[string]any), 3)
+	applier, applierSet := "kustomize-controller", w.file
+	if w.r.IntN(2) == 0 {
+		applier, applierSet = "kubectl-client-side-apply", w.baseline // an Update owns the defaults
+	}
+	w.sets[applier] = fieldsOf(applierSet)
+	delete(w.sets[applier], "f:apiVersion")
+	delete(w.sets[applier], "f:kind")
+	w.live = copyValue(w.baseline).(map[string]any)
+	for range 1 + w.r.IntN(6) {
+		w.edit()
+	}
+	return w
+}
+
+// managed is the worlds' managedFields.
+func (w *world) managed() []any {
+	var out []any
+	for _, m := range sortedKeys(w.sets) {
+		op := "Update"
+		if m == "kustomize-controller" {
+			op = "Apply"
+		}
+		out = append(out, map[string]any{"manager": m, "operation": op, "fieldsV1": w.sets[m]})
+	}
+	return out
+}
+
+func (w *world) value() any {
+	w.n++
+	if w.r.IntN(2) == 0 {
+		return int64(w.n)
+	}
+	return fmt.Sprintf("v%d", w.n)
+}
+
+// mapping is a random mapping of scalars, mappings, keyed lists and lists of scalars.
+func (w *world) mapping(depth int) map[string]any {
+	m := map[string]any{}
+	for range 1 + w.r.IntN(3) {
+		k := names[w.r.IntN(len(names))]
+		switch c := w.r.IntN(6); {
+		case depth == 0 || c < 3:
+			m[k] = w.value()
+		case c == 3:
+			m[k] = w.mapping(depth - 1)
+		case c == 4:
+			var items []any
+			for range 1 + w.r.IntN(3) {
+				items = append(items, w.item(depth-1))
+			}
+			m[k] = items
+		default:
+			m[k] = []any{w.value(), w.value()}
+		}
+	}
+	return m
+}
+
+// item is a keyed list's new item.
+func (w *world) item(depth int) map[string]any {
+	w.n++
+	item := map[string]any{"name": fmt.Sprintf("i%d", w.n)}
+	if depth > 0 {
+		for k, v := range w.mapping(depth - 1) {
+			item[k] = v
+		}
+	}
+	return item
+}
+
+// defaults adds fields to m and to the mappings below it, items too, as defaulting does.
+func (w *world) defaults(m map[string]any, depth int) {
+	for _, k := range sortedKeys(m) {
+		switch v := m[k].(type) {
+		case map[string]any:
+			w.defaults(v, depth-1)
+		case []any:
+			for _, it := range v {
+				if obj, ok := it.(map[string]any); ok {
+					w.defaults(obj, depth-1)
+				}
+			}
+		}
+	}
+	if w.r.IntN(2) == 0 {
+		return
+	}
+	k := names[w.r.IntN(len(names))]
+	if _, taken := m[k]; taken {
+		return
+	}
+	if depth > 0 && w.r.IntN(3) == 0 {
+		m[k] = map[string]any{"policy": w.value()}
+	} else {
+		m[k] = w.value()
+	}
+}
