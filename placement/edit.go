@@ -70,14 +70,16 @@ func (d *document) edit(ops []Op) ([]byte, error) {
 		if normal[i], err = normalOp(op); err != nil {
 			return nil, fmt.Errorf("document %d: %s: %w", d.number, op.Path, err)
 		}
-		if want, err = applyOp(want, normal[i]); err != nil {
-			return nil, fmt.Errorf("document %d: %s: %w", d.number, op.Path, err)
-		}
 	}
 	d.listIndent = listIndentOf(root)
 	for _, op := range normal {
 		if err := d.run(edit{Op: op}); err != nil {
 			return nil, err
+		}
+	}
+	for _, op := range normal { // after the edit, whose errors name the line
+		if want, err = applyOp(want, op); err != nil {
+			return nil, fmt.Errorf("document %d: %s: %w", d.number, op.Path, err)
 		}
 	}
 	if err := d.check(want, normal); err != nil {

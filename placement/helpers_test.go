@@ -79,3 +79,5 @@ func MustEdit(tb testing.TB, file []byte, doc int, ops ...Op) []byte {
 
 func set(path string, v any) Op { return Op{Path: P(path), Value: v} }
 func del(path string) Op        { return Op{Path: P(path), Remove: true} }
+
+func itoa(i int) string { return strconv.Itoa(i) }
