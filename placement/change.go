@@ -121,7 +121,7 @@ func (d *document) create(trail []place, rest Path, e edit) error {
 	case s.Match != "":
 		v, err = newItem(s, rest[1:], e.Value)
 		if err == nil && len(n.Content) > 0 {
-			return d.insertItem(p, v, s.Match, e.before, at)
+			return d.insertItem(trail, v, s.Match, e.before, at)
 		}
 		v = []any{v}
 	case s.Index != len(n.Content):
@@ -129,7 +129,7 @@ func (d *document) create(trail []place, rest Path, e edit) error {
 	default:
 		v, err = setIn(nil, rest[1:], e.Value)
 		if err == nil && len(n.Content) > 0 {
-			return d.insertItem(p, v, "", nil, at)
+			return d.insertItem(trail, v, "", nil, at)
 		}
 		v = []any{v}
 	}
@@ -161,7 +161,26 @@ func mappingEdits(path Path, n *yaml.Node, v map[string]any) []edit {
 			out = append(out, edit{Op: Op{Path: with(path, Step{Field: k}), Value: v[k]}})
 		}
 	}
-	return out
+	return nameLast(path, out)
+}
+
+// nameLast moves the edit of the field that names the item at path (when path ends at a named
+// item) after the others: once it changes, the path no longer leads to the item.
+func nameLast(path Path, edits []edit) []edit {
+	if len(path) == 0 || path[len(path)-1].Match == "" {
+		return edits
+	}
+	name := path[len(path)-1].Match
+	var last []edit
+	out := edits[:0:0]
+	for _, e := range edits {
+		if e.Path[len(e.Path)-1].Field == name {
+			last = append(last, e)
+		} else {
+			out = append(out, e)
+		}
+	}
+	return append(out, last...)
 }
 
 func keyIn(m map[string]any, k string) bool {

@@ -53,10 +53,25 @@ type document struct {
 	text       []byte
 	lines      []int // where each line of text starts
 	listIndent int   // how far the document indents a block list under its key: 0 flush-left
+	quoteLines bool  // write strings of several lines double-quoted, never as literal blocks
 }
 
-// edit applies ops to the document and returns its new text, checked.
+// edit applies ops to the document and returns its new text, checked. When the text does not
+// read back as it should, it is edited again with strings of several lines double-quoted: a
+// literal block takes in the more indented comment lines that may follow it.
 func (d *document) edit(ops []Op) ([]byte, error) {
+	original := d.text
+	out, err := d.editOnce(ops)
+	if errors.Is(err, errReadBack) && !d.quoteLines {
+		d.reset(original)
+		d.quoteLines = true
+		return d.editOnce(ops)
+	}
+	return out, err
+}
+
+// editOnce is edit without the second try.
+func (d *document) editOnce(ops []Op) ([]byte, error) {
 	root, err := d.parse()
 	if err != nil {
 		return nil, err
@@ -123,11 +138,11 @@ func (d *document) parse() (*yaml.Node, error) {
 func (d *document) check(want any, ops []Op) error {
 	root, err := d.parse()
 	if err != nil {
-		return fmt.Errorf("the edit would break the file: %w", err)
+		return fmt.Errorf("%w: %w", errReadBack, err)
 	}
 	got, err := valueOf(root)
 	if err != nil {
-		return d.errorf(root, nil, "the edit would break the file: %w", err)
+		return d.errorf(root, nil, "%w: %w", errReadBack, err)
 	}
 	if equal(got, want) {
 		return nil
@@ -136,13 +151,15 @@ func (d *document) check(want any, ops []Op) error {
 		g, gok := lookup(got, op.Path)
 		w, wok := lookup(want, op.Path)
 		if gok != wok || !equal(g, w) {
-			return fmt.Errorf("document %d: %s: the edit does not read back as intended (%v, want %v)", d.number, op.Path, g, w)
+			return fmt.Errorf("document %d: %s: %w (%v, want %v)", d.number, op.Path, errReadBack, g, w)
 		}
 	}
-	return fmt.Errorf("document %d: the edit changes more than its ops: %w", d.number, errUnintended)
+	return fmt.Errorf("document %d: %w: a value no op names would change", d.number, errReadBack)
 }
 
-var errUnintended = errors.New("a value no op names would change")
+// errReadBack is the error of an edit whose text does not read back as intended; the file is
+// not written.
+var errReadBack = errors.New("the edited document does not read back as intended")
 
 // errorf is an error about node n at path, naming the document and the file's line.
 func (d *document) errorf(n *yaml.Node, path Path, format string, args ...any) error {

@@ -9,7 +9,7 @@ import (
 func (d *document) addKey(p place, k string, v any, at Path) error {
 	m := p.node
 	lastKey, lastValue := m.Content[len(m.Content)-2], m.Content[len(m.Content)-1]
-	r := &renderer{listIndent: d.listIndent}
+	r := d.renderer()
 	if err := r.entry(k, v, m.Content[0].Column-1); err != nil {
 		return d.errorf(m, at, "%w", err)
 	}
@@ -18,29 +18,26 @@ func (d *document) addKey(p place, k string, v any, at Path) error {
 	return nil
 }
 
-// insertItem adds item v to the block list at p, with its dashes at the list's column (so in
-// its own style, flush-left or indented): before the item whose field match is before (and the
-// comments right above it), or after the last item when before is nil.
-func (d *document) insertItem(p place, v any, match string, before any, at Path) error {
-	l := p.node
+// insertItem adds item v to the block list at the end of trail, with its dashes at the list's
+// column (so in its own style, flush-left or indented): before the item whose field match is
+// before (and the comments right above it), or after the last item when before is nil.
+func (d *document) insertItem(trail []place, v any, match string, before any, at Path) error {
+	l := trail[len(trail)-1].node
 	dashCol := l.Column - 1
 	pos := -1
-	if before != nil {
-		for _, item := range l.Content {
-			if name, ok := fieldValue(item, match); ok && equal(name, before) {
-				dash := d.dash(item)
-				if !d.firstOnLine(dash) {
-					return d.errorf(item, at, "an item that shares its line with another")
-				}
-				pos = d.commentsAbove(d.lineStart(dash), dashCol)
+	for i, item := range l.Content {
+		if name, ok := fieldValue(item, match); ok && before != nil && equal(name, before) {
+			if !d.ownLine(item) {
+				return d.rewriteList(trail, at, insertedAt(i, v))
 			}
+			pos = d.commentsAbove(d.lineStart(d.dash(item)), dashCol)
 		}
 	}
 	first := itemOrder
 	if match != "" {
 		first = append([]string{match}, itemOrder...)
 	}
-	r := &renderer{listIndent: d.listIndent}
+	r := d.renderer()
 	if err := r.item(v, dashCol, first); err != nil {
 		return d.errorf(l, at, "%w", err)
 	}
@@ -69,4 +66,9 @@ func (d *document) commentsAbove(pos, col int) int {
 func isBlock(n *yaml.Node) bool {
 	return (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) &&
 		n.Style&yaml.FlowStyle == 0 && len(n.Content) > 0
+}
+
+// renderer writes new values in the document's list style.
+func (d *document) renderer() *renderer {
+	return &renderer{listIndent: d.listIndent, quoteLines: d.quoteLines}
 }

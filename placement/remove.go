@@ -20,8 +20,10 @@ func (d *document) remove(trail []place, at Path) error {
 		return d.replaceInline(trail[:len(trail)-1], "[]")
 	case p.key != nil:
 		return d.removeEntry(p, at)
+	case !d.ownLine(p.node):
+		return d.rewriteList(trail[:len(trail)-1], at, without(indexOf(parent, p.node)))
 	}
-	return d.removeItem(p, at)
+	return d.removeItem(p)
 }
 
 // removeEntry deletes the key of p and its value. When the key opens a list item's line
@@ -44,12 +46,10 @@ func (d *document) removeEntry(p place, at Path) error {
 	return d.errorf(p.key, at, "a last key that shares its line with another")
 }
 
-// removeItem deletes list item p: its dash's line to the end of the item.
-func (d *document) removeItem(p place, at Path) error {
+// removeItem deletes list item p, whose dash opens its line: the dash's line to the end of the
+// item.
+func (d *document) removeItem(p place) error {
 	dash := d.dash(p.node)
-	if !d.firstOnLine(dash) {
-		return d.errorf(p.node, at, "an item that shares its line with another")
-	}
 	to := d.nextLine(d.end(p.node, p.parent.Column-1))
 	d.splice(splice{from: d.lineStart(dash), to: to})
 	return nil

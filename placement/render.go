@@ -62,7 +62,8 @@ func ordered(m map[string]any, first []string) []string {
 // renderer writes new values in block style, each line indented by a given number of spaces.
 type renderer struct {
 	b          strings.Builder
-	listIndent int // how far a list's dashes stand right of its key: 0 flush-left
+	listIndent int  // how far a list's dashes stand right of its key: 0 flush-left
+	quoteLines bool // strings of several lines double-quoted, not literal blocks
 }
 
 // entries writes the entries of mapping m, keys at column indent.
@@ -153,7 +154,7 @@ func (r *renderer) scalar(v any, indent int) (string, error) {
 	case []any:
 		return "[]", nil
 	case string:
-		if literal(x) {
+		if !r.quoteLines && literal(x) {
 			head, body := literalText(x, indent)
 			return head + "\n" + body, nil
 		}

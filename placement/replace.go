@@ -10,7 +10,7 @@ import (
 func (d *document) setScalar(p place, v any, at Path) error {
 	n := p.node
 	col := p.parentCol()
-	head, body, err := replacement(n, v, col+2)
+	head, body, err := replacement(n, v, col+2, d.quoteLines)
 	if err != nil {
 		return d.errorf(n, at, "%w", err)
 	}
@@ -42,17 +42,15 @@ func (d *document) replace(trail []place, v any, at Path) error {
 	switch x := v.(type) {
 	case map[string]any:
 		if len(x) > 0 {
-			return d.replaceBlock(p, v, at)
+			return d.replaceBlock(trail, v, at)
 		}
 	case []any:
 		if len(x) > 0 {
-			return d.replaceBlock(p, v, at)
+			return d.replaceBlock(trail, v, at)
 		}
 	}
-	text, err := (&renderer{}).scalar(v, 0)
-	if s, ok := v.(string); ok && literal(s) {
-		text, err = inline(s) // a literal block cannot stand where a collection's lines were
-	}
+	// A literal block cannot stand where a collection's lines were.
+	text, err := (&renderer{quoteLines: true}).scalar(v, 0)
 	if err != nil {
 		return d.errorf(p.node, at, "%w", err)
 	}
@@ -79,13 +77,19 @@ func (d *document) replaceInline(trail []place, text string) error {
 	return nil
 }
 
-// replaceBlock writes the non-empty mapping or list v in block style in place of the node p:
-// under its key (a list in the style of the list it replaces, or of the document), or as the
-// list item it is.
-func (d *document) replaceBlock(p place, v any, at Path) error {
+// replaceBlock writes the non-empty mapping or list v in block style in place of the node at
+// the end of trail: under its key (a list in the style of the list it replaces, or of the
+// document), or as the list item it is.
+func (d *document) replaceBlock(trail []place, v any, at Path) error {
+	p := trail[len(trail)-1]
 	n := p.node
-	r := &renderer{listIndent: d.listIndent}
-	if p.key == nil {
+	r := d.renderer()
+	switch {
+	case p.parent == nil:
+		return d.errorf(n, at, "the document's root is not replaced")
+	case p.key == nil && !d.ownLine(n):
+		return d.rewriteList(trail[:len(trail)-1], at, replacedAt(indexOf(p.parent, n), v))
+	case p.key == nil:
 		return d.replaceItem(p, v, r, at)
 	}
 	keyCol := p.key.Column - 1
@@ -113,15 +117,9 @@ func (d *document) replaceBlock(p place, v any, at Path) error {
 	return nil
 }
 
-// replaceItem writes list item p again as v, its dash where p's is.
+// replaceItem writes list item p, whose dash opens its line, again as v, its dash where p's is.
 func (d *document) replaceItem(p place, v any, r *renderer, at Path) error {
-	if p.parent == nil {
-		return d.errorf(p.node, at, "the document's root is not replaced")
-	}
 	dash := d.dash(p.node)
-	if !d.firstOnLine(dash) {
-		return d.errorf(p.node, at, "an item that shares its line with another")
-	}
 	dashCol := p.parent.Column - 1
 	if err := r.item(v, dashCol, itemOrder); err != nil {
 		return d.errorf(p.node, at, "%w", err)

@@ -46,17 +46,17 @@ func encodeString(s string, style yaml.Style) (string, error) {
 }
 
 // replacement is how string or scalar v is written in place of scalar old: its head on old's
-// line and, for a literal block, the body lines under it (indented by indent), without a last
-// newline. A string keeps old's double or single quotes when it can be written in them; a
-// plain one stays plain unless it must be quoted.
-func replacement(old *yaml.Node, v any, indent int) (head, body string, err error) {
+// line and, for a literal block (unless quoteLines), the body lines under it (indented by
+// indent), without a last newline. A string keeps old's double or single quotes when it can be
+// written in them; a plain one stays plain unless it must be quoted.
+func replacement(old *yaml.Node, v any, indent int, quoteLines bool) (head, body string, err error) {
 	s, ok := v.(string)
 	switch {
 	case !ok:
 		head, err = inline(v)
 	case old.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0:
 		head, err = quotedLike(old.Style, s)
-	case literal(s):
+	case !quoteLines && literal(s):
 		head, body = literalText(s, indent)
 	default:
 		head, err = inline(s)
