@@ -143,6 +143,21 @@ func TestEditFullFiles(t *testing.T) {
 		file: "l:\n- a\n# about b\n- b\n",
 		ops:  []Op{del("l[0]")},
 		want: "l:\n# about b\n- b\n",
+	}, {
+		name: "KeyAddedAfterABlockThatKeepsItsLastLines",
+		file: "a: |+\n  text\n\nb: 1\n",
+		ops:  []Op{del("b"), set("c", 2)},
+		want: "a: |+\n  text\n\nc: 2\n",
+	}, {
+		name: "UnchangedAnchorInAMappingSetAsAWhole",
+		file: "spec:\n  base: &b {x: 1}\n  use: *b\n  n: 1\n",
+		ops:  []Op{set("spec", map[string]any{"base": map[string]any{"x": 1}, "use": map[string]any{"x": 1}, "n": 2})},
+		want: "spec:\n  base: &b {x: 1}\n  use: *b\n  n: 2\n",
+	}, {
+		name: "DocumentMarkersAsKeysAndText",
+		file: "a: 1\n",
+		ops:  []Op{set("---", "..."), set("b", "---\n...\n")},
+		want: "a: 1\n'---': '...'\nb: |\n  ---\n  ...\n",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -23,6 +23,9 @@ func (d *document) apply(e edit) ([]edit, error) {
 	if err != nil {
 		return nil, err
 	}
+	if unchanged(trail, e) {
+		return nil, nil // so an anchor in a part that does not change is no concern
+	}
 	if i := flowIndex(trail, e); i >= 0 {
 		return nil, d.replaceFlow(trail[:i+1], e)
 	}
@@ -38,12 +41,21 @@ func (d *document) apply(e edit) ([]edit, error) {
 	return d.set(trail, e)
 }
 
+// unchanged reports whether e sets a node that exists to the value it has.
+func unchanged(trail []place, e edit) bool {
+	if e.Remove || len(trail) != len(e.Path)+1 {
+		return false
+	}
+	cur, err := valueOf(trail[len(trail)-1].node)
+	return err == nil && equal(cur, e.Value)
+}
+
 // flowIndex is the index in trail of the first non-empty flow collection the edit changes
 // something in, or -1. A flow collection is written again as a whole, in flow style.
 func flowIndex(trail []place, e edit) int {
 	for i, p := range trail {
-		last := i == len(trail)-1
-		if isFlow(p.node) && !(last && i == len(e.Path) && e.Remove) {
+		removed := i == len(trail)-1 && i == len(e.Path) && e.Remove // removing a flow node is removing a key
+		if isFlow(p.node) && !removed {
 			return i
 		}
 	}
@@ -76,11 +88,8 @@ func (d *document) replaceFlow(trail []place, e edit) error {
 // mapping key by key and a list item by item (as finer edits), anything else as a whole.
 func (d *document) set(trail []place, e edit) ([]edit, error) {
 	n := trail[len(trail)-1].node
-	if err := d.plainTree(n, e.Path); err != nil {
+	if err := d.plainNode(n, e.Path); err != nil {
 		return nil, err
-	}
-	if cur, err := valueOf(n); err == nil && equal(cur, e.Value) {
-		return nil, nil
 	}
 	switch v := e.Value.(type) {
 	case map[string]any:
@@ -107,6 +116,9 @@ func (d *document) create(trail []place, rest Path, e edit) error {
 	p := trail[len(trail)-1]
 	n, s := p.node, rest[0]
 	at := e.Path[:len(e.Path)-len(rest)+1]
+	if err := d.plainNode(n, at[:len(at)-1]); err != nil {
+		return err
+	}
 	var v any
 	var err error
 	switch {

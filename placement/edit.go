@@ -42,7 +42,11 @@ func Edit(file []byte, doc int, ops []Op) ([]byte, error) {
 	out := make([]byte, 0, len(file)+len(edited)-(s.end-s.start))
 	out = append(out, file[:s.start]...)
 	out = append(out, edited...)
-	return append(out, file[s.end:]...), nil
+	out = append(out, file[s.end:]...)
+	if len(spans(out)) != len(all) {
+		return nil, fmt.Errorf("document %d: %w: a line of it would read as a document separator", doc, errReadBack)
+	}
+	return out, nil
 }
 
 // document is the text of the document being edited, re-read after each change, and its place

@@ -164,17 +164,24 @@ func (d *document) plainLine(at int) (int, bool) {
 }
 
 // blockEnd is the end of the block scalar (| or >) whose header starts at at: the end of its
-// last line that is not blank and is more indented than its parent.
+// last line that is not blank and is more indented than its parent, or, when the header keeps
+// its last line breaks (|+), of the blank lines after that too.
 func (d *document) blockEnd(at, parentCol int) int {
-	end := d.headerEnd(at)
+	header := d.headerEnd(at)
+	keep := bytes.IndexByte(d.text[at:header], '+') >= 0
+	end, blank := header, header
 	for next := d.nextLine(at); next < len(d.text); next = d.nextLine(next) {
 		if d.blankFrom(next) {
+			blank = d.lineEnd(next)
 			continue
 		}
 		if d.indentAt(next) <= parentCol {
 			break
 		}
 		end = d.lineEnd(next)
+	}
+	if keep && blank > end {
+		return blank
 	}
 	return end
 }

@@ -25,8 +25,9 @@ func (p place) parentCol() int {
 // walk follows path from root as far as it exists. It returns the places passed, the root
 // first: when the last is path's target, the trail is one longer than path. A step into a
 // null stops the walk there (the caller replaces the null); a step into another scalar, a field
-// of a list, an item of a mapping, a name two items share, or an anchor, alias or merge key on
-// the way is an error.
+// of a list, an item of a mapping, a name two items share, or through an anchor, alias or merge
+// key is an error. The last node is the caller's to check (see plainNode): a node that does not
+// change may be anchored.
 func (d *document) walk(root *yaml.Node, path Path) ([]place, error) {
 	trail := []place{{node: root}}
 	for i, s := range path {
@@ -40,7 +41,7 @@ func (d *document) walk(root *yaml.Node, path Path) ([]place, error) {
 		}
 		trail = append(trail, next)
 	}
-	return trail, d.plainNode(trail[len(trail)-1].node, path)
+	return trail, nil
 }
 
 // step takes one step s from node cur; the zero place when what s names does not exist.
