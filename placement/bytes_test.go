@@ -158,6 +158,16 @@ func TestEditFullFiles(t *testing.T) {
 		file: "a: 1\n",
 		ops:  []Op{set("---", "..."), set("b", "---\n...\n")},
 		want: "a: 1\n'---': '...'\nb: |\n  ---\n  ...\n",
+	}, {
+		name: "ItemBelowACommentedDash",
+		file: "l:\n- # the first\n  name: a\n- name: b\n",
+		ops:  []Op{del("l[name=a]"), set("l[name=c].v", 1)},
+		want: "l:\n- name: b\n- name: c\n  v: 1\n",
+	}, {
+		name: "ListInAList",
+		file: "l:\n- - a\n  - b\n- - c\n",
+		ops:  []Op{del("l[0][0]"), set("l[1][0]", "d")},
+		want: "l:\n- - b\n- - d\n",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

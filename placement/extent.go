@@ -218,13 +218,18 @@ func (d *document) flowEnd(at int) int {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// dash is the offset of the "-" that opens list item n.
-func (d *document) dash(n *yaml.Node) int {
-	at := d.offset(n.Line, n.Column) - 1
-	for at >= 0 && isSpace(d.text[at]) {
-		at--
+// dash is the offset of the "-" that opens item of list: at the list's column, on the item's
+// line or, for an item that starts below its dash (after a comment, say), the nearest line
+// above that has one there.
+func (d *document) dash(item, list *yaml.Node) int {
+	col, start := list.Column-1, d.offset(item.Line, item.Column)
+	for line := item.Line; line >= list.Line && line >= 1; line-- {
+		at := d.offset(line, col+1)
+		if at < len(d.text) && d.text[at] == '-' && at-d.lines[line-1] == col && at < start {
+			return at
+		}
 	}
-	return at
+	return start
 }
 
 // lineAfter is where the line after the one ending node n (parent at parentCol) starts; a

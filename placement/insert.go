@@ -27,10 +27,10 @@ func (d *document) insertItem(trail []place, v any, match string, before any, at
 	pos := -1
 	for i, item := range l.Content {
 		if name, ok := fieldValue(item, match); ok && before != nil && equal(name, before) {
-			if !d.ownLine(item) {
+			if !d.ownLine(item, l) {
 				return d.rewriteList(trail, at, insertedAt(i, v))
 			}
-			pos = d.commentsAbove(d.lineStart(d.dash(item)), dashCol)
+			pos = d.commentsAbove(d.lineStart(d.dash(item, l)), dashCol)
 		}
 	}
 	first := itemOrder

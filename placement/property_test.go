@@ -105,7 +105,7 @@ func lineRegions(tb testing.TB, text []byte, ops []Op) map[int]bool {
 		case p.key != nil:
 			first = p.key.Line
 		case p.parent != nil:
-			first = d.lineOf(d.dash(p.node))
+			first = d.lineOf(d.dash(p.node, p.parent))
 		}
 		last := d.lineOf(d.end(p.node, p.parentCol()))
 		for l := first; l <= last; l++ {

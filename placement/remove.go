@@ -20,7 +20,7 @@ func (d *document) remove(trail []place, at Path) error {
 		return d.replaceInline(trail[:len(trail)-1], "[]")
 	case p.key != nil:
 		return d.removeEntry(p, at)
-	case !d.ownLine(p.node):
+	case !d.ownLine(p.node, parent):
 		return d.rewriteList(trail[:len(trail)-1], at, without(indexOf(parent, p.node)))
 	}
 	return d.removeItem(p)
@@ -49,7 +49,7 @@ func (d *document) removeEntry(p place, at Path) error {
 // removeItem deletes list item p, whose dash opens its line: the dash's line to the end of the
 // item.
 func (d *document) removeItem(p place) error {
-	dash := d.dash(p.node)
+	dash := d.dash(p.node, p.parent)
 	to := d.nextLine(d.end(p.node, p.parent.Column-1))
 	d.splice(splice{from: d.lineStart(dash), to: to})
 	return nil

@@ -87,7 +87,7 @@ func (d *document) replaceBlock(trail []place, v any, at Path) error {
 	switch {
 	case p.parent == nil:
 		return d.errorf(n, at, "the document's root is not replaced")
-	case p.key == nil && !d.ownLine(n):
+	case p.key == nil && !d.ownLine(n, p.parent):
 		return d.rewriteList(trail[:len(trail)-1], at, replacedAt(indexOf(p.parent, n), v))
 	case p.key == nil:
 		return d.replaceItem(p, v, r, at)
@@ -119,7 +119,7 @@ func (d *document) replaceBlock(trail []place, v any, at Path) error {
 
 // replaceItem writes list item p, whose dash opens its line, again as v, its dash where p's is.
 func (d *document) replaceItem(p place, v any, r *renderer, at Path) error {
-	dash := d.dash(p.node)
+	dash := d.dash(p.node, p.parent)
 	dashCol := p.parent.Column - 1
 	if err := r.item(v, dashCol, itemOrder); err != nil {
 		return d.errorf(p.node, at, "%w", err)

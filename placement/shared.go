@@ -8,8 +8,8 @@ import (
 // list) cannot be cut out or put in by its lines: the list that holds it is written again
 // instead, as a whole.
 
-// ownLine reports whether list item n's dash opens its line.
-func (d *document) ownLine(n *yaml.Node) bool { return d.firstOnLine(d.dash(n)) }
+// ownLine reports whether the dash of item of list opens its line.
+func (d *document) ownLine(item, list *yaml.Node) bool { return d.firstOnLine(d.dash(item, list)) }
 
 // rewriteList writes the list at the end of trail again, with the items change makes of its
 // items.
