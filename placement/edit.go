@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -125,7 +127,7 @@ func (d *document) run(first edit) error {
 func (d *document) parse() (*yaml.Node, error) {
 	var n yaml.Node
 	if err := yaml.Unmarshal(d.text, &n); err != nil {
-		return nil, fmt.Errorf("document %d (after line %d) does not parse: %w", d.number, d.firstLine, err)
+		return nil, fmt.Errorf("document %d does not parse: %w", d.number, d.fileLines(err))
 	}
 	if n.Kind != yaml.DocumentNode || len(n.Content) != 1 {
 		return nil, fmt.Errorf("document %d (after line %d) is empty", d.number, d.firstLine)
@@ -160,6 +162,22 @@ func (d *document) check(want any, ops []Op) error {
 	}
 	return fmt.Errorf("document %d: %w: a value no op names would change", d.number, errReadBack)
 }
+
+// fileLines is a yaml.v3 error whose "line N", counted in the document, is counted in the
+// file instead.
+func (d *document) fileLines(err error) error {
+	msg := err.Error()
+	rest, ok := strings.CutPrefix(msg, "yaml: line ")
+	num, after, found := strings.Cut(rest, ":")
+	n, bad := strconv.Atoi(num)
+	if !ok || !found || bad != nil {
+		return err
+	}
+	return fmt.Errorf("line %d:%s: %w", d.firstLine+n, after, errParse)
+}
+
+// errParse is the error of a document that does not parse.
+var errParse = errors.New("not YAML")
 
 // errReadBack is the error of an edit whose text does not read back as intended; the file is
 // not written.
