@@ -46,6 +46,16 @@ func TestEditKeepsCRLF(t *testing.T) {
 	}
 }
 
+// TestEditKeepsMixedLineEnds edits a file that ends some lines with CRLF and others with LF:
+// each line keeps its end.
+func TestEditKeepsMixedLineEnds(t *testing.T) {
+	file := []byte("a: 1\r\nb: |\r\n  x\r\nc: 3 # c\r\nd: 4\n")
+	got := string(MustEdit(t, file, 0, set("a", 2), set("b", "w"), set("c", "z")))
+	if want := "a: 2\r\nb: w\r\nc: z # c\r\nd: 4\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
 // TestEditWithoutALastNewline adds a key to a file whose last line has no newline.
 func TestEditWithoutALastNewline(t *testing.T) {
 	file := []byte("a: 1\n---\nb: 2")

@@ -60,7 +60,17 @@ func (d *document) indentAt(at int) int {
 
 // blankFrom reports whether the line from at holds only spaces and tabs.
 func (d *document) blankFrom(at int) bool {
-	return len(bytes.Trim(d.text[at:d.lineEnd(at)], " \t")) == 0
+	return len(bytes.Trim(d.text[at:d.lineEnd(at)], " \t\r")) == 0
+}
+
+// contentEnd is lineEnd before the carriage return of a line that ends with CRLF (in a file
+// that mixes line ends; one that ends every line so is edited with LF).
+func (d *document) contentEnd(at int) int {
+	e := d.lineEnd(at)
+	if e > at && d.text[e-1] == '\r' {
+		return e - 1
+	}
+	return e
 }
 
 // firstOnLine reports whether only spaces come before offset at on its line.
@@ -157,7 +167,7 @@ func (d *document) plainLine(at int) (int, bool) {
 			break
 		}
 	}
-	for stop > at && (d.text[stop-1] == ' ' || d.text[stop-1] == '\t') {
+	for stop > at && (d.text[stop-1] == ' ' || d.text[stop-1] == '\t' || d.text[stop-1] == '\r') {
 		stop--
 	}
 	return stop, comment
@@ -178,7 +188,7 @@ func (d *document) blockEnd(at, parentCol int) int {
 		if d.indentAt(next) <= parentCol {
 			break
 		}
-		end = d.lineEnd(next)
+		end = d.contentEnd(next)
 	}
 	if keep && blank > end {
 		return blank

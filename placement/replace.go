@@ -23,7 +23,7 @@ func (d *document) setScalar(p place, v any, at Path) error {
 	}
 	end := d.end(n, col)
 	if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
-		comment := string(d.text[d.headerEnd(token):d.lineEnd(token)])
+		comment := string(d.text[d.headerEnd(token):d.contentEnd(token)])
 		d.splice(splice{from: from, to: end, with: head + comment + body})
 		return nil
 	}
