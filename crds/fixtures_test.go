@@ -96,6 +96,8 @@ func fullFixtures(namespace string) []fixture {
 				RepoRef:    crds.NamespacedReference{Name: "repo", Namespace: "other"},
 				Branch:     "main",
 				BaseFolder: "clusters/prod",
+				Layout:     crds.LayoutExisting,
+				Existing:   &crds.ExistingLayout{NewFiles: "{namespace}/{name}-{kind}.yaml", Prune: true},
 				WriteBack:  &crds.WriteBack{Enabled: true, AutoApply: true, Suspend: true},
 				Encryption: &crds.Encryption{Provider: crds.EncryptionSOPS, Age: &crds.AgeRecipients{
 					Recipients:          []string{testRecipient},
@@ -231,6 +233,11 @@ func destinationStatus(generation int64) any {
 		Skipped: []crds.SkipCount{
 			{Reason: crds.SkipReasonKubeRootCA, Count: 12},
 			{Reason: crds.SkipReasonExcludedFieldManager, Count: 0},
+		},
+		Adopted: &crds.AdoptedStatus{
+			Problems:  []string{"apps/broken.yaml (document 2): does not parse as YAML: line 13: mapping values are not allowed in this context"},
+			Unwritten: []string{"Deployment.apps team-a/web: the alias *base is not edited"},
+			Absent:    []string{"ConfigMap team-a/legacy (apps/web.yaml, document 4)"},
 		},
 	}
 }

@@ -153,6 +153,11 @@ type GitDestinationSpec struct {
 	Branch string `json:"branch"`
 	// BaseFolder is a clean relative POSIX path inside the repository.
 	BaseFolder string `json:"baseFolder"`
+	// Layout is LayoutCanonical ("" too): the folder is the daemon's own, or LayoutExisting: the
+	// team's, adopted as it is (DESIGN.md §11).
+	Layout string `json:"layout,omitempty"`
+	// Existing tunes an adopted folder; nil takes the defaults.
+	Existing *ExistingLayout `json:"existing,omitempty"`
 	// WriteBack turns edits made in Git under BaseFolder into Proposals; nil means off.
 	WriteBack *WriteBack `json:"writeBack,omitempty"`
 	// Encryption mirrors the Secrets that rules name explicitly as SOPS documents encrypted for
@@ -166,6 +171,26 @@ type GitDestinationSpec struct {
 	// destination's); nil mirrors the cluster the daemon runs in.
 	ClusterRef *NamespacedReference `json:"clusterRef,omitempty"`
 }
+
+// The layouts of a destination's folder.
+const (
+	LayoutCanonical = "Canonical" // one file per object at its canonical path, the whole object
+	LayoutExisting  = "Existing"  // the team's own files, edited in place with what people changed
+)
+
+// ExistingLayout tunes an adopted folder.
+type ExistingLayout struct {
+	// NewFiles is the path template, inside BaseFolder, of an object no document holds yet:
+	// {namespace} ("_cluster" for cluster-scoped objects), {kind}, {group}, {resource}, {name}.
+	// Empty: beside the kustomization of the object's namespace, else the canonical path.
+	NewFiles string `json:"newFiles,omitempty"`
+	// Prune removes the documents of selected kinds whose objects are absent from the cluster
+	// at a (re-)list; off, they are listed and left in place.
+	Prune bool `json:"prune,omitempty"`
+}
+
+// Adopted reports whether the destination's folder is the team's own (LayoutExisting).
+func (d *GitDestination) Adopted() bool { return d.Spec.Layout == LayoutExisting }
 
 // The modes of Push.
 const (
@@ -312,7 +337,24 @@ type GitDestinationStatus struct {
 	// objects currently left out, and changes by excluded users or field managers since the
 	// daemon started. Updated at each reconcile of the destination.
 	Skipped []SkipCount `json:"skipped,omitempty"`
+	// Adopted is what the mirror found in an adopted folder; nil for a canonical one.
+	Adopted *AdoptedStatus `json:"adopted,omitempty"`
 }
+
+// AdoptedStatus is what the mirror found in an adopted folder (layout Existing): each list
+// holds at most MaxAdoptedEntries entries and a last one that says how many more there are.
+type AdoptedStatus struct {
+	// Problems are the files that could not be read as Kubernetes documents though they meant
+	// to be, and the objects two documents claim: those are not written; the rest goes on.
+	Problems []string `json:"problems,omitempty"`
+	// Unwritten are the objects whose last change was not written, and why.
+	Unwritten []string `json:"unwritten,omitempty"`
+	// Absent are the documents whose objects the cluster does not have, left in place.
+	Absent []string `json:"absent,omitempty"`
+}
+
+// MaxAdoptedEntries bounds each list of AdoptedStatus.
+const MaxAdoptedEntries = 50
 
 // GitProgress is the mirror's progress on a branch, as its Git worker knows it.
 type GitProgress struct {

@@ -61,6 +61,9 @@ type Change struct {
 	// Content: true keeps it, as it already says the same (an encrypted document of the same
 	// plaintext: encryption is randomised, so equal bytes cannot tell).
 	Keep func(current []byte) bool
+	// Adopt, when set, makes this a change to an object of an adopted folder: the worker finds
+	// and edits its document (Content is then nil and Path the object's canonical path).
+	Adopt *Adoption
 }
 
 // Sync declares the complete set of live paths under some scopes: every *.yaml file below a
@@ -68,6 +71,9 @@ type Change struct {
 type Sync struct {
 	Scopes []string // path prefixes ending in "/"; a "*" segment matches any one folder
 	Live   map[string]struct{}
+	// Adopted, when set, declares the live objects of one kind of an adopted folder instead:
+	// Scopes and Live are then empty, and no file is an orphan.
+	Adopted *AdoptedLive
 }
 
 // BatchLimits decide when a batch becomes commits: at MaxFiles changes, MaxBytes of content,
@@ -205,6 +211,8 @@ type WorkerStatus struct {
 	Head             string    // the head branch of the pull request that delivers (Remote.Head)
 	Request          *Request  // the pull request, once one is known
 	Waiting          int       // files the head branch changes that the target lacks
+	// Adopted is what the worker knows of the adopted folders it writes, by folder.
+	Adopted map[string]AdoptedStatus
 }
 
 // FetchResult is the remote tip after a fetch.

@@ -122,6 +122,12 @@ func (w *Worker) resolveOps(tree plumbing.Hash, r run) (runOps, error) {
 		at[o.Path] = len(ops)
 		ops, summaries = append(ops, o), append(summaries, summary)
 	}
+	fs := files{w: w, tree: tree, ops: func(p string) (*gitstore.Op, bool) {
+		if i, ok := at[p]; ok {
+			return &ops[i], true
+		}
+		return nil, false
+	}}
 	for i := range r.items {
 		it := &r.items[i]
 		switch {
@@ -130,9 +136,33 @@ func (w *Worker) resolveOps(tree plumbing.Hash, r run) (runOps, error) {
 				set(changeOp(*c))
 			}
 			continue
+		case it.sync == nil && it.change.Adopt != nil:
+			changes, err := w.adopt(fs, &it.change)
+			if w.adoptionFailed(err) {
+				return runOps{}, err
+			} else if err == nil {
+				w.adoptedWritten(it.change.Adopt)
+			}
+			for _, c := range changes {
+				if holds == nil || !holds.remember(&c) {
+					set(changeOp(c))
+				}
+			}
+			continue
 		case it.sync == nil:
 			if holds == nil || !holds.remember(&it.change) {
 				set(changeOp(it.change))
+			}
+			continue
+		case it.sync.Adopted != nil:
+			changes, err := w.absent(fs, it.sync.Adopted)
+			if err != nil {
+				return runOps{}, err
+			}
+			for _, c := range changes {
+				if holds == nil || !holds.remember(&c) {
+					set(changeOp(c))
+				}
 			}
 			continue
 		}
@@ -156,6 +186,7 @@ func (w *Worker) resolveOps(tree plumbing.Hash, r run) (runOps, error) {
 		}
 	}
 	slices.SortFunc(ops, func(a, b gitstore.Op) int { return strings.Compare(a.Path, b.Path) })
+	w.publishAdopted()
 	return runOps{ops: ops, summaries: summaries, at: at}, nil
 }
 

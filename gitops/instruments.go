@@ -65,6 +65,12 @@ func (i instruments) coalesced() {
 	}
 }
 
+func (i instruments) adoptionFailed() {
+	if i.m != nil {
+		i.m.AdoptedUnwritten.Inc()
+	}
+}
+
 func (i instruments) queue(n int) {
 	if i.depth != nil {
 		i.depth.Set(float64(n))

@@ -74,6 +74,7 @@ type Worker struct {
 	emptySince    time.Time     // when the target was first seen to hold all of an open request (mergeGrace)
 	headDeletedAt time.Time     // when the worker last deleted its head branch (recreatedWatch)
 	renew         renewal
+	adopted       map[string]*adoptedFolder // the index of each adopted folder, made on its first change
 
 	mu     sync.Mutex
 	status WorkerStatus

@@ -63,7 +63,7 @@ func TestTheNextChangeReadsItsFileWherePushed(t *testing.T) {
 			if got, ok := s.located.read(h); ok {
 				return fmt.Errorf("a wrong location (%+v) reads %q", wrong, got)
 			}
-			if got, err := s.blob(h); err != nil || !bytes.Equal(got, content(0, 1)) {
+			if got, err := s.Blob(h); err != nil || !bytes.Equal(got, content(0, 1)) {
 				return fmt.Errorf("a blob no longer located reads %q (%v)", got, err)
 			}
 		}

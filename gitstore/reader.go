@@ -42,7 +42,7 @@ func (r Reader) Commit(h plumbing.Hash) ([]byte, error) { return r.repo.store.Co
 func (r Reader) Tree(h plumbing.Hash) ([]TreeEntry, error) { return r.repo.store.tree(h) }
 
 // Blob returns the content of blob h.
-func (r Reader) Blob(h plumbing.Hash) ([]byte, error) { return r.repo.store.blob(h) }
+func (r Reader) Blob(h plumbing.Hash) ([]byte, error) { return r.repo.store.Blob(h) }
 
 // Size is the size of object h without reading it; an error when the clone has no such object.
 func (r Reader) Size(h plumbing.Hash) (int64, error) { return r.repo.store.size(h) }

@@ -227,8 +227,8 @@ func (s *Store) Commit(h plumbing.Hash) ([]byte, error) {
 // KeptCommits): its parents are not in the clone, and it reads as a root commit, as in git.
 func (s *Store) Shallow(h plumbing.Hash) bool { return s.shallow[h] }
 
-// blob returns the content of blob h, from the overlay or the clone.
-func (s *Store) blob(h plumbing.Hash) ([]byte, error) {
+// Blob returns the content of blob h, from the overlay or the clone.
+func (s *Store) Blob(h plumbing.Hash) ([]byte, error) {
 	if o, ok := s.overlay[h]; ok {
 		return o.data, nil
 	}

@@ -249,7 +249,7 @@ func (s *Store) putBlob(data []byte, cur *TreeEntry) {
 		return
 	}
 	var delta []byte
-	if old, err := s.blob(cur.Hash); err == nil {
+	if old, err := s.Blob(cur.Hash); err == nil {
 		delta = blobDelta(old, data)
 	}
 	s.located.forget(cur.Hash)
@@ -265,7 +265,7 @@ const blobDeltaMinSize = 128
 
 // keeps asks keep about the blob h; a blob that cannot be read is not kept, so it is rewritten.
 func (s *Store) keeps(h plumbing.Hash, keep func([]byte) bool) bool {
-	data, err := s.blob(h)
+	data, err := s.Blob(h)
 	return err == nil && keep(data)
 }
 

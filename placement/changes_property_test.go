@@ -42,8 +42,8 @@ type world struct {
 	log                  string
 }
 
-// names are the fields the worlds use: none is a preferred list key or a quantity field.
-var names = []string{"alpha", "beta", "gamma", "delta", "kappa", "omega", "sigma", "theta"}
+// fieldNames are the fields the worlds use: none is a preferred list key or a quantity field.
+var fieldNames = []string{"alpha", "beta", "gamma", "delta", "kappa", "omega", "sigma", "theta"}
 
 func newWorld(seed uint64) *world {
 	w := &world{r: rand.New(rand.NewPCG(seed, 0)), sets: map[string]map[string]any{}}
@@ -93,7 +93,7 @@ func (w *world) value() any {
 func (w *world) mapping(depth int) map[string]any {
 	m := map[string]any{}
 	for range 1 + w.r.IntN(3) {
-		k := names[w.r.IntN(len(names))]
+		k := fieldNames[w.r.IntN(len(fieldNames))]
 		switch c := w.r.IntN(6); {
 		case depth == 0 || c < 3:
 			m[k] = w.value()
@@ -141,7 +141,7 @@ func (w *world) defaults(m map[string]any, depth int) {
 	if w.r.IntN(2) == 0 {
 		return
 	}
-	k := names[w.r.IntN(len(names))]
+	k := fieldNames[w.r.IntN(len(fieldNames))]
 	if _, taken := m[k]; taken {
 		return
 	}

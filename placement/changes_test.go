@@ -2,6 +2,8 @@ package placement
 
 import (
 	"testing"
+
+	"github.com/configbutler/gitops-reverser/sanitize"
 )
 
 // check compares ops with want, one op a line as opsText writes them.
@@ -15,11 +17,11 @@ func check(t *testing.T, ops []Op, want string) {
 func TestNothingChangedIsNoOp(t *testing.T) {
 	// Live carries every default, Flux's labels, the controller's annotation and status: none is
 	// a person's change.
-	check(t, web(t).changes(), "")
+	check(t, webModel(t).changes(), "")
 }
 
 func TestSetImageChangesTheImageOnly(t *testing.T) {
-	f := web(t)
+	f := webModel(t)
 	at(t, f.live, "spec", "template", "spec", "containers", "name=web")["image"] = "nginx:1.28"
 	disown(f.live, "kustomize-controller", "f:spec", "f:template", "f:spec", "f:containers", `k:{"name":"web"}`, "f:image")
 	write(t, f.live, `
@@ -67,7 +69,7 @@ const scaledByHPA = `
 `
 
 func TestScaleByAPersonChangesReplicas(t *testing.T) {
-	f := web(t)
+	f := webModel(t)
 	f.live["spec"].(map[string]any)["replicas"] = int64(5)
 	disown(f.live, "kustomize-controller", "f:spec", "f:replicas")
 	write(t, f.live, scaledByKubectl)
@@ -75,7 +77,7 @@ func TestScaleByAPersonChangesReplicas(t *testing.T) {
 }
 
 func TestScaleByAnHPAIsNotWrittenThoughTheFileDeclaresReplicas(t *testing.T) {
-	f := web(t)
+	f := webModel(t)
 	f.live["spec"].(map[string]any)["replicas"] = int64(7)
 	disown(f.live, "kustomize-controller", "f:spec", "f:replicas")
 	write(t, f.live, scaledByHPA)
@@ -84,8 +86,8 @@ func TestScaleByAnHPAIsNotWrittenThoughTheFileDeclaresReplicas(t *testing.T) {
 
 // withoutReplicas is the fixture of a file that leaves replicas to the default (1), which Flux
 // then does not own.
-func withoutReplicas(t *testing.T) fixture {
-	f := web(t)
+func withoutReplicas(t *testing.T) fixtureModel {
+	f := webModel(t)
 	delete(f.file["spec"].(map[string]any), "replicas")
 	f.baseline["spec"].(map[string]any)["replicas"] = int64(1)
 	f.live["spec"].(map[string]any)["replicas"] = int64(1)
@@ -107,8 +109,32 @@ func TestScaleByAnHPAAddsNothingWhenTheFileLeftReplicasOut(t *testing.T) {
 	check(t, f.changes(), "")
 }
 
+// TestScaleOfAReplicasNobodyOwnedGoesByTheCredit: the apiserver records no owner when the scale
+// subresource changes a replicas nobody owned (seen on a real apiserver: managedFields stay as
+// Flux left them). Only a person's credit from the admission webhook says who it was.
+func TestScaleOfAReplicasNobodyOwnedGoesByTheCredit(t *testing.T) {
+	f := withoutReplicas(t)
+	f.live["spec"].(map[string]any)["replicas"] = int64(4)
+	if ops := f.changes(); len(ops) != 0 {
+		t.Errorf("uncredited: %v, want nothing (an HPA looks the same)", ops)
+	}
+	owners := f.owners()
+	owners.Credited = true
+	ops := Changes(f.file, sanitize.Object(f.baseline), sanitize.Object(f.live), owners)
+	if len(ops) != 1 || ops[0].Path.String() != "spec.replicas" || ops[0].Value != int64(4) {
+		t.Errorf("credited to a person: %v, want spec.replicas = 4", ops)
+	}
+	f.live["spec"].(map[string]any)["replicas"] = int64(3)
+	write(t, f.live, scaledByHPA)
+	owners = f.owners()
+	owners.Credited = true
+	if ops := Changes(f.file, sanitize.Object(f.baseline), sanitize.Object(f.live), owners); len(ops) != 0 {
+		t.Errorf("owned by the HPA, credited: %v, want nothing", ops)
+	}
+}
+
 func TestEditAddingAnEnvVarSetsThatItem(t *testing.T) {
-	f := web(t)
+	f := webModel(t)
 	container := at(t, f.live, "spec", "template", "spec", "containers", "name=web")
 	container["env"] = append(container["env"].([]any), map[string]any{"name": "DEBUG", "value": "1"})
 	write(t, f.live, `
@@ -133,7 +159,7 @@ func TestEditAddingAnEnvVarSetsThatItem(t *testing.T) {
 }
 
 func TestEditRemovingAnEnvVarRemovesThatItem(t *testing.T) {
-	f := web(t)
+	f := webModel(t)
 	container := at(t, f.live, "spec", "template", "spec", "containers", "name=web")
 	container["env"] = container["env"].([]any)[1:]
 	disown(f.live, "kustomize-controller", "f:spec", "f:template", "f:spec", "f:containers", `k:{"name":"web"}`, "f:env", `k:{"name":"MODE"}`)
@@ -141,7 +167,7 @@ func TestEditRemovingAnEnvVarRemovesThatItem(t *testing.T) {
 }
 
 func TestLabelByAPersonIsAdded(t *testing.T) {
-	f := web(t)
+	f := webModel(t)
 	at(t, f.live, "metadata", "labels")["team"] = "payments"
 	write(t, f.live, `
 - apiVersion: v1
@@ -158,7 +184,7 @@ func TestLabelByAPersonIsAdded(t *testing.T) {
 }
 
 func TestLabelByFluxIsNotAdded(t *testing.T) {
-	f := web(t)
+	f := webModel(t)
 	at(t, f.live, "metadata", "labels")["kustomize.toolkit.fluxcd.io/prune"] = "disabled"
 	for _, e := range managedOf(f.live) {
 		if entry := e.(map[string]any); entry["manager"] == "kustomize-controller" {
@@ -171,7 +197,7 @@ func TestLabelByFluxIsNotAdded(t *testing.T) {
 
 func TestQuantitiesCompareByValue(t *testing.T) {
 	// A baseline that kept the file's own forms; live as the apiserver writes them.
-	f := web(t)
+	f := webModel(t)
 	requests := at(t, f.baseline, "spec", "template", "spec", "containers", "name=web", "resources", "requests")
 	requests["cpu"], requests["memory"] = "0.5", "268435456"
 	at(t, f.file, "spec", "template", "spec", "containers", "name=web", "resources", "requests")["cpu"] = "0.5"
@@ -207,7 +233,7 @@ func TestIntOrStringIsNotNormalised(t *testing.T) {
 func TestRecreateStrategyDropsRollingUpdateWithoutTouchingTheFile(t *testing.T) {
 	// kubectl edit: strategy.type Recreate, and rollingUpdate deleted as validation demands. The
 	// file never declared rollingUpdate: its removal is a default's, and writes nothing.
-	f := web(t)
+	f := webModel(t)
 	f.live["spec"].(map[string]any)["strategy"] = map[string]any{"type": "Recreate"}
 	write(t, f.live, `
 - apiVersion: apps/v1
@@ -226,7 +252,7 @@ func TestRecreateStrategyDropsRollingUpdateWithoutTouchingTheFile(t *testing.T) 
 func TestWithoutManagedFieldsOnlyDeclaredFieldsChange(t *testing.T) {
 	// An object nothing wrote since Kubernetes 1.18 records no owners: a change to what the file
 	// declares is written, an addition (by whom?) is not.
-	f := web(t)
+	f := webModel(t)
 	delete(f.live["metadata"].(map[string]any), "managedFields")
 	f.live["spec"].(map[string]any)["replicas"] = int64(4)
 	at(t, f.live, "spec", "template", "spec", "containers", "name=web")["image"] = "nginx:1.28"
@@ -240,7 +266,7 @@ func TestWithoutManagedFieldsOnlyDeclaredFieldsChange(t *testing.T) {
 }
 
 func TestNothingUnderStatusOrServerMetadata(t *testing.T) {
-	f := web(t)
+	f := webModel(t)
 	meta := f.live["metadata"].(map[string]any)
 	meta["finalizers"] = []any{"example.com/guard"}
 	meta["generateName"] = "web-"
@@ -264,7 +290,7 @@ func TestNothingUnderStatusOrServerMetadata(t *testing.T) {
 func TestEditAddingAContainerKeepsTheDefaultsTheEditOwns(t *testing.T) {
 	// A limit of managedFields, written down: an Update owns the defaults of what it adds, so a
 	// container added by kubectl edit comes with them.
-	f := web(t)
+	f := webModel(t)
 	spec := at(t, f.live, "spec", "template", "spec")
 	spec["containers"] = append(spec["containers"].([]any), map[string]any{
 		"name": "proxy", "image": "envoy:1.31", "imagePullPolicy": "IfNotPresent", "resources": map[string]any{},
@@ -297,7 +323,7 @@ func TestEditAddingAContainerKeepsTheDefaultsTheEditOwns(t *testing.T) {
 
 func TestWebhookSidecarIsNotAdded(t *testing.T) {
 	// A sidecar a mutating webhook injects at a controller's write is the controller's.
-	f := web(t)
+	f := webModel(t)
 	spec := at(t, f.live, "spec", "template", "spec")
 	spec["containers"] = append(spec["containers"].([]any), map[string]any{"name": "istio-proxy", "image": "istio/proxyv2"})
 	write(t, f.live, `
@@ -320,7 +346,7 @@ func TestWebhookSidecarIsNotAdded(t *testing.T) {
 }
 
 func TestLargeIntegersCompareExactly(t *testing.T) {
-	f := web(t)
+	f := webModel(t)
 	f.baseline["spec"].(map[string]any)["replicas"] = int64(1<<53 + 1)
 	f.file["spec"].(map[string]any)["replicas"] = int64(1<<53 + 1)
 	f.live["spec"].(map[string]any)["replicas"] = int64(1 << 53)
@@ -332,7 +358,7 @@ func TestLargeIntegersCompareExactly(t *testing.T) {
 func TestRolloutRestartIsAPersonsChange(t *testing.T) {
 	// kubectl rollout restart stamps the template: a person's act, so written. Whether a team
 	// wants that stamp in its file is the caller's to decide (a noise rule), not managedFields'.
-	f := web(t)
+	f := webModel(t)
 	at(t, f.live, "spec", "template", "metadata")["annotations"] = map[string]any{"kubectl.kubernetes.io/restartedAt": "2025-03-02T09:00:00Z"}
 	write(t, f.live, `
 - apiVersion: apps/v1

@@ -100,7 +100,7 @@ func (w *world) change(s site, manager string) (Op, bool) {
 
 // addField adds a field to the mapping or item at s: a scalar, an empty mapping or a mapping.
 func (w *world) addField(s site) (Op, bool) {
-	k := names[w.r.IntN(len(names))]
+	k := fieldNames[w.r.IntN(len(fieldNames))]
 	if _, taken := s.value.(map[string]any)[k]; taken {
 		return Op{}, false
 	}
@@ -229,14 +229,14 @@ func fieldsOfValue(v any, item bool) map[string]any {
 // applyOps applies ops to obj as the document editor would, and returns it.
 func applyOps(obj map[string]any, ops []Op) map[string]any {
 	for _, op := range ops {
-		obj = applyOp(obj, op.Path, op).(map[string]any)
+		obj = applyOpModel(obj, op.Path, op).(map[string]any)
 	}
 	return obj
 }
 
-// applyOp applies op at p (what is left of op.Path) below cur, and returns what is there after.
+// applyOpModel applies op at p (what is left of op.Path) below cur, and returns what is there after.
 // A set makes the mappings and named items on its way; a remove of what is not there does nothing.
-func applyOp(cur any, p Path, op Op) any {
+func applyOpModel(cur any, p Path, op Op) any {
 	switch {
 	case len(p) == 0:
 		return copyValue(op.Value)
@@ -249,15 +249,15 @@ func applyOp(cur any, p Path, op Op) any {
 	case i >= 0 && len(p) == 1 && op.Remove:
 		return slices.Delete(list, i, i+1)
 	case i >= 0:
-		list[i] = applyOp(list[i], p[1:], op)
+		list[i] = applyOpModel(list[i], p[1:], op)
 		return list
 	case op.Remove:
 		return cur
 	}
-	return append(list, applyOp(map[string]any{p[0].Match: p[0].Value}, p[1:], op))
+	return append(list, applyOpModel(map[string]any{p[0].Match: p[0].Value}, p[1:], op))
 }
 
-// applyField is applyOp at a mapping's field.
+// applyField is applyOpModel at a mapping's field.
 func applyField(cur any, p Path, op Op) any {
 	m, _ := cur.(map[string]any)
 	_, ok := m[p[0].Field]
@@ -270,7 +270,7 @@ func applyField(cur any, p Path, op Op) any {
 	case m == nil:
 		m = map[string]any{}
 	}
-	m[p[0].Field] = applyOp(m[p[0].Field], p[1:], op)
+	m[p[0].Field] = applyOpModel(m[p[0].Field], p[1:], op)
 	return m
 }
 

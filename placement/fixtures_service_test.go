@@ -69,9 +69,9 @@ metadata:
 // service is a Service Flux applied, whose port's targetPort a person then edited (the cases
 // change the value): its ports are named in the file and keyed by port and protocol in
 // managedFields.
-func service(t *testing.T) fixture {
+func service(t *testing.T) fixtureModel {
 	t.Helper()
-	return fixture{
+	return fixtureModel{
 		file:     object(t, serviceFile),
 		baseline: merge(object(t, serviceFile), object(t, serviceDefaults)),
 		live:     merge(merge(object(t, serviceFile), object(t, serviceDefaults)), object(t, serviceLiveExtra)),

@@ -185,28 +185,28 @@ status:
   updatedReplicas: 2
 `
 
-// fixture is one case: the file's object, its baseline and the live object as read from the
+// fixtureModel is one case: the file's object, its baseline and the live object as read from the
 // cluster (managedFields, status and all), which the cases change as a person or a controller
 // would.
-type fixture struct {
+type fixtureModel struct {
 	file, baseline, live map[string]any
 }
 
-// web is the Deployment fixture with nothing changed by anyone since Flux applied it.
-func web(t *testing.T) fixture {
+// webModel is the Deployment fixtureModel with nothing changed by anyone since Flux applied it.
+func webModel(t *testing.T) fixtureModel {
 	t.Helper()
 	baseline := object(t, webBaseline)
 	live := merge(object(t, webBaseline), object(t, webLiveExtra))
-	return fixture{file: object(t, webFile), baseline: baseline, live: live}
+	return fixtureModel{file: object(t, webFile), baseline: baseline, live: live}
 }
 
 // changes runs Changes as the watch side would: both objects through sanitize.Object, the owners
 // read from the raw live object with DefaultPerson.
-func (f fixture) changes() []Op {
+func (f fixtureModel) changes() []Op {
 	return Changes(f.file, sanitize.Object(f.baseline), sanitize.Object(f.live), f.owners())
 }
 
-func (f fixture) owners() Owners {
+func (f fixtureModel) owners() Owners {
 	return OwnersOf(managedOf(f.live), DefaultPerson)
 }
 
@@ -257,11 +257,11 @@ func object(t *testing.T, text string) map[string]any {
 	t.Helper()
 	docs, err := sanitize.Documents([]byte(text))
 	if err != nil || len(docs) != 1 {
-		t.Fatalf("fixture: %d documents, %v", len(docs), err)
+		t.Fatalf("fixtureModel: %d documents, %v", len(docs), err)
 	}
 	obj, err := sanitize.ObjectOf(docs[0])
 	if err != nil {
-		t.Fatalf("fixture: %v", err)
+		t.Fatalf("fixtureModel: %v", err)
 	}
 	return obj
 }
@@ -291,7 +291,7 @@ func at(t *testing.T, obj map[string]any, steps ...string) map[string]any {
 			cur = cur.(map[string]any)[s]
 		}
 		if cur == nil {
-			t.Fatalf("fixture: nothing at %s", s)
+			t.Fatalf("fixtureModel: nothing at %s", s)
 		}
 	}
 	return cur.(map[string]any)
@@ -299,17 +299,17 @@ func at(t *testing.T, obj map[string]any, steps ...string) map[string]any {
 
 func TestPathReadsWhatStringWrites(t *testing.T) {
 	for _, text := range []string{"spec.template.spec.containers[name=web].ports[containerPort=80].name", "spec.args[3]", "metadata.labels.app"} {
-		if got := path(text).String(); got != text {
-			t.Errorf("path(%q).String() = %q", text, got)
+		if got := pathOf(text).String(); got != text {
+			t.Errorf("pathOf(%q).String() = %q", text, got)
 		}
 	}
-	if p := path("a[3]"); p[1] != (Step{Index: 3}) {
-		t.Errorf("path(a[3]) = %#v", p)
+	if p := pathOf("a[3]"); p[1] != (Step{Index: 3}) {
+		t.Errorf("pathOf(a[3]) = %#v", p)
 	}
 }
 
 // path reads a path as Path.String writes it; a Value that is a number is an int64.
-func path(text string) Path {
+func pathOf(text string) Path {
 	var p Path
 	for text != "" {
 		if text[0] == '[' {

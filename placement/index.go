@@ -120,7 +120,7 @@ func (e *DuplicateError) Error() string {
 type Index struct {
 	folder  string
 	files   map[string]*indexedFile
-	byName  map[nameKey][]*document
+	byName  map[nameKey][]*indexedDoc
 	kusts   map[string][]*kustomizationInfo // by folder; kustomize reads the first by file name
 	charts  map[string]bool                 // folders holding a Chart.yaml
 	patches map[string]int                  // files named as patches, by how many kustomizations
@@ -131,7 +131,7 @@ type Index struct {
 type nameKey struct{ group, kind, name string }
 
 // document is what the index keeps of one object document.
-type document struct {
+type indexedDoc struct {
 	key     Key // Namespace: the declared one only
 	loc     Location
 	dir     string
@@ -141,7 +141,7 @@ type document struct {
 // indexedFile is what the index keeps of one file: its object documents, its problems, and
 // what it tells about the folder (a kustomization, a Helm chart).
 type indexedFile struct {
-	docs     []*document
+	docs     []*indexedDoc
 	problems []Problem
 	kust     *kustomizationInfo
 	chart    bool
@@ -154,7 +154,7 @@ func NewIndex(folder string) *Index {
 	return &Index{
 		folder:  folder,
 		files:   map[string]*indexedFile{},
-		byName:  map[nameKey][]*document{},
+		byName:  map[nameKey][]*indexedDoc{},
 		kusts:   map[string][]*kustomizationInfo{},
 		charts:  map[string]bool{},
 		patches: map[string]int{},
@@ -206,7 +206,7 @@ func (x *Index) Drop(p string) {
 }
 
 // unlink removes d from the documents of its name.
-func (x *Index) unlink(d *document) {
+func (x *Index) unlink(d *indexedDoc) {
 	nk := d.nameKey()
 	docs := x.byName[nk]
 	for i, o := range docs {
@@ -271,7 +271,7 @@ func (f *indexedFile) empty() bool {
 }
 
 // nameKey is what d is found by.
-func (d *document) nameKey() nameKey { return nameKey{d.key.Group, d.key.Kind, d.key.Name} }
+func (d *indexedDoc) nameKey() nameKey { return nameKey{d.key.Group, d.key.Kind, d.key.Name} }
 
 // dirOf is the folder of the file at p, "" for the repository's root.
 func dirOf(p string) string {

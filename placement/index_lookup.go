@@ -24,8 +24,8 @@ func (x *Index) Lookup(k Key) (Location, error) {
 
 // matches returns the object documents of k: for a key with no namespace those that declare
 // none, for one with a namespace those that declare or inherit it.
-func (x *Index) matches(k Key) []*document {
-	var hits []*document
+func (x *Index) matches(k Key) []*indexedDoc {
+	var hits []*indexedDoc
 	for _, d := range x.byName[nameKey{k.Group, k.Kind, k.Name}] {
 		if x.isPatch(d.loc.Path) || x.isTemplate(d.loc.Path) {
 			continue
@@ -40,8 +40,8 @@ func (x *Index) matches(k Key) []*document {
 // unplaced returns the documents of k's group, kind and name when every one of them declares
 // and inherits no namespace, so that the namespace is the deployer's to give (an Argo CD
 // Application's destination); none when any of them has a namespace of its own.
-func (x *Index) unplaced(k Key) []*document {
-	var out []*document
+func (x *Index) unplaced(k Key) []*indexedDoc {
+	var out []*indexedDoc
 	for _, d := range x.byName[nameKey{k.Group, k.Kind, k.Name}] {
 		if x.isPatch(d.loc.Path) || x.isTemplate(d.loc.Path) {
 			continue
@@ -55,7 +55,7 @@ func (x *Index) unplaced(k Key) []*document {
 }
 
 // namespaceOf is d's namespace: declared, else inherited, else "".
-func (x *Index) namespaceOf(d *document) string {
+func (x *Index) namespaceOf(d *indexedDoc) string {
 	if d.key.Namespace != "" {
 		return d.key.Namespace
 	}
@@ -63,7 +63,7 @@ func (x *Index) namespaceOf(d *document) string {
 }
 
 // resolved is d's key with its namespace resolved, and whether the namespace is inherited.
-func (x *Index) resolved(d *document) (Key, bool) {
+func (x *Index) resolved(d *indexedDoc) (Key, bool) {
 	k := d.key
 	if k.Namespace != "" {
 		return k, false
@@ -79,7 +79,7 @@ func (x *Index) resolved(d *document) (Key, bool) {
 // not at each change.
 func (x *Index) Problems() []Problem {
 	var out []Problem
-	byKey := map[Key][]*document{}
+	byKey := map[Key][]*indexedDoc{}
 	for p, f := range x.files {
 		if x.isTemplate(p) {
 			continue
@@ -106,7 +106,7 @@ func (x *Index) Problems() []Problem {
 }
 
 // duplicate is the error for the documents docs that all declare k.
-func duplicate(k Key, docs []*document) *DuplicateError {
+func duplicate(k Key, docs []*indexedDoc) *DuplicateError {
 	e := &DuplicateError{Key: k}
 	for _, d := range docs {
 		e.Locations = append(e.Locations, d.loc)

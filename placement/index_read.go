@@ -62,7 +62,7 @@ func readFile(p string, data []byte) *indexedFile {
 
 // readDocument returns the object document n declares, or nil; typed says whether n has a
 // string apiVersion and kind, which shows its file holds Kubernetes documents.
-func readDocument(n *yaml.Node) (d *document, typed bool) {
+func readDocument(n *yaml.Node) (d *indexedDoc, typed bool) {
 	if n.Kind != yaml.DocumentNode || len(n.Content) == 0 || n.Content[0].Kind != yaml.MappingNode {
 		return nil, false
 	}
@@ -79,7 +79,7 @@ func readDocument(n *yaml.Node) (d *document, typed bool) {
 	if !typed || name == "" || group == kustomizeGroup {
 		return nil, typed
 	}
-	return &document{key: Key{Group: group, Kind: kind, Namespace: namespace, Name: name}, anchors: usesAnchors(n)}, true
+	return &indexedDoc{key: Key{Group: group, Kind: kind, Namespace: namespace, Name: name}, anchors: usesAnchors(n)}, true
 }
 
 // groupOf is the API group of apiVersion: "apps" for apps/v1, "" for v1.

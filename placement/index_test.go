@@ -11,23 +11,23 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// fixture is testdata/adopted, a team's repository shaped like the public examples teams copy:
+// adoptedFixture is testdata/adopted, a team's repository shaped like the public examples teams copy:
 // Flux's flux2-kustomize-helm-example (clusters/, apps/base, apps/production with a values
 // patch, infrastructure/), Argo CD's guestbook, the sock-shop complete-demo.yaml, a Helm chart,
 // a SOPS-encrypted Secret, a Kustomize Component, a README, a script, JSON, a half-YAML note and
 // a broken manifest.
-const fixture = "testdata/adopted"
+const adoptedFixture = "testdata/adopted"
 
-// loadFixture indexes the fixture into a new index of folder, as the worker would at clone:
+// loadFixture indexes the adoptedFixture into a new index of folder, as the worker would at clone:
 // every file Wants, read and Put.
 func loadFixture(tb testing.TB, folder string) *Index {
 	tb.Helper()
 	x := NewIndex(folder)
-	err := filepath.WalkDir(fixture, func(p string, e fs.DirEntry, err error) error {
+	err := filepath.WalkDir(adoptedFixture, func(p string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
 			return err
 		}
-		rel := filepath.ToSlash(strings.TrimPrefix(p, fixture+string(filepath.Separator)))
+		rel := filepath.ToSlash(strings.TrimPrefix(p, adoptedFixture+string(filepath.Separator)))
 		if !x.Wants(rel) {
 			return nil
 		}
@@ -46,7 +46,7 @@ func loadFixture(tb testing.TB, folder string) *Index {
 
 func mustRead(tb testing.TB, rel string) []byte {
 	tb.Helper()
-	data, err := os.ReadFile(filepath.Join(fixture, filepath.FromSlash(rel)))
+	data, err := os.ReadFile(filepath.Join(adoptedFixture, filepath.FromSlash(rel)))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func all(x *Index) []entry {
 
 func key(group, kind, ns, name string) Key { return Key{group, kind, ns, name} }
 
-// fixtureObjects is every object of the fixture, as All gives them: by path and document,
+// fixtureObjects is every object of the adoptedFixture, as All gives them: by path and document,
 // namespaces resolved (inherited ones included, even for cluster-scoped kinds).
 var fixtureObjects = []entry{
 	{key("apps", "Deployment", "anchors", "web"), Location{"anchors/web.yaml", 0}},

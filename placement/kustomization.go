@@ -183,14 +183,14 @@ func (l *resourceList) addBlock(entry string) ([]byte, error) {
 		return nil, fmt.Errorf("resources' item on line %d does not start its line", last.Line)
 	}
 	at := l.lineEnd(l.itemEnd(last))
-	return splice(l.data, at, at, l.lineAt(at, prefix+itemText(entry, last.Style, false))), nil
+	return spliced(l.data, at, at, l.lineAt(at, prefix+itemText(entry, last.Style, false))), nil
 }
 
 // addFlow adds entry after the last item of a flow list ([a, b]).
 func (l *resourceList) addFlow(entry string) ([]byte, error) {
 	last := l.value.Content[len(l.value.Content)-1]
 	at := l.scalarEnd(l.offset(last.Line, last.Column))
-	return splice(l.data, at, at, []byte(", "+itemText(entry, last.Style, true))), nil
+	return spliced(l.data, at, at, []byte(", "+itemText(entry, last.Style, true))), nil
 }
 
 // remove takes the i-th item out of the list.
@@ -205,21 +205,21 @@ func (l *resourceList) remove(i int) ([]byte, error) {
 		case i > 0:
 			start = l.scalarEnd(l.offset(items[i-1].Line, items[i-1].Column))
 		}
-		return splice(l.data, start, end, nil), nil
+		return spliced(l.data, start, end, nil), nil
 	}
 	start, end := l.lines[items[i].Line-1], l.lineEnd(l.itemEnd(items[i]))
 	if end == len(l.data) && !strings.HasSuffix(string(l.data), "\n") && start > 0 {
 		start = l.lines[items[i].Line-2] + len(strings.TrimRight(string(l.data[l.lines[items[i].Line-2]:start]), "\r\n"))
 	}
 	if len(items) > 1 {
-		return splice(l.data, start, end, nil), nil
+		return spliced(l.data, start, end, nil), nil
 	}
 	colon, err := l.colonAfter(l.key)
 	if err != nil {
 		return nil, err
 	}
-	out := splice(l.data, start, end, nil)
-	return splice(out, colon+1, colon+1, []byte(" []")), nil
+	out := spliced(l.data, start, end, nil)
+	return spliced(out, colon+1, colon+1, []byte(" []")), nil
 }
 
 // newItemIndent is how far a new block list is indented under its key: as the file's first

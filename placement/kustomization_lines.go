@@ -161,8 +161,8 @@ func (f *fileLines) colonAfter(key *yaml.Node) (int, error) {
 	return 0, fmt.Errorf("no colon after the key on line %d", key.Line)
 }
 
-// splice is data with data[start:end] replaced by insert, in a new slice.
-func splice(data []byte, start, end int, insert []byte) []byte {
+// spliced is data with data[start:end] replaced by insert, in a new slice.
+func spliced(data []byte, start, end int, insert []byte) []byte {
 	out := make([]byte, 0, len(data)-(end-start)+len(insert))
 	out = append(out, data[:start]...)
 	out = append(out, insert...)

@@ -19,7 +19,7 @@ func checkOwned(t *testing.T, live map[string]any, want string) {
 	}
 }
 
-// kubectl create deployment web --image=nginx:1.27 -n shop, as the cluster holds it.
+// kubectl create deployment webModel --image=nginx:1.27 -n shop, as the cluster holds it.
 const createdDeployment = `
 apiVersion: apps/v1
 kind: Deployment
@@ -29,7 +29,7 @@ metadata:
   creationTimestamp: "2025-03-01T10:00:00Z"
   generation: 1
   labels:
-    app: web
+    app: webModel
   managedFields:
   - apiVersion: apps/v1
     fieldsType: FieldsV1
@@ -89,7 +89,7 @@ metadata:
     operation: Update
     subresource: status
     time: "2025-03-01T10:00:05Z"
-  name: web
+  name: webModel
   namespace: shop
   resourceVersion: "48213"
   uid: 0b6c5a3e-3f7e-4a55-9d0e-2f1c8d1f6a10
@@ -99,7 +99,7 @@ spec:
   revisionHistoryLimit: 10
   selector:
     matchLabels:
-      app: web
+      app: webModel
   strategy:
     rollingUpdate:
       maxSurge: 25%
@@ -109,7 +109,7 @@ spec:
     metadata:
       creationTimestamp: null
       labels:
-        app: web
+        app: webModel
     spec:
       containers:
       - image: nginx:1.27
@@ -139,8 +139,8 @@ apiVersion: apps/v1
 kind: Deployment
 metadata:
   labels:
-    app: web
-  name: web
+    app: webModel
+  name: webModel
   namespace: shop
 spec:
   progressDeadlineSeconds: 600
@@ -148,7 +148,7 @@ spec:
   revisionHistoryLimit: 10
   selector:
     matchLabels:
-      app: web
+      app: webModel
   strategy:
     rollingUpdate:
       maxSurge: 25%
@@ -157,7 +157,7 @@ spec:
   template:
     metadata:
       labels:
-        app: web
+        app: webModel
     spec:
       containers:
       - image: nginx:1.27
@@ -214,17 +214,17 @@ apiVersion: apps/v1
 kind: Deployment
 metadata:
   labels:
-    app: web
-  name: web
+    app: webModel
+  name: webModel
   namespace: shop
 spec:
   selector:
     matchLabels:
-      app: web
+      app: webModel
   template:
     metadata:
       labels:
-        app: web
+        app: webModel
     spec:
       containers:
       - image: nginx:1.27
@@ -234,13 +234,13 @@ spec:
 `)
 }
 
-// kubectl create service clusterip web --tcp=80:8080 -n shop, as the cluster holds it.
+// kubectl create service clusterip webModel --tcp=80:8080 -n shop, as the cluster holds it.
 const createdService = `
 apiVersion: v1
 kind: Service
 metadata:
   labels:
-    app: web
+    app: webModel
   managedFields:
   - apiVersion: v1
     fieldsType: FieldsV1
@@ -265,7 +265,7 @@ metadata:
     manager: kubectl-create
     operation: Update
     time: "2025-03-01T10:00:00Z"
-  name: web
+  name: webModel
   namespace: shop
 spec:
   clusterIP: 10.96.14.7
@@ -279,7 +279,7 @@ spec:
     protocol: TCP
     targetPort: 8080
   selector:
-    app: web
+    app: webModel
   sessionAffinity: None
   type: ClusterIP
 status:
@@ -287,7 +287,7 @@ status:
 `
 
 func TestOwnedOfAServiceLeavesWhatTheClusterAllocated(t *testing.T) {
-	// kubectl create service clusterip web --tcp=80:8080: the create owns its defaults
+	// kubectl create service clusterip webModel --tcp=80:8080: the create owns its defaults
 	// (sessionAffinity, type, internalTrafficPolicy), not what the Service's storage set after
 	// it (ipFamilies, ipFamilyPolicy; sanitize drops the cluster IPs).
 	checkOwned(t, object(t, createdService), `
@@ -295,8 +295,8 @@ apiVersion: v1
 kind: Service
 metadata:
   labels:
-    app: web
-  name: web
+    app: webModel
+  name: webModel
   namespace: shop
 spec:
   internalTrafficPolicy: Cluster
@@ -306,7 +306,7 @@ spec:
     protocol: TCP
     targetPort: 8080
   selector:
-    app: web
+    app: webModel
   sessionAffinity: None
   type: ClusterIP
 `)

@@ -45,8 +45,8 @@ func TestOwnersWithoutFieldSetsAreNotKnown(t *testing.T) {
 		"no fieldsV1": {map[string]any{"manager": "kubectl-edit", "operation": "Update"}},
 	} {
 		o := OwnersOf(managed, everyone)
-		if o.Known() || o.Person(path("spec")) {
-			t.Errorf("%s: Known %t, Person(spec) %t; want neither", name, o.Known(), o.Person(path("spec")))
+		if o.Known() || o.Person(pathOf("spec")) {
+			t.Errorf("%s: Known %t, Person(spec) %t; want neither", name, o.Known(), o.Person(pathOf("spec")))
 		}
 	}
 }
@@ -80,7 +80,7 @@ func TestPersonOwnsThePathWhatIsBelowAndAtomicValuesAbove(t *testing.T) {
       f:template:
         f:spec:
           f:containers:
-            k:{"name":"web"}:
+            k:{"name":"webModel"}:
               .: {}
               f:args: {}
               f:name: {}
@@ -100,7 +100,7 @@ func TestPersonOwnsThePathWhatIsBelowAndAtomicValuesAbove(t *testing.T) {
       f:template:
         f:spec:
           f:containers:
-            k:{"name":"web"}:
+            k:{"name":"webModel"}:
               f:resources:
                 f:requests:
                   f:cpu: {}
@@ -113,21 +113,21 @@ func TestPersonOwnsThePathWhatIsBelowAndAtomicValuesAbove(t *testing.T) {
 	for p, want := range map[string]bool{
 		"spec":                          true, // something below
 		"spec.template.spec.containers": true,
-		"spec.template.spec.containers[name=web]":                              true,
-		"spec.template.spec.containers[name=web].args":                         true, // the path
-		"spec.template.spec.containers[name=web].args[0]":                      true, // an atomic value above
-		"spec.template.spec.containers[name=web].resources":                    true,
-		"spec.template.spec.containers[name=web].resources.requests.cpu":       false, // set later, by the VPA
-		"spec.template.spec.containers[name=web].ports[containerPort=80]":      true,  // a key of two fields, matched on one
-		"spec.template.spec.containers[name=web].ports[containerPort=80].name": false,
-		"spec.template.spec.containers[name=web].ports[containerPort=81]":      false,
-		"spec.template.spec.containers[name=web].ports[name=http]":             false, // no object to read the name from
+		"spec.template.spec.containers[name=webModel]":                              true,
+		"spec.template.spec.containers[name=webModel].args":                         true, // the path
+		"spec.template.spec.containers[name=webModel].args[0]":                      true, // an atomic value above
+		"spec.template.spec.containers[name=webModel].resources":                    true,
+		"spec.template.spec.containers[name=webModel].resources.requests.cpu":       false, // set later, by the VPA
+		"spec.template.spec.containers[name=webModel].ports[containerPort=80]":      true,  // a key of two fields, matched on one
+		"spec.template.spec.containers[name=webModel].ports[containerPort=80].name": false,
+		"spec.template.spec.containers[name=webModel].ports[containerPort=81]":      false,
+		"spec.template.spec.containers[name=webModel].ports[name=http]":             false, // no object to read the name from
 		"spec.template.spec.containers[name=api]":                              false,
 		"spec.replicas":       false,
 		"metadata.finalizers": true,
 		"status":              false,
 	} {
-		if got := o.Person(path(p)); got != want {
+		if got := o.Person(pathOf(p)); got != want {
 			t.Errorf("Person(%s) = %t, want %t", p, got, want)
 		}
 	}
@@ -164,16 +164,16 @@ func TestPersonMatchesAnIndexOrAValueThroughTheLiveObject(t *testing.T) {
 		}
 	}
 	// Without the object, an index still matches; a set's item cannot.
-	if !o.Person(path("spec.rules[1].host")) || o.Person(path("spec.hosts[1]")) {
+	if !o.Person(pathOf("spec.rules[1].host")) || o.Person(pathOf("spec.hosts[1]")) {
 		t.Errorf("Person(spec.rules[1].host) %t, Person(spec.hosts[1]) %t: want true, false",
-			o.Person(path("spec.rules[1].host")), o.Person(path("spec.hosts[1]")))
+			o.Person(pathOf("spec.rules[1].host")), o.Person(pathOf("spec.hosts[1]")))
 	}
 }
 
 func TestOwnersOfWithoutAPolicyUsesDefaultPerson(t *testing.T) {
-	f := web(t)
+	f := webModel(t)
 	write(t, f.live, scaledByHPA)
-	if o := OwnersOf(managedOf(f.live), nil); !o.Known() || o.Person(path("spec.replicas")) {
-		t.Errorf("Known %t, Person(spec.replicas) %t: want Known, and the HPA no person", o.Known(), o.Person(path("spec.replicas")))
+	if o := OwnersOf(managedOf(f.live), nil); !o.Known() || o.Person(pathOf("spec.replicas")) {
+		t.Errorf("Known %t, Person(spec.replicas) %t: want Known, and the HPA no person", o.Known(), o.Person(pathOf("spec.replicas")))
 	}
 }

@@ -72,7 +72,7 @@ func checkEdit(tb testing.TB, d propertyDoc, ops []Op, want any) string {
 		}
 		n, _ := strconv.Atoi(line[1:strings.IndexByte(line, ':')])
 		if !edited[n] {
-			return fmt.Sprintf("line %d of the document changed, which no op reaches (%v):\n%s", n, keys(edited), out[a.start:a.end])
+			return fmt.Sprintf("line %d of the document changed, which no op reaches (%v):\n%s", n, intKeys(edited), out[a.start:a.end])
 		}
 	}
 	return ""
@@ -121,7 +121,7 @@ func (d *document) lineOf(at int) int {
 	return line
 }
 
-func keys(m map[int]bool) []int {
+func intKeys(m map[int]bool) []int {
 	out := make([]int, 0, len(m))
 	for k := range m {
 		out = append(out, k)

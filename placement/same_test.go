@@ -3,32 +3,32 @@ package placement
 import "testing"
 
 func TestSameComparesValuesAsTheApiserverMeansThem(t *testing.T) {
-	limits := path("spec.containers[name=web].resources.limits.memory")
+	limits := pathOf("spec.containers[name=webModel].resources.limits.memory")
 	for _, c := range []struct {
 		name string
 		at   Path
 		a, b any
 		want bool
 	}{
-		{"a quantity's forms", path("spec.containers[name=web].resources.requests.cpu"), "0.5", "500m", true},
+		{"a quantity's forms", pathOf("spec.containers[name=webModel].resources.requests.cpu"), "0.5", "500m", true},
 		{"binary and plain", limits, "1Gi", "1073741824", true},
-		{"a number and its quantity", path("spec.overhead.cpu"), int64(1), "1", true},
-		{"a sizeLimit", path("spec.volumes[name=tmp].emptyDir.sizeLimit"), "1Gi", "1024Mi", true},
-		{"a LimitRange's max", path("spec.limits[type=Container].max.cpu"), "2", "2000m", true},
+		{"a number and its quantity", pathOf("spec.overhead.cpu"), int64(1), "1", true},
+		{"a sizeLimit", pathOf("spec.volumes[name=tmp].emptyDir.sizeLimit"), "1Gi", "1024Mi", true},
+		{"a LimitRange's max", pathOf("spec.limits[type=Container].max.cpu"), "2", "2000m", true},
 		{"other quantities", limits, "1Gi", "1G", false},
-		{"not a quantity field", path("spec.size"), "1Gi", "1073741824", false},
+		{"not a quantity field", pathOf("spec.size"), "1Gi", "1073741824", false},
 		{"not a quantity", limits, "lots", "lots", true},
-		{"int and float", path("spec.ratio"), int64(2), 2.0, true},
-		{"int and a fraction", path("spec.ratio"), int64(2), 2.5, false},
-		{"int-or-string", path("spec.ports[name=http].targetPort"), "80", int64(80), false},
-		{"string and bool", path("spec.paused"), "true", true, false},
-		{"a null key is absent", path("spec"), map[string]any{"a": int64(1), "b": nil}, map[string]any{"a": 1.0}, true},
-		{"a null key is absent, both ways", path("spec"), map[string]any{"a": int64(1)}, map[string]any{"a": 1.0, "b": nil}, true},
-		{"quantities deep in a mapping", path("spec.resources"),
+		{"int and float", pathOf("spec.ratio"), int64(2), 2.0, true},
+		{"int and a fraction", pathOf("spec.ratio"), int64(2), 2.5, false},
+		{"int-or-string", pathOf("spec.ports[name=http].targetPort"), "80", int64(80), false},
+		{"string and bool", pathOf("spec.paused"), "true", true, false},
+		{"a null key is absent", pathOf("spec"), map[string]any{"a": int64(1), "b": nil}, map[string]any{"a": 1.0}, true},
+		{"a null key is absent, both ways", pathOf("spec"), map[string]any{"a": int64(1)}, map[string]any{"a": 1.0, "b": nil}, true},
+		{"quantities deep in a mapping", pathOf("spec.resources"),
 			map[string]any{"limits": map[string]any{"cpu": "0.5"}}, map[string]any{"limits": map[string]any{"cpu": "500m"}}, true},
-		{"list order", path("spec.args"), []any{"a", "b"}, []any{"b", "a"}, false},
-		{"list length", path("spec.args"), []any{"a"}, []any{"a", "a"}, false},
-		{"a mapping and a scalar", path("spec.x"), map[string]any{}, "x", false},
+		{"list order", pathOf("spec.args"), []any{"a", "b"}, []any{"b", "a"}, false},
+		{"list length", pathOf("spec.args"), []any{"a"}, []any{"a", "a"}, false},
+		{"a mapping and a scalar", pathOf("spec.x"), map[string]any{}, "x", false},
 	} {
 		if got := same(c.at, c.a, c.b); got != c.want {
 			t.Errorf("%s: same(%v, %v) at %s = %t, want %t", c.name, c.a, c.b, c.at, got, c.want)

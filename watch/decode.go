@@ -18,7 +18,8 @@ import (
 // them, so that an object's canonical JSON (and so its hash, and its match with the admission
 // request the webhook saw) is the same whichever decoder read it. What no part of the mirror reads
 // and sanitize drops anyway is skipped without being built: the object's status, and the field
-// sets (fieldsV1) of its managedFields, whose managers and times the noise filters still read.
+// sets (fieldsV1) of its managedFields, whose managers and times the noise filters still read
+// (adopted folders read the field sets too: fieldSets keeps them).
 
 // newDecoder reads JSON from r as the apiserver writes it. Like encoding/json, it accepts invalid
 // UTF-8 (as U+FFFD) and a repeated name (the last wins), so the objects are what client-go made.
@@ -27,7 +28,7 @@ func newDecoder(r io.Reader) *jsontext.Decoder {
 }
 
 // decodeObject reads the JSON object at dec's position as an unstructured object's map.
-func decodeObject(dec *jsontext.Decoder) (map[string]any, error) {
+func decodeObject(dec *jsontext.Decoder, fieldSets bool) (map[string]any, error) {
 	return readObject(dec, func(dec *jsontext.Decoder, name string) (any, error) {
 		switch name {
 		case "status":
@@ -38,7 +39,7 @@ func decodeObject(dec *jsontext.Decoder) (map[string]any, error) {
 					return readValue(dec, nil)
 				}
 				return readValue(dec, func(dec *jsontext.Decoder, name string) (any, error) {
-					if name == "fieldsV1" {
+					if name == "fieldsV1" && !fieldSets {
 						return dropped, dec.SkipValue()
 					}
 					return readValue(dec, nil)

@@ -57,7 +57,7 @@ func TestDecodeObjectIsClientGos(t *testing.T) {
 		if err != nil {
 			t.Fatalf("client-go decode %s: %v", doc, err)
 		}
-		got, err := decodeObject(newDecoder(strings.NewReader(doc)))
+		got, err := decodeObject(newDecoder(strings.NewReader(doc)), false)
 		if err != nil {
 			t.Fatalf("decodeObject %s: %v", doc, err)
 		}
@@ -88,7 +88,7 @@ func asSlice(v any) []any { s, _ := v.([]any); return s }
 // partial object taken for the whole.
 func TestDecodeObjectRefusesBrokenJSON(t *testing.T) {
 	for _, doc := range []string{``, `{`, `{"a":`, `{"a":[1,2`, `{"a":1,}`, `[1]`, `{"a":01}`, `{"a":tru}`, `"x"`} {
-		if obj, err := decodeObject(newDecoder(strings.NewReader(doc))); err == nil {
+		if obj, err := decodeObject(newDecoder(strings.NewReader(doc)), false); err == nil {
 			t.Errorf("decodeObject(%q) = %v, want an error", doc, obj)
 		}
 	}

@@ -33,8 +33,8 @@ func (s *watcherSpec) signature() string {
 		parts = append(parts, s.conn.fingerprint) // a rotated kubeconfig lists again with it
 	}
 	for _, t := range s.targets {
-		parts = append(parts, fmt.Sprintf("%s|%s|%d|%s|%s|%s|%s", t.destination, t.baseFolder, t.ops, gitops.WorkerKey(t.url, t.branch),
-			strings.Join(t.recipients, ","), t.filter, t.namespaces))
+		parts = append(parts, fmt.Sprintf("%s|%s|%d|%s|%s|%s|%s|%s", t.destination, t.baseFolder, t.ops, gitops.WorkerKey(t.url, t.branch),
+			strings.Join(t.recipients, ","), t.filter, t.namespaces, t.adopted))
 	}
 	return strings.Join(parts, "\x00")
 }
@@ -80,7 +80,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 			continue // its owner reports it
 		}
 		errs = append(errs, m.reporter.report(ctx, destinationKind, d.obj, d.obj.Status.Status, m.destinationCondition(d)),
-			m.reporter.reportSkipped(ctx, d.obj, skipped[d.name()]))
+			m.reporter.reportSkipped(ctx, d.obj, skipped[d.name()]), m.reportAdopted(ctx, d))
 	}
 	for name := range m.coalesced {
 		if byName[name] == nil {
@@ -266,7 +266,7 @@ func addSelections(specs map[string]*watcherSpec, ref ruleRef, sels []Selection,
 			spec.targets[i].writers = addWriter(spec.targets[i].writers, ref.writer)
 		} else {
 			t := target{destination: dest.name(), baseFolder: dest.obj.Spec.BaseFolder, ops: sel.Ops, filter: sel.filter,
-				url: dest.repo.obj.Spec.RepoURL, branch: dest.obj.Lane(), writers: []Writer{ref.writer}}
+				url: dest.repo.obj.Spec.RepoURL, branch: dest.obj.Lane(), writers: []Writer{ref.writer}, adopted: adoptedOf(dest.obj)}
 			if isSecrets(sel) {
 				t.recipients = dest.recipients
 			}
@@ -401,7 +401,7 @@ func (m *Manager) startWatcher(ctx context.Context, s *watcherSpec) *running {
 	}
 	client := dyn.Resource(s.sel.GVR)
 	w := &watcher{
-		sel: s.sel, targets: s.targets, metrics: m.opts.Metrics, client: client, authors: authors, sealer: m.opts.Sealer, seen: seen,
+		sel: s.sel, targets: s.targets, metrics: m.opts.Metrics, client: client, dyn: client, authors: authors, sealer: m.opts.Sealer, seen: seen,
 		recorder: m.reporter.recorder, skipped: newSkipCounts(len(s.targets)),
 		log: m.opts.Log.With("resource", s.sel.GVR.GroupResource().String(), "version", s.sel.GVR.Version, "namespace", s.sel.Namespace),
 	}
@@ -412,6 +412,7 @@ func (m *Manager) startWatcher(ctx context.Context, s *watcherSpec) *running {
 		w.log = w.log.With("cluster", s.sel.Cluster)
 	}
 	w.stream = newCollection(api, s.sel.GVR, s.sel.Kind, s.sel.Namespace)
+	w.stream.fieldSets = slices.ContainsFunc(s.targets, func(t target) bool { return t.adopted != nil })
 	w.selecting(m.namespaceLabels)
 	dests := make([]string, len(s.targets))
 	for i, t := range s.targets {

@@ -36,6 +36,9 @@ type collection struct {
 	client           rest.Interface
 	path             string // of the collection, as the dynamic client builds it
 	apiVersion, kind string // of its objects, which a list's items may leave out
+	// fieldSets keeps the field sets of managedFields, which only adopted folders read (who
+	// changed what); else they are skipped unread.
+	fieldSets bool
 }
 
 func newCollection(client rest.Interface, gvr schema.GroupVersionResource, kind, namespace string) collection {
@@ -127,7 +130,7 @@ func (r collection) items(dec *jsontext.Decoder, each func(*unstructured.Unstruc
 		return fmt.Errorf("read list: %w", unexpected("items", tok, err))
 	}
 	for dec.PeekKind() != ']' {
-		obj, err := decodeObject(dec)
+		obj, err := decodeObject(dec, r.fieldSets)
 		if err != nil {
 			return fmt.Errorf("read list: %w", err)
 		}
@@ -148,6 +151,8 @@ func (r collection) items(dec *jsontext.Decoder, each func(*unstructured.Unstruc
 type eventStream struct {
 	body io.ReadCloser
 	dec  *jsontext.Decoder
+	// fieldSets: see collection.
+	fieldSets bool
 }
 
 // watch opens a watch from o.resourceVersion, which the apiserver ends after o.timeout.
@@ -156,7 +161,7 @@ func (r collection) watch(ctx context.Context, o listOptions) (*eventStream, err
 	if err != nil {
 		return nil, err // the apiserver's Status, for apierrors: the caller wraps it
 	}
-	return &eventStream{body: body, dec: newDecoder(body)}, nil
+	return &eventStream{body: body, dec: newDecoder(body), fieldSets: r.fieldSets}, nil
 }
 
 func (s *eventStream) Close() error { return s.body.Close() }
@@ -182,7 +187,7 @@ func (s *eventStream) next() (watch.EventType, *unstructured.Unstructured, error
 			if typ == watch.Error { // a Status, whose status says Failure
 				obj, err = readObject(dec, nil)
 			} else {
-				obj, err = decodeObject(dec)
+				obj, err = decodeObject(dec, s.fieldSets)
 			}
 			return dropped, err
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/layout"
 	"github.com/configbutler/gitops-reverser/metrics"
+	"github.com/configbutler/gitops-reverser/placement"
 	"github.com/configbutler/gitops-reverser/sanitize"
 )
 
@@ -54,6 +55,8 @@ type target struct {
 	// writers are the rules that select the resource for the destination: for write-back only,
 	// so they are not part of the watcher's signature.
 	writers []Writer
+	// adopted is set for a destination of layout Existing: the folder is the team's own.
+	adopted *adoptedTarget
 }
 
 // watcher lists and then watches one resource in one namespace ("" = all namespaces or a
@@ -64,6 +67,8 @@ type watcher struct {
 	sel      Selection
 	targets  []target
 	client   dynamic.ResourceInterface // for a Get
+	dyn      dynamic.NamespaceableResourceInterface // for the dry runs of adopted folders' documents
+	adopted  baselines                              // what those dry runs gave, by document
 	stream   collection                // lists and watches
 	authors  Authors
 	sealer   Sealer // set for a Secrets watcher
@@ -128,8 +133,12 @@ func (w *watcher) run(ctx context.Context) {
 // of its scope that no listed object maps to.
 func (w *watcher) list(ctx context.Context) (string, error) {
 	live := make([]map[string]struct{}, len(w.targets))
-	for i := range live {
+	keys := make([]map[placement.Key]struct{}, len(w.targets)) // of adopted targets only
+	for i, t := range w.targets {
 		live[i] = map[string]struct{}{}
+		if t.adopted != nil {
+			keys[i] = map[placement.Key]struct{}{}
+		}
 	}
 	hashes := map[uint64]uint64{}
 	w.skipped.resetGenerated()
@@ -137,7 +146,7 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 	opts := listOptions{limit: listPageSize, labelSelector: w.selection.labelSelector}
 	for {
 		rv, next, err := w.stream.list(ctx, opts, func(obj *unstructured.Unstructured) error {
-			paths, h, err := w.write(obj, "", 0)
+			paths, h, err := w.write(ctx, obj, "", 0)
 			if err != nil {
 				return err
 			}
@@ -146,6 +155,9 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 			for t, p := range paths {
 				if p != "" {
 					live[t][p] = struct{}{}
+					if keys[t] != nil {
+						keys[t][w.objectKey(obj)] = struct{}{}
+					}
 				}
 			}
 			return nil
@@ -155,7 +167,7 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 		}
 		if next == "" {
 			w.hashes = hashes
-			return rv, w.syncOrphans(live)
+			return rv, w.syncOrphans(live, keys)
 		}
 		opts.continueToken = next
 	}
@@ -174,12 +186,17 @@ func (w *watcher) pace(ctx context.Context) {
 	}
 }
 
-func (w *watcher) syncOrphans(live []map[string]struct{}) error {
+func (w *watcher) syncOrphans(live []map[string]struct{}, keys []map[placement.Key]struct{}) error {
 	for i, t := range w.targets {
 		if t.ops&opDelete == 0 {
 			continue
 		}
-		if err := t.sink.Sync(gitops.Sync{Scopes: []string{scope(t.baseFolder, w.sel)}, Live: live[i]}); err != nil {
+		s := gitops.Sync{Scopes: []string{scope(t.baseFolder, w.sel)}, Live: live[i]}
+		if t.adopted != nil { // the team's files are never orphans: absent objects are listed
+			s = gitops.Sync{Adopted: &gitops.AdoptedLive{Folder: t.adopted.folder, Group: w.sel.GVR.Group, Kind: w.sel.Kind,
+				Namespace: w.sel.Namespace, Live: keys[i], Prune: t.adopted.prune}}
+		}
+		if err := t.sink.Sync(s); err != nil {
 			return fmt.Errorf("sync %s for %s: %w", w.sel.GVR.Resource, t.destination, err)
 		}
 	}
@@ -225,7 +242,7 @@ func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstruct
 		if typ == watch.Added {
 			opName = "CREATE"
 		}
-		_, h, err := w.write(obj, opName, w.hashes[kh])
+		_, h, err := w.write(ctx, obj, opName, w.hashes[kh])
 		if err == nil {
 			w.hashes[kh] = h
 		}
@@ -249,6 +266,9 @@ func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstruct
 				credit, asked = w.deleteCredit(ctx, obj), true
 			}
 			c := gitops.Change{Path: w.path(t, obj), Credit: credit, Summary: "delete " + w.describe(obj)}
+			if t.adopted != nil {
+				c.Adopt = &gitops.Adoption{Folder: t.adopted.folder, Key: w.objectKey(obj), Delete: true}
+			}
 			if err := t.sink.Enqueue(c); err != nil {
 				return err
 			}
@@ -261,7 +281,7 @@ func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstruct
 // opName. A watch event (CREATE or UPDATE) is credited to whoever the webhook saw making it; a
 // listed object (opName "", counted as either) to the bot. An object whose content hash equals
 // skip (a status-only update) is not sent at all. It returns the path per target and the hash.
-func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint64) ([]string, uint64, error) {
+func (w *watcher) write(ctx context.Context, obj *unstructured.Unstructured, opName string, skip uint64) ([]string, uint64, error) {
 	op := writeOps[opName]
 	w.metrics.ObjectsScanned.Inc()
 	if w.seen != nil && opName != "" {
@@ -283,10 +303,10 @@ func (w *watcher) write(obj *unstructured.Unstructured, opName string, skip uint
 		w.tooLarge(obj, len(content))
 		return paths, h, nil // its file, if any, stays as it was
 	}
-	e := &event{obj: obj, opName: opName, op: op, content: content, h: h, skip: skip, gen: generated(w.sel, obj),
+	e := &event{obj: obj, opName: opName, op: op, content: content, clean: clean, h: h, skip: skip, gen: generated(w.sel, obj),
 		author: author{w: w, obj: obj, clean: clean, opName: opName, unchanged: h == skip}}
 	for i, t := range w.targets {
-		if err := w.toTarget(i, t, e, paths); err != nil {
+		if err := w.toTarget(ctx, i, t, e, paths); err != nil {
 			return nil, h, err
 		}
 	}
@@ -299,6 +319,7 @@ type event struct {
 	opName  string
 	op      writeOp
 	content []byte
+	clean   map[string]any // the sanitized object content was rendered from
 	h, skip uint64
 	gen     string // why the cluster generated it; "" when it did not
 	author  author
@@ -306,7 +327,7 @@ type event struct {
 
 // toTarget hands e to target i (t), or records why not; paths[i] becomes "" when the object is
 // not live for it.
-func (w *watcher) toTarget(i int, t target, e *event, paths []string) error {
+func (w *watcher) toTarget(ctx context.Context, i int, t target, e *event, paths []string) error {
 	obj := e.obj
 	if e.gen == "" || t.filter.keepGenerated {
 		w.skipped.setGenerated(i, key(obj), "") // it may have lost its controller owner
@@ -337,7 +358,14 @@ func (w *watcher) toTarget(i int, t target, e *event, paths []string) error {
 		if t.ops&opDelete == 0 {
 			return nil
 		}
-		return t.sink.Enqueue(gitops.Change{Path: w.path(t, obj), Credit: credit, Summary: "delete " + w.describe(obj) + " (no longer selected)"})
+		c := gitops.Change{Path: w.path(t, obj), Credit: credit, Summary: "delete " + w.describe(obj) + " (no longer selected)"}
+		if t.adopted != nil {
+			c.Adopt = &gitops.Adoption{Folder: t.adopted.folder, Key: w.objectKey(obj), Delete: true}
+		}
+		return t.sink.Enqueue(c)
+	}
+	if t.adopted != nil {
+		return w.toAdopted(ctx, t, e, credit, user, paths[i])
 	}
 	c := gitops.Change{Path: paths[i], Credit: credit, Summary: e.op.verb + " " + w.describe(obj)}
 	var err error

@@ -1,0 +1,347 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configbutler/gitops-reverser/gitstore"
+	"github.com/configbutler/gitops-reverser/placement"
+)
+
+// Adoption is a change to one object of an adopted folder (DESIGN.md §11). The worker finds the
+// document that holds the object through its index of the folder, as the tree stands when the
+// change is committed (a file a person renamed since is found at its new place), and edits that
+// document in place: only Ops change, every other byte of the file stays. The Change's Path is
+// the object's canonical path: where a new object goes when neither Place nor a kustomization of
+// its namespace says where, and what changes of the same object coalesce on.
+type Adoption struct {
+	Folder string         // the adopted folder, repository-relative ("" = the root)
+	Key    placement.Key  // the object
+	Ops    []placement.Op // what a person changed, for the document that holds it
+	New    []byte         // the object's document when no file holds it yet (what people set)
+	Place  string         // the destination's template for a new object's file, expanded; "" = none
+	Delete bool           // the object is gone: its document goes, and its file when it was the last
+}
+
+// adoptedFolder is the worker's index of one adopted folder, brought to the tree each run is
+// committed on by reading only the files that changed since the tree it describes.
+type adoptedFolder struct {
+	index *placement.Index
+	tree  plumbing.Hash       // the root tree the index describes; zero before the first build
+	// edited are the files put into the index from a run's edits: the next tree the index is
+	// brought to may not hold them (a run dropped or rebuilt), so they are read again from it.
+	edited map[string]struct{}
+	state  adoptedState
+}
+
+// AdoptionError is why an object of an adopted folder was not written: its document could not
+// be found unambiguously or edited safely. The rest of the batch goes on.
+type AdoptionError struct {
+	Key    placement.Key
+	Folder string
+	Err    error
+}
+
+func (e *AdoptionError) Error() string { return e.Key.String() + ": " + e.Err.Error() }
+func (e *AdoptionError) Unwrap() error { return e.Err }
+
+// folderIndex returns the index of folder brought to tree.
+func (w *Worker) folderIndex(folder string, tree plumbing.Hash) (*adoptedFolder, error) {
+	if w.adopted == nil {
+		w.adopted = map[string]*adoptedFolder{}
+	}
+	f := w.adopted[folder]
+	if f == nil {
+		f = &adoptedFolder{index: placement.NewIndex(folder), edited: map[string]struct{}{},
+			state: adoptedState{unwritten: map[placement.Key]string{}, absent: map[placement.Key]placement.Location{}}}
+		w.adopted[folder] = f
+	}
+	if f.tree == tree && len(f.edited) == 0 {
+		return f, nil
+	}
+	if err := w.bring(f, folder, tree); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// bring updates f's index from the tree it describes to tree: the files that differ, and those
+// a run's edits put in. When the old tree cannot be read (its run was dropped), the folder is
+// indexed anew.
+func (w *Worker) bring(f *adoptedFolder, folder string, tree plumbing.Hash) error {
+	from, err := w.subtree(f.tree, folder)
+	if err != nil {
+		f.index, from = placement.NewIndex(folder), plumbing.ZeroHash
+	}
+	to, err := w.subtree(tree, folder)
+	if err != nil {
+		return fmt.Errorf("read adopted folder %q: %w", folder, err)
+	}
+	prefix := ""
+	if folder != "" {
+		prefix = folder + "/"
+	}
+	err = w.store.DiffFiles(from, to, prefix, func(p string, _, now *gitstore.TreeEntry) {
+		delete(f.edited, p)
+		w.reindex(f, p, now)
+	})
+	if err != nil {
+		return fmt.Errorf("index adopted folder %q: %w", folder, err)
+	}
+	for p := range f.edited {
+		w.reindex(f, p, w.fileEntry(tree, p))
+	}
+	clear(f.edited)
+	f.tree = tree
+	return nil
+}
+
+// reindex puts the file p, as entry now holds it, into the index, or drops it when now is nil,
+// not a regular file (a symlink may point out of the folder) or cannot be read.
+func (w *Worker) reindex(f *adoptedFolder, p string, now *gitstore.TreeEntry) {
+	if !f.index.Wants(p) {
+		return
+	}
+	if now == nil || (now.Mode != "100644" && now.Mode != "100755") {
+		f.index.Drop(p)
+		return
+	}
+	data, err := w.store.Blob(now.Hash)
+	if err != nil {
+		w.log.Warn("read a file of an adopted folder", "path", p, "err", err)
+		f.index.Drop(p)
+		return
+	}
+	f.index.Put(p, data)
+}
+
+// subtree is the hash of the tree of folder under root; zero when root is zero or holds no
+// such folder.
+func (w *Worker) subtree(root plumbing.Hash, folder string) (plumbing.Hash, error) {
+	if root.IsZero() || folder == "" {
+		if !root.IsZero() {
+			_, err := w.store.Dir(root, "") // the root must be readable
+			return root, err
+		}
+		return root, nil
+	}
+	parent, name := path.Split(folder)
+	entries, err := w.store.Dir(root, strings.TrimSuffix(parent, "/"))
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if e := gitstore.FindDir(entries, name); e != nil {
+		return e.Hash, nil
+	}
+	return plumbing.ZeroHash, nil
+}
+
+// fileEntry is the entry of file p in tree root, nil when there is none.
+func (w *Worker) fileEntry(root plumbing.Hash, p string) *gitstore.TreeEntry {
+	dir, name := path.Split(p)
+	entries, err := w.store.Dir(root, strings.TrimSuffix(dir, "/"))
+	if err != nil {
+		return nil
+	}
+	return gitstore.FindFile(entries, name)
+}
+
+// fileOf reads file p of tree root: nil when there is none (or it is not a regular file).
+func (w *Worker) fileOf(root plumbing.Hash, p string) ([]byte, error) {
+	e := w.fileEntry(root, p)
+	if e == nil || (e.Mode != "100644" && e.Mode != "100755") {
+		return nil, nil
+	}
+	return w.store.Blob(e.Hash)
+}
+
+// files is the content of the files a run changed so far, over the tree it started from.
+type files struct {
+	w    *Worker
+	tree plumbing.Hash
+	ops  func(p string) (*gitstore.Op, bool)
+}
+
+func (fs files) read(p string) ([]byte, error) {
+	if o, ok := fs.ops(p); ok {
+		return o.Data, nil
+	}
+	return fs.w.fileOf(fs.tree, p)
+}
+
+// adopt turns an adopted change into the file changes it makes in fs: its document edited, added
+// or removed, and the kustomization that lists a new or removed file.
+func (w *Worker) adopt(fs files, c *Change) ([]Change, error) {
+	a := c.Adopt
+	f, err := w.folderIndex(a.Folder, fs.tree)
+	if err != nil {
+		return nil, err
+	}
+	loc, err := f.index.Lookup(a.Key)
+	switch {
+	case errors.Is(err, placement.ErrNotFound):
+		if a.Delete {
+			return nil, nil // nothing holds it: nothing to remove
+		}
+		return w.placeNew(f, fs, c)
+	case err != nil:
+		return nil, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: err}
+	}
+	data, err := fs.read(loc.Path)
+	if err != nil {
+		return nil, err
+	}
+	if a.Delete {
+		return w.removeDocument(f, fs, c, loc, data)
+	}
+	if len(a.Ops) == 0 {
+		return nil, nil
+	}
+	edited, err := placement.Edit(data, loc.Doc, a.Ops)
+	if err != nil {
+		return nil, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: fmt.Errorf("edit %s: %w", loc.Path, err)}
+	}
+	return []Change{w.edited(f, c, loc.Path, edited)}, nil
+}
+
+// edited is the change that writes data to p (deletes it when data is nil), noted in the index.
+func (w *Worker) edited(f *adoptedFolder, c *Change, p string, data []byte) Change {
+	if data == nil {
+		f.index.Drop(p)
+	} else {
+		f.index.Put(p, data)
+	}
+	f.edited[p] = struct{}{}
+	return Change{Path: p, Content: data, Credit: c.Credit, Summary: c.Summary}
+}
+
+// removeDocument removes the object's document, the file with its last one, and the file's
+// entry from the kustomization beside it.
+func (w *Worker) removeDocument(f *adoptedFolder, fs files, c *Change, loc placement.Location, data []byte) ([]Change, error) {
+	rest := placement.RemoveDocument(data, loc.Doc)
+	out := []Change{w.edited(f, c, loc.Path, rest)}
+	if rest != nil {
+		return out, nil
+	}
+	k, err := w.kustomizationEdit(f, fs, c, loc.Path, placement.RemoveResource)
+	if err != nil {
+		return nil, &AdoptionError{Key: c.Adopt.Key, Folder: c.Adopt.Folder, Err: err}
+	}
+	return append(out, k...), nil
+}
+
+// placeNew writes the document of an object no file holds: at the destination's template, else
+// beside the kustomization of its namespace (and listed in it), else at its canonical path.
+func (w *Worker) placeNew(f *adoptedFolder, fs files, c *Change) ([]Change, error) {
+	a := c.Adopt
+	p := a.Place
+	if p == "" {
+		if dir, ok := f.index.ForNamespace(a.Key.Namespace); ok {
+			p = path.Join(dir, newFileName(a.Key))
+		} else {
+			p = c.Path
+		}
+	}
+	if !ValidPath(p) {
+		return nil, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: fmt.Errorf("new file %q is not a clean path inside the repository", p)}
+	}
+	existing, err := fs.read(p)
+	if err != nil {
+		return nil, err
+	}
+	out := []Change{w.edited(f, c, p, placement.AppendDocument(existing, a.New))}
+	if existing != nil {
+		return out, nil // the file is listed already, if it is to be
+	}
+	k, err := w.kustomizationEdit(f, fs, c, p, placement.AddResource)
+	if err != nil {
+		return nil, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: err}
+	}
+	return append(out, k...), nil
+}
+
+// newFileName is the file a new object gets beside its namespace's kustomization, as teams name
+// theirs: web-deployment.yaml.
+func newFileName(k placement.Key) string {
+	return k.Name + "-" + strings.ToLower(k.Kind) + ".yaml"
+}
+
+// kustomizationEdit applies edit (AddResource or RemoveResource) to the kustomization of the
+// folder of file p, for p's entry; nothing when no kustomization sits beside p.
+func (w *Worker) kustomizationEdit(f *adoptedFolder, fs files, c *Change, p string, edit func([]byte, string) ([]byte, error)) ([]Change, error) {
+	dir := path.Dir(p)
+	kp, _, ok := f.index.Kustomization(dir)
+	if !ok {
+		return nil, nil
+	}
+	data, err := fs.read(kp)
+	if err != nil || data == nil {
+		return nil, err
+	}
+	next, err := edit(data, path.Base(p))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", kp, err)
+	}
+	if string(next) == string(data) {
+		return nil, nil
+	}
+	return []Change{w.edited(f, c, kp, next)}, nil
+}
+
+// Document is the text of the document that holds object k in the adopted folder, as the branch
+// the worker builds on holds it (its built commits included), and a version that changes
+// whenever the document may have (its file's blob name and its number there): the watch keys
+// what it derives from the document by it. A nil document: no file holds k. An error names a
+// duplicate or an unreadable folder; ErrStopped when the worker stopped.
+func (w *Worker) Document(ctx context.Context, folder string, k placement.Key) ([]byte, string, error) {
+	type answer struct {
+		doc     []byte
+		version string
+		err     error
+	}
+	got := make(chan answer, 1) // the worker may answer after ctx ended
+	if err := w.call(ctx, func(context.Context) {
+		doc, version, err := w.document(folder, k)
+		got <- answer{doc, version, err}
+	}); err != nil {
+		return nil, "", err
+	}
+	a := <-got
+	return a.doc, a.version, a.err
+}
+
+func (w *Worker) document(folder string, k placement.Key) ([]byte, string, error) {
+	tip := w.base
+	if w.built.valid {
+		tip = w.built.tip
+	}
+	tree, err := w.store.CommitTree(tip)
+	if err != nil && !tip.IsZero() {
+		return nil, "", err
+	}
+	f, err := w.folderIndex(folder, tree)
+	if err != nil {
+		return nil, "", err
+	}
+	loc, err := f.index.Lookup(k)
+	if errors.Is(err, placement.ErrNotFound) {
+		return nil, "", nil
+	} else if err != nil {
+		return nil, "", err
+	}
+	e := w.fileEntry(tree, loc.Path)
+	if e == nil {
+		return nil, "", nil
+	}
+	data, err := w.store.Blob(e.Hash)
+	if err != nil {
+		return nil, "", err
+	}
+	return placement.Document(data, loc.Doc), e.Hash.String() + "#" + strconv.Itoa(loc.Doc), nil
+}

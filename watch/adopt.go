@@ -1,0 +1,213 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/gitops"
+	"github.com/configbutler/gitops-reverser/placement"
+	"github.com/configbutler/gitops-reverser/sanitize"
+)
+
+// adoptedTarget is how a destination of layout Existing writes: into the team's own documents,
+// with only what people changed (DESIGN.md §11).
+type adoptedTarget struct {
+	folder   string // the destination's baseFolder
+	newFiles string // the template of a new object's file, inside folder; "" = none
+	prune    bool
+}
+
+// documents reads the document that holds an object of an adopted folder (gitops.Worker.Document).
+type documents interface {
+	Document(ctx context.Context, folder string, k placement.Key) ([]byte, string, error)
+}
+
+// baselines caches, by the document's version (its file's blob and its number there), the
+// document's object as the apiserver defaults it: a document changes far less often than its
+// object, so a live change costs no dry run. Bounded: past maxBaselines it starts over.
+type baselines struct {
+	mu      sync.Mutex
+	byDoc   map[string]map[string]any
+	refused bool // a dry run was refused (no right to create): the file itself is the baseline
+}
+
+const maxBaselines = 4096
+
+func (b *baselines) get(version string) (map[string]any, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	v, ok := b.byDoc[version]
+	return v, ok
+}
+
+func (b *baselines) put(version string, obj map[string]any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.byDoc == nil || len(b.byDoc) >= maxBaselines {
+		b.byDoc = map[string]map[string]any{}
+	}
+	b.byDoc[version] = obj
+}
+
+// objectKey is obj's placement key: its group (no version), kind, namespace and name.
+func (w *watcher) objectKey(obj *unstructured.Unstructured) placement.Key {
+	return placement.Key{Group: w.sel.GVR.Group, Kind: w.sel.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// toAdopted hands target t the change of e's object as an edit of the document that holds it:
+// what people changed against the file, or, for an object no file holds, its document made of
+// what people set. Nothing is sent when nobody changed anything the file should say.
+func (w *watcher) toAdopted(ctx context.Context, t target, e *event, credit gitops.Credit, user, canonical string) error {
+	obj, k := e.obj, w.objectKey(e.obj)
+	docs, ok := t.sink.(documents)
+	if !ok {
+		return nil // a stopped worker
+	}
+	doc, version, err := docs.Document(ctx, t.adopted.folder, k)
+	if err != nil {
+		if errors.Is(err, gitops.ErrStopped) {
+			return err
+		}
+		w.log.Warn("adopted folder: the object's document cannot be read; not written", "object", w.describe(obj), "destination", t.destination, "err", err)
+		return nil
+	}
+	meta, _ := obj.Object["metadata"].(map[string]any)
+	managed, _ := meta["managedFields"].([]any)
+	owners := placement.OwnersOf(managed, placement.DefaultPerson)
+	owners.Credited = user != "" && !strings.HasPrefix(user, "system:") // a person, not a controller's account
+	a := &gitops.Adoption{Folder: t.adopted.folder, Key: k}
+	if doc == nil {
+		a.New, err = placement.Render(placement.Owned(e.clean, owners))
+		if err != nil {
+			w.log.Error("adopted folder: render a new object; not written", "object", w.describe(obj), "err", err)
+			return nil
+		}
+		a.Place = expandNewFile(t, w.sel.GVR.Resource, k)
+	} else {
+		file, err := documentObject(doc)
+		if err != nil {
+			w.log.Warn("adopted folder: the object's document does not read; not written", "object", w.describe(obj), "destination", t.destination, "err", err)
+			return nil
+		}
+		baseline := w.baseline(ctx, version, file)
+		if a.Ops = placement.Changes(file, baseline, e.clean, owners); len(a.Ops) == 0 {
+			return nil
+		}
+	}
+	return t.sink.Enqueue(gitops.Change{Path: canonical, Credit: credit, Summary: e.op.verb + " " + w.describe(obj), Adopt: a})
+}
+
+// documentObject reads one document as the object it holds.
+func documentObject(doc []byte) (map[string]any, error) {
+	nodes, err := sanitize.Documents(doc)
+	if err != nil {
+		return nil, err
+	}
+	if len(nodes) != 1 {
+		return nil, fmt.Errorf("expected one document, found %d", len(nodes))
+	}
+	return sanitize.ObjectOf(nodes[0])
+}
+
+// baseline is the file's object as the apiserver defaults it, sanitized: a server-side dry run
+// of creating it (under a generated name, as its own name is taken), cached by the document's
+// version. When the daemon may not create the kind (a dry run needs the create verb), the file's
+// own object is the baseline: field managers alone then tell people's changes from defaults.
+func (w *watcher) baseline(ctx context.Context, version string, file map[string]any) map[string]any {
+	if b, ok := w.adopted.get(version); ok {
+		return b
+	}
+	b := w.dryRun(ctx, file)
+	w.adopted.put(version, b)
+	return b
+}
+
+func (w *watcher) dryRun(ctx context.Context, file map[string]any) map[string]any {
+	if w.dyn == nil || w.adopted.refused {
+		return file
+	}
+	obj := &unstructured.Unstructured{Object: sanitize.Object(file)}
+	name, ns := obj.GetName(), obj.GetNamespace()
+	obj.SetName("")
+	obj.SetGenerateName(dryRunPrefix(name))
+	var client dynamic.ResourceInterface = w.dyn
+	if w.sel.Namespaced {
+		if ns == "" {
+			ns = w.sel.Namespace
+		}
+		if ns == "" {
+			ns = metav1.NamespaceDefault
+		}
+		obj.SetNamespace(ns)
+		client = w.dyn.Namespace(ns)
+	}
+	out, err := client.Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			w.adopted.refused = true
+			w.log.Warn("adopted folder: the daemon may not dry-run creating this kind; field managers alone tell people's changes from defaults", "err", err)
+		} else {
+			w.log.Warn("adopted folder: dry run of a document failed; the file is its own baseline", "err", err)
+		}
+		return file
+	}
+	out.SetName(name)
+	out.SetGenerateName("")
+	return sanitize.Object(out.Object)
+}
+
+// dryRunPrefix is the generateName of a dry run: the object's own name, cut to leave room for
+// the suffix the apiserver adds.
+func dryRunPrefix(name string) string {
+	const maxPrefix = 52
+	if len(name) > maxPrefix {
+		name = name[:maxPrefix]
+	}
+	return strings.TrimRight(name, "-.") + "-"
+}
+
+// expandNewFile is t's template for a new object's file, expanded for k; "" when t has none.
+func expandNewFile(t target, resource string, k placement.Key) string {
+	if t.adopted.newFiles == "" {
+		return ""
+	}
+	ns := k.Namespace
+	if ns == "" {
+		ns = "_cluster"
+	}
+	p := strings.NewReplacer("{namespace}", ns, "{kind}", strings.ToLower(k.Kind), "{group}", k.Group,
+		"{resource}", resource, "{name}", k.Name).Replace(t.adopted.newFiles)
+	if t.adopted.folder != "" {
+		p = t.adopted.folder + "/" + p
+	}
+	return p
+}
+
+// adoptedOf is how destination d writes when it adopted its folder; nil for a canonical one.
+func adoptedOf(d *crds.GitDestination) *adoptedTarget {
+	if !d.Adopted() {
+		return nil
+	}
+	t := &adoptedTarget{folder: d.Spec.BaseFolder}
+	if e := d.Spec.Existing; e != nil {
+		t.newFiles, t.prune = e.NewFiles, e.Prune
+	}
+	return t
+}
+
+// String is the target's part of its watcher's signature: a changed setting restarts the watcher.
+func (t *adoptedTarget) String() string {
+	if t == nil {
+		return ""
+	}
+	return fmt.Sprintf("adopted:%s:%s:%t", t.folder, t.newFiles, t.prune)
+}

@@ -1,0 +1,270 @@
+package watch
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/sanitize"
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+var (
+	deployments = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	services    = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	configMaps  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+)
+
+// adopted is a test's adopted folder: the fixture as pushed, and what the remote holds now.
+type adopted struct {
+	e     *env
+	files map[string]string // the fixture, as pushed (paths from the repository's root)
+	seen  int               // commits of the branch already checked
+}
+
+// adoptFixture pushes testdata/adopted into the test's repository as a team would have it
+// (NAMESPACE replaced by the test's), applies its objects as Flux's kustomize-controller would
+// (server-side apply, that field manager), and points the destination at apps/ with layout
+// Existing.
+func adoptFixture(e *env, existing *crds.ExistingLayout) *adopted {
+	e.t.Helper()
+	a := &adopted{e: e, files: map[string]string{}}
+	root := filepath.Join("testdata", "adopted")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
+		a.files[filepath.ToSlash(rel)] = strings.ReplaceAll(string(data), "NAMESPACE", e.ns)
+		return err
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := gitSrv.PushCommit(e.repo, "main", testenv.Signature{Name: "Team", Email: "team@example.com"}, "the team's apps", a.files, nil); err != nil {
+		e.t.Fatal(err)
+	}
+	a.seen = 1
+	for _, doc := range []struct{ file string }{{"apps/podinfo/podinfo.yaml"}, {"apps/podinfo/frontend.yml"}} {
+		nodes, err := sanitize.Documents([]byte(a.files[doc.file]))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, n := range nodes {
+			obj, err := sanitize.ObjectOf(n)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			if u := (&unstructured.Unstructured{Object: obj}); u.GetName() != "legacy-settings" { // absent from the cluster
+				a.applyAs("kustomize-controller", u)
+			}
+		}
+	}
+	e.apply(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "dest", Namespace: e.ns},
+		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: "main", BaseFolder: "apps",
+			Layout: crds.LayoutExisting, Existing: existing}})
+	e.watchRule("apps", "deployments", "services", "configmaps")
+	return a
+}
+
+func gvrOf(u *unstructured.Unstructured) schema.GroupVersionResource {
+	switch u.GetKind() {
+	case "Deployment":
+		return deployments
+	case "Service":
+		return services
+	}
+	return configMaps
+}
+
+var force = true
+
+// applyAs server-side applies u in the test's namespace as field manager.
+func (a *adopted) applyAs(manager string, u *unstructured.Unstructured) {
+	a.e.t.Helper()
+	body, err := json.Marshal(u.Object)
+	if err != nil {
+		a.e.t.Fatal(err)
+	}
+	_, err = a.e.resource(gvrOf(u), a.e.ns).Patch(a.e.ctx, u.GetName(), types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: manager, Force: &force})
+	if err != nil {
+		a.e.t.Fatalf("apply %s %s as %s: %v", u.GetKind(), u.GetName(), manager, err)
+	}
+}
+
+// patchAs patches an object of the test's namespace as kubectl's field manager would.
+func (a *adopted) patchAs(manager string, gvr schema.GroupVersionResource, name string, pt types.PatchType, patch string, subresources ...string) {
+	a.e.t.Helper()
+	_, err := a.e.resource(gvr, a.e.ns).Patch(a.e.ctx, name, pt, []byte(patch), metav1.PatchOptions{FieldManager: manager}, subresources...)
+	if err != nil {
+		a.e.t.Fatalf("patch %s %s as %s: %v", gvr.Resource, name, manager, err)
+	}
+}
+
+// nextCommit waits for the branch's next commit and returns the files it changed (nil: deleted).
+func (a *adopted) nextCommit() testenv.CommitChanges {
+	a.e.t.Helper()
+	var got []testenv.CommitChanges
+	testenv.Eventually(a.e.t, time.Minute, "the next commit", func() (bool, string) {
+		h, err := gitSrv.History(a.e.repo, "main")
+		if err != nil {
+			return false, err.Error()
+		}
+		got = h
+		return len(h) > a.seen, fmt.Sprintf("%d commits, %d seen", len(h), a.seen)
+	})
+	if len(got) != a.seen+1 {
+		a.e.t.Fatalf("%d new commits, want one at a time", len(got)-a.seen)
+	}
+	a.seen++
+	return got[0]
+}
+
+// expect checks that commit c changed exactly the files of want, to exactly their content (a
+// missing string: deleted), and records them as the folder's files.
+func (a *adopted) expect(c testenv.CommitChanges, want map[string]*string) {
+	a.e.t.Helper()
+	if got, w := slices.Sorted(maps.Keys(c.Files)), slices.Sorted(maps.Keys(want)); !slices.Equal(got, w) {
+		a.e.t.Fatalf("commit changed %v, want exactly %v", got, w)
+	}
+	for p, content := range want {
+		switch {
+		case content == nil && c.Files[p] != nil:
+			a.e.t.Errorf("%s: not deleted", p)
+		case content != nil && string(c.Files[p]) != *content:
+			a.e.t.Errorf("%s: got\n%s\nwant\n%s\ndiff (- want, + got):\n%s", p, c.Files[p], *content, lineDiff(*content, string(c.Files[p])))
+		}
+		if content == nil {
+			delete(a.files, p)
+		} else {
+			a.files[p] = *content
+		}
+	}
+}
+
+// edit is the fixture's file p with each old line replaced by new, every line as written
+// (each old must occur exactly once).
+func (a *adopted) edit(p string, pairs ...string) *string {
+	a.e.t.Helper()
+	s := a.files[p]
+	for i := 0; i < len(pairs); i += 2 {
+		if n := strings.Count(s, pairs[i]); n != 1 {
+			a.e.t.Fatalf("%s: %q occurs %d times", p, pairs[i], n)
+		}
+		s = strings.Replace(s, pairs[i], pairs[i+1], 1)
+	}
+	return &s
+}
+
+// lineDiff lists the lines only one side has, in order: enough to read a failure.
+func lineDiff(want, got string) string {
+	w, g := strings.SplitAfter(want, "\n"), strings.SplitAfter(got, "\n")
+	var b strings.Builder
+	i, j := 0, 0
+	for i < len(w) || j < len(g) {
+		switch {
+		case i < len(w) && j < len(g) && w[i] == g[j]:
+			i, j = i+1, j+1
+		case j < len(g) && !slices.Contains(w[i:], g[j]):
+			b.WriteString("+ " + g[j])
+			j++
+		case i < len(w):
+			b.WriteString("- " + w[i])
+			i++
+		default:
+			b.WriteString("+ " + g[j])
+			j++
+		}
+	}
+	return b.String()
+}
+
+// TestAdoptedFolderChangesOnlyWhatPeopleChanged is issue 59's walk through a team's folder: the
+// folder is adopted without a commit, and each kubectl-style change gives one commit whose
+// diff is exactly that change, in the team's file, with its comments and styles; no default of
+// the apiserver ever reaches a file.
+func TestAdoptedFolderChangesOnlyWhatPeopleChanged(t *testing.T) {
+	e := newEnv(t)
+	a := adoptFixture(e, nil)
+	e.startManager()
+	const podinfo, frontend, kustomization = "apps/podinfo/podinfo.yaml", "apps/podinfo/frontend.yml", "apps/podinfo/kustomization.yaml"
+
+	// kubectl set image: one line, its comment kept.
+	a.patchAs("kubectl-set", deployments, "podinfo", types.StrategicMergePatchType,
+		`{"spec":{"template":{"spec":{"containers":[{"name":"podinfo","image":"ghcr.io/stefanprodan/podinfo:6.6.0"}]}}}}`)
+	a.expect(a.nextCommit(), map[string]*string{podinfo: a.edit(podinfo,
+		"        image: ghcr.io/stefanprodan/podinfo:6.5.0 # pinned by the team\n",
+		"        image: ghcr.io/stefanprodan/podinfo:6.6.0 # pinned by the team\n")})
+
+	// kubectl scale, through the scale subresource.
+	a.patchAs("kubectl-scale", deployments, "podinfo", types.MergePatchType, `{"spec":{"replicas":3}}`, "scale")
+	a.expect(a.nextCommit(), map[string]*string{podinfo: a.edit(podinfo, "  replicas: 2\n", "  replicas: 3\n")})
+
+	// kubectl edit adding an env var: two lines, in the list's own style.
+	a.patchAs("kubectl-edit", deployments, "podinfo", types.StrategicMergePatchType,
+		`{"spec":{"template":{"spec":{"containers":[{"name":"podinfo","env":[{"name":"FEATURE_X","value":"enabled"}]}]}}}}`)
+	a.expect(a.nextCommit(), map[string]*string{podinfo: a.edit(podinfo,
+		"          value: \"#34577c\"\n",
+		"          value: \"#34577c\"\n        - name: FEATURE_X\n          value: enabled\n")})
+
+	// kubectl label: one line under the labels the file has.
+	a.patchAs("kubectl-label", deployments, "podinfo", types.MergePatchType, `{"metadata":{"labels":{"tier":"backend"}}}`)
+	a.expect(a.nextCommit(), map[string]*string{podinfo: a.edit(podinfo,
+		"    app: podinfo # team label\n",
+		"    app: podinfo # team label\n    tier: backend\n")})
+
+	// kubectl scale of a Deployment whose file leaves replicas out: the apiserver records no owner
+	// of the new replicas, and no admission webhook says who it was (attribution is off here),
+	// so it may be an HPA's: not written (checked at the end, after later commits).
+	a.patchAs("kubectl-scale", deployments, "frontend", types.MergePatchType, `{"spec":{"replicas":4}}`, "scale")
+
+	// A delete removes the document, its separator with it; the other documents stay.
+	if err := e.resource(configMaps, e.ns).Delete(e.ctx, "podinfo-config", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.expect(a.nextCommit(), map[string]*string{podinfo: a.edit(podinfo,
+		"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: podinfo-config\ndata:\n  LOG_LEVEL: info\n", "")})
+
+	// The document of an object absent from the cluster was left in place all along.
+	if !strings.Contains(a.files[podinfo], "name: legacy-settings") {
+		t.Fatal("the first sync removed a document whose object is absent")
+	}
+	_ = kustomization
+	a.expectRemote()
+}
+
+// expectRemote checks that the remote holds exactly the folder's files as the test expects them.
+func (a *adopted) expectRemote() {
+	a.e.t.Helper()
+	all, err := gitSrv.Files(a.e.repo, "main")
+	if err != nil {
+		a.e.t.Fatal(err)
+	}
+	if got, want := all, slices.Sorted(maps.Keys(a.files)); !slices.Equal(got, want) {
+		a.e.t.Fatalf("remote files %v, want %v", got, want)
+	}
+	for p, want := range a.files {
+		got, err := gitSrv.ReadFile(a.e.repo, "main", p)
+		if err != nil {
+			a.e.t.Fatal(err)
+		}
+		if string(got) != want {
+			a.e.t.Errorf("%s:\n%s", p, lineDiff(want, string(got)))
+		}
+	}
+}
