@@ -27,6 +27,11 @@ type Adoption struct {
 	New    []byte         // the object's document when no file holds it yet (what people set)
 	Place  string         // the destination's template for a new object's file, expanded; "" = none
 	Delete bool           // the object is gone: its document goes, and its file when it was the last
+	// Whole, when set, replaces the object's document whole (an encrypted Secret, which holds no
+	// plaintext to edit), or is its document when new; Keep, when set, is asked about the
+	// current document first: true keeps it (it says the same, encrypted anew).
+	Whole []byte
+	Keep  func(current []byte) bool
 }
 
 // adoptedFolder is the worker's index of one adopted folder, brought to the tree each run is
@@ -200,6 +205,12 @@ func (w *Worker) adopt(fs files, c *Change) ([]Change, error) {
 	if a.Delete {
 		return w.removeDocument(f, fs, c, loc, data)
 	}
+	if a.Whole != nil {
+		if a.Keep != nil && a.Keep(placement.Document(data, loc.Doc)) {
+			return nil, nil
+		}
+		return []Change{w.edited(f, c, loc.Path, placement.ReplaceDocument(data, loc.Doc, a.Whole))}, nil
+	}
 	if len(a.Ops) == 0 {
 		return nil, nil
 	}
@@ -255,7 +266,11 @@ func (w *Worker) placeNew(f *adoptedFolder, fs files, c *Change) ([]Change, erro
 	if err != nil {
 		return nil, err
 	}
-	out := []Change{w.edited(f, c, p, placement.AppendDocument(existing, a.New))}
+	doc := a.New
+	if a.Whole != nil {
+		doc = a.Whole
+	}
+	out := []Change{w.edited(f, c, p, placement.AppendDocument(existing, doc))}
 	if existing != nil {
 		return out, nil // the file is listed already, if it is to be
 	}

@@ -68,6 +68,9 @@ func (w *watcher) objectKey(obj *unstructured.Unstructured) placement.Key {
 // what people set. Nothing is sent when nobody changed anything the file should say.
 func (w *watcher) toAdopted(ctx context.Context, t target, e *event, credit gitops.Credit, user, canonical string) error {
 	obj, k := e.obj, w.objectKey(e.obj)
+	if isSecrets(w.sel) {
+		return w.sealedToAdopted(t, e, credit, canonical)
+	}
 	docs, ok := t.sink.(documents)
 	if !ok {
 		return nil // a stopped worker
@@ -86,7 +89,7 @@ func (w *watcher) toAdopted(ctx context.Context, t target, e *event, credit gito
 	owners.Credited = user != "" && !strings.HasPrefix(user, "system:") // a person, not a controller's account
 	a := &gitops.Adoption{Folder: t.adopted.folder, Key: k}
 	if doc == nil {
-		a.New, err = placement.Render(placement.Owned(e.clean, owners))
+		a.New, err = placement.Render(w.intentOf(ctx, e.clean, owners))
 		if err != nil {
 			w.log.Error("adopted folder: render a new object; not written", "object", w.describe(obj), "err", err)
 			return nil
@@ -98,12 +101,26 @@ func (w *watcher) toAdopted(ctx context.Context, t target, e *event, credit gito
 			w.log.Warn("adopted folder: the object's document does not read; not written", "object", w.describe(obj), "destination", t.destination, "err", err)
 			return nil
 		}
-		baseline := w.baseline(ctx, version, file)
+		baseline := w.baseline(ctx, version, file, obj.GetNamespace())
 		if a.Ops = placement.Changes(file, baseline, e.clean, owners); len(a.Ops) == 0 {
 			return nil
 		}
 	}
 	return t.sink.Enqueue(gitops.Change{Path: canonical, Credit: credit, Summary: e.op.verb + " " + w.describe(obj), Adopt: a})
+}
+
+// sealedToAdopted hands target t a Secret's document whole, encrypted for the destination's
+// recipients: a Secret is never edited field by field (its file holds no plaintext to edit),
+// and never encrypted for recipients a file names (anyone who can push could name their own).
+func (w *watcher) sealedToAdopted(t target, e *event, credit gitops.Credit, canonical string) error {
+	sealed, keep, err := seal(w.sealer, w.sel, t.recipients, e.content)
+	if err != nil {
+		w.log.Error("seal object; skipped", "object", w.describe(e.obj), "destination", t.destination, "err", err)
+		return nil
+	}
+	a := &gitops.Adoption{Folder: t.adopted.folder, Key: w.objectKey(e.obj), Whole: sealed, Keep: keep,
+		Place: expandNewFile(t, w.sel.GVR.Resource, w.objectKey(e.obj))}
+	return t.sink.Enqueue(gitops.Change{Path: canonical, Credit: credit, Summary: e.op.verb + " " + w.describe(e.obj), Adopt: a})
 }
 
 // documentObject reads one document as the object it holds.
@@ -122,35 +139,20 @@ func documentObject(doc []byte) (map[string]any, error) {
 // of creating it (under a generated name, as its own name is taken), cached by the document's
 // version. When the daemon may not create the kind (a dry run needs the create verb), the file's
 // own object is the baseline: field managers alone then tell people's changes from defaults.
-func (w *watcher) baseline(ctx context.Context, version string, file map[string]any) map[string]any {
+func (w *watcher) baseline(ctx context.Context, version string, file map[string]any, namespace string) map[string]any {
 	if b, ok := w.adopted.get(version); ok {
 		return b
 	}
-	b := w.dryRun(ctx, file)
+	b := w.dryRun(ctx, file, namespace)
 	w.adopted.put(version, b)
 	return b
 }
 
-func (w *watcher) dryRun(ctx context.Context, file map[string]any) map[string]any {
+func (w *watcher) dryRun(ctx context.Context, file map[string]any, namespace string) map[string]any {
 	if w.dyn == nil || w.adopted.refused {
 		return file
 	}
-	obj := &unstructured.Unstructured{Object: sanitize.Object(file)}
-	name, ns := obj.GetName(), obj.GetNamespace()
-	obj.SetName("")
-	obj.SetGenerateName(dryRunPrefix(name))
-	var client dynamic.ResourceInterface = w.dyn
-	if w.sel.Namespaced {
-		if ns == "" {
-			ns = w.sel.Namespace
-		}
-		if ns == "" {
-			ns = metav1.NamespaceDefault
-		}
-		obj.SetNamespace(ns)
-		client = w.dyn.Namespace(ns)
-	}
-	out, err := client.Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	out, err := w.dryRunCreate(ctx, file, namespace)
 	if err != nil {
 		if apierrors.IsForbidden(err) {
 			w.adopted.refused = true
@@ -160,9 +162,28 @@ func (w *watcher) dryRun(ctx context.Context, file map[string]any) map[string]an
 		}
 		return file
 	}
+	return out
+}
+
+// dryRunCreate is obj as the apiserver would create it, sanitized: a server-side dry run under
+// a generated name (its own is taken), which persists nothing; the name is put back.
+func (w *watcher) dryRunCreate(ctx context.Context, obj map[string]any, namespace string) (map[string]any, error) {
+	u := &unstructured.Unstructured{Object: sanitize.Object(obj)}
+	name := u.GetName()
+	u.SetName("")
+	u.SetGenerateName(dryRunPrefix(name))
+	var client dynamic.ResourceInterface = w.dyn
+	if w.sel.Namespaced {
+		u.SetNamespace(namespace) // the live object's: a file may leave it to a kustomization
+		client = w.dyn.Namespace(namespace)
+	}
+	out, err := client.Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		return nil, fmt.Errorf("dry run: %w", err)
+	}
 	out.SetName(name)
 	out.SetGenerateName("")
-	return sanitize.Object(out.Object)
+	return sanitize.Object(out.Object), nil
 }
 
 // dryRunPrefix is the generateName of a dry run: the object's own name, cut to leave room for

@@ -46,7 +46,9 @@ func (m *Manager) reportAdopted(ctx context.Context, d *destination) error {
 	if reflect.DeepEqual(want, *old) {
 		return nil
 	}
-	return m.reporter.patchStatusField(ctx, destinationKind, d.obj, "adopted", want)
+	// A merge patch: an emptied list is sent as null, which removes it.
+	return m.reporter.patchStatusField(ctx, destinationKind, d.obj, "adopted",
+		map[string]any{"problems": want.Problems, "unwritten": want.Unwritten, "absent": want.Absent})
 }
 
 // adoptedStatus is the status of one adopted folder as the GitDestination shows it.

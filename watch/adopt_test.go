@@ -268,3 +268,111 @@ func (a *adopted) expectRemote() {
 		}
 	}
 }
+
+// adoptedStatus reads status.adopted of the test's destination.
+func (e *env) adoptedStatus() crds.AdoptedStatus {
+	e.t.Helper()
+	u, err := e.resource(crds.GitDestinations, e.ns).Get(e.ctx, "dest", metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	d, err := crds.FromUnstructured[crds.GitDestination](u)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if d.Status.Adopted == nil {
+		return crds.AdoptedStatus{}
+	}
+	return *d.Status.Adopted
+}
+
+// createAs creates u in the test's namespace as an update by field manager (kubectl create's way).
+func (a *adopted) createAs(manager string, u *unstructured.Unstructured) {
+	a.e.t.Helper()
+	if _, err := a.e.resource(gvrOf(u), a.e.ns).Create(a.e.ctx, u, metav1.CreateOptions{FieldManager: manager}); err != nil {
+		a.e.t.Fatalf("create %s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+}
+
+func object(t *testing.T, text string) *unstructured.Unstructured {
+	t.Helper()
+	nodes, err := sanitize.Documents([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := sanitize.ObjectOf(nodes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: obj}
+}
+
+// TestAdoptedFolderPlacesNewObjectsAndPrunesOnlyWhenTold: a new object goes beside the
+// kustomization of its namespace, holding what its creator set and no default, and is listed in
+// the kustomization; a document whose object is absent is listed, and removed only once the
+// destination says prune.
+func TestAdoptedFolderPlacesNewObjectsAndPrunesOnlyWhenTold(t *testing.T) {
+	e := newEnv(t)
+	a := adoptFixture(e, nil)
+	e.startManager()
+	const podinfo, kustomization = "apps/podinfo/podinfo.yaml", "apps/podinfo/kustomization.yaml"
+	wantAbsent := "ConfigMap " + e.ns + "/legacy-settings (apps/podinfo/podinfo.yaml, document 5)"
+	testenv.Eventually(t, time.Minute, "status.adopted lists the absent document", func() (bool, string) {
+		got := e.adoptedStatus()
+		return slices.Equal(got.Absent, []string{wantAbsent}), fmt.Sprintf("%+v", got)
+	})
+
+	// kubectl create deployment web --image=nginx:1.27, as it sends it.
+	a.createAs("kubectl-create", object(t, `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, labels: {app: web}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  strategy: {}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+        resources: {}
+`))
+	web := `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: ` + e.ns + `
+  labels:
+    app: web
+spec:
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+`
+	a.expect(a.nextCommit(), map[string]*string{
+		"apps/podinfo/web-deployment.yaml": &web,
+		kustomization: a.edit(kustomization, "- frontend.yml # the UI\n", "- frontend.yml # the UI\n- web-deployment.yaml\n"),
+	})
+
+	// Told to prune: the absent object's document goes, the rest of the file stays.
+	e.apply(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "dest", Namespace: e.ns},
+		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: "main", BaseFolder: "apps",
+			Layout: crds.LayoutExisting, Existing: &crds.ExistingLayout{Prune: true}}})
+	a.expect(a.nextCommit(), map[string]*string{podinfo: a.edit(podinfo,
+		"---\n# Kept for the old dashboards; not applied any more.\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: legacy-settings\ndata:\n  mode: legacy\n", "")})
+	testenv.Eventually(t, time.Minute, "status.adopted lists nothing absent", func() (bool, string) {
+		got := e.adoptedStatus()
+		return len(got.Absent) == 0, fmt.Sprintf("%+v", got)
+	})
+	a.expectRemote()
+}
