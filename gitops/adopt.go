@@ -38,7 +38,7 @@ type Adoption struct {
 // committed on by reading only the files that changed since the tree it describes.
 type adoptedFolder struct {
 	index *placement.Index
-	tree  plumbing.Hash       // the root tree the index describes; zero before the first build
+	tree  plumbing.Hash // the root tree the index describes; zero before the first build
 	// edited are the files put into the index from a run's edits: the next tree the index is
 	// brought to may not hold them (a run dropped or rebuilt), so they are read again from it.
 	edited map[string]struct{}

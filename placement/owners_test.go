@@ -122,7 +122,7 @@ func TestPersonOwnsThePathWhatIsBelowAndAtomicValuesAbove(t *testing.T) {
 		"spec.template.spec.containers[name=webModel].ports[containerPort=80].name": false,
 		"spec.template.spec.containers[name=webModel].ports[containerPort=81]":      false,
 		"spec.template.spec.containers[name=webModel].ports[name=http]":             false, // no object to read the name from
-		"spec.template.spec.containers[name=api]":                              false,
+		"spec.template.spec.containers[name=api]":                                   false,
 		"spec.replicas":       false,
 		"metadata.finalizers": true,
 		"status":              false,

@@ -86,4 +86,3 @@ func fresh(now, before []string) []string {
 	}
 	return out
 }
-

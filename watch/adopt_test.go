@@ -361,7 +361,7 @@ spec:
 `
 	a.expect(a.nextCommit(), map[string]*string{
 		"apps/podinfo/web-deployment.yaml": &web,
-		kustomization: a.edit(kustomization, "- frontend.yml # the UI\n", "- frontend.yml # the UI\n- web-deployment.yaml\n"),
+		kustomization:                      a.edit(kustomization, "- frontend.yml # the UI\n", "- frontend.yml # the UI\n- web-deployment.yaml\n"),
 	})
 
 	// Told to prune: the absent object's document goes, the rest of the file stays.

@@ -66,10 +66,10 @@ type target struct {
 type watcher struct {
 	sel      Selection
 	targets  []target
-	client   dynamic.ResourceInterface // for a Get
+	client   dynamic.ResourceInterface              // for a Get
 	dyn      dynamic.NamespaceableResourceInterface // for the dry runs of adopted folders' documents
 	adopted  baselines                              // what those dry runs gave, by document
-	stream   collection                // lists and watches
+	stream   collection                             // lists and watches
 	authors  Authors
 	sealer   Sealer // set for a Secrets watcher
 	metrics  *metrics.Mirror
