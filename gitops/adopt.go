@@ -32,6 +32,9 @@ type Adoption struct {
 	// current document first: true keeps it (it says the same, encrypted anew).
 	Whole []byte
 	Keep  func(current []byte) bool
+	// Unwritten, when set, says why the change could not be made (the watch could not read the
+	// object's document): nothing is written, and the folder's status says so.
+	Unwritten string
 }
 
 // adoptedFolder is the worker's index of one adopted folder, brought to the tree each run is
@@ -187,6 +190,9 @@ func (w *Worker) adopt(fs files, c *Change) ([]Change, error) {
 	f, err := w.folderIndex(a.Folder, fs.tree)
 	if err != nil {
 		return nil, err
+	}
+	if a.Unwritten != "" {
+		return nil, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: errors.New(a.Unwritten)}
 	}
 	loc, err := f.index.Lookup(a.Key)
 	switch {

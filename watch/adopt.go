@@ -75,13 +75,16 @@ func (w *watcher) toAdopted(ctx context.Context, t target, e *event, credit gito
 	if !ok {
 		return nil // a stopped worker
 	}
+	unwritten := func(why error) error { // the worker says so in the folder's status
+		return t.sink.Enqueue(gitops.Change{Path: canonical, Credit: credit, Summary: e.op.verb + " " + w.describe(obj),
+			Adopt: &gitops.Adoption{Folder: t.adopted.folder, Key: k, Unwritten: why.Error()}})
+	}
 	doc, version, err := docs.Document(ctx, t.adopted.folder, k)
 	if err != nil {
 		if errors.Is(err, gitops.ErrStopped) {
 			return err
 		}
-		w.log.Warn("adopted folder: the object's document cannot be read; not written", "object", w.describe(obj), "destination", t.destination, "err", err)
-		return nil
+		return unwritten(err)
 	}
 	meta, _ := obj.Object["metadata"].(map[string]any)
 	managed, _ := meta["managedFields"].([]any)
@@ -98,8 +101,7 @@ func (w *watcher) toAdopted(ctx context.Context, t target, e *event, credit gito
 	} else {
 		file, err := documentObject(doc)
 		if err != nil {
-			w.log.Warn("adopted folder: the object's document does not read; not written", "object", w.describe(obj), "destination", t.destination, "err", err)
-			return nil
+			return unwritten(fmt.Errorf("its document does not read: %w", err))
 		}
 		baseline := w.baseline(ctx, version, file, obj.GetNamespace())
 		if a.Ops = placement.Changes(file, baseline, e.clean, owners); len(a.Ops) == 0 {

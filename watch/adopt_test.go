@@ -376,3 +376,68 @@ spec:
 	})
 	a.expectRemote()
 }
+
+// TestAnUntidyAdoptedFolderNeverStopsTheRest: a second document claiming an object, a file that
+// is half YAML, a 5 MiB file and a document with anchors are listed, their objects are not
+// written, and every other object still is; a file a person renames is followed.
+func TestAnUntidyAdoptedFolderNeverStopsTheRest(t *testing.T) {
+	e := newEnv(t)
+	a := adoptFixture(e, nil)
+	untidy := map[string]string{
+		"apps/podinfo/copy-of-frontend.yaml": "# someone's copy\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: frontend\nspec: {}\n",
+		"apps/broken.yaml":                   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: broken\ndata:\n  a: [unclosed\n",
+		"apps/huge.yaml":                     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: huge\ndata:\n  blob: " + strings.Repeat("x", 5<<20) + "\n",
+		"apps/podinfo/anchored.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: anchored\ndata:\n  a: &shared one\n  b: *shared\n",
+	}
+	if _, err := gitSrv.PushCommit(e.repo, "main", testenv.Signature{Name: "Team", Email: "team@example.com"}, "untidy", untidy, nil); err != nil {
+		t.Fatal(err)
+	}
+	maps.Copy(a.files, untidy)
+	a.seen++
+	a.applyAs("kustomize-controller", object(t, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: anchored\n  namespace: "+e.ns+"\ndata:\n  a: one\n  b: one\n"))
+	e.startManager()
+
+	testenv.Eventually(t, time.Minute, "status.adopted names the problems", func() (bool, string) {
+		got := e.adoptedStatus()
+		want := []string{"apps/broken.yaml", "apps/huge.yaml", "copy-of-frontend.yaml (document 1), apps/podinfo/frontend.yml (document 1)"}
+		for _, w := range want {
+			if !slices.ContainsFunc(got.Problems, func(p string) bool { return strings.Contains(p, w) }) {
+				return false, fmt.Sprintf("no problem mentions %q: %q", w, got.Problems)
+			}
+		}
+		return true, ""
+	})
+
+	// The anchored document's object changes: not edited, and said why.
+	a.patchAs("kubectl-edit", configMaps, "anchored", types.MergePatchType, `{"data":{"a":"two"}}`)
+	// The claimed-twice Deployment changes: not written either.
+	a.patchAs("kubectl-set", deployments, "frontend", types.StrategicMergePatchType,
+		`{"spec":{"template":{"spec":{"containers":[{"name":"frontend","image":"gcr.io/heptio-images/ks-guestbook-demo:0.3"}]}}}}`)
+	testenv.Eventually(t, time.Minute, "status.adopted names what was not written", func() (bool, string) {
+		got := e.adoptedStatus()
+		return len(got.Unwritten) == 2 && strings.Contains(got.Unwritten[0], "ConfigMap "+e.ns+"/anchored") &&
+			strings.Contains(got.Unwritten[1], "Deployment.apps "+e.ns+"/frontend"), fmt.Sprintf("%q", got.Unwritten)
+	})
+
+	// Everything else goes on.
+	const podinfo = "apps/podinfo/podinfo.yaml"
+	a.patchAs("kubectl-set", deployments, "podinfo", types.StrategicMergePatchType,
+		`{"spec":{"template":{"spec":{"containers":[{"name":"podinfo","image":"ghcr.io/stefanprodan/podinfo:6.6.0"}]}}}}`)
+	a.expect(a.nextCommit(), map[string]*string{podinfo: a.edit(podinfo,
+		"        image: ghcr.io/stefanprodan/podinfo:6.5.0 # pinned by the team\n",
+		"        image: ghcr.io/stefanprodan/podinfo:6.6.0 # pinned by the team\n")})
+
+	// A person renames the Service's file (moving its document into a file of its own).
+	const service = "apps/podinfo/service.yaml"
+	moved := strings.Index(a.files[podinfo], "---\napiVersion: v1\nkind: Service")
+	rest := strings.Index(a.files[podinfo][moved+4:], "---\n") + moved + 4
+	rename := map[string]string{service: a.files[podinfo][moved+4 : rest], podinfo: a.files[podinfo][:moved] + a.files[podinfo][rest:]}
+	if _, err := gitSrv.PushCommit(e.repo, "main", testenv.Signature{Name: "Team", Email: "team@example.com"}, "the Service in its own file", rename, nil); err != nil {
+		t.Fatal(err)
+	}
+	maps.Copy(a.files, rename)
+	a.seen++
+	a.patchAs("kubectl-label", services, "podinfo", types.MergePatchType, `{"metadata":{"labels":{"tier":"backend"}}}`)
+	a.expect(a.nextCommit(), map[string]*string{service: a.edit(service, "  name: podinfo\n", "  name: podinfo\n  labels:\n    tier: backend\n")})
+	a.expectRemote()
+}
