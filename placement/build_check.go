@@ -120,17 +120,18 @@ func entriesOf(k *types.Kustomization) []kustEntry {
 	add("crds", fileEntry, k.Crds...)
 	add("configurations", fileEntry, k.Configurations...)
 	add("openapi", fileEntry, k.OpenAPI["path"])
-	for _, field := range []struct {
-		name   string
-		values []string
-	}{{"generators", k.Generators}, {"transformers", k.Transformers}, {"validators", k.Validators}} {
-		add(field.name, inlineOrEntry, field.values...)
+	add("generators", inlineOrEntry, k.Generators...)
+	add("transformers", inlineOrEntry, k.Transformers...)
+	add("validators", inlineOrEntry, k.Validators...)
+	for _, p := range k.Patches {
+		add("patches", fileEntry, p.Path)
 	}
-	for _, p := range k.PatchesStrategicMerge {
+	// Deprecated, and still read by kustomize: so checked here too.
+	for _, p := range k.PatchesStrategicMerge { //nolint:staticcheck // deprecated, still read
 		add("patchesStrategicMerge", inlineOrEntry, string(p))
 	}
-	for _, p := range append(k.Patches, k.PatchesJson6902...) {
-		add("patches", fileEntry, p.Path)
+	for _, p := range k.PatchesJson6902 { //nolint:staticcheck // deprecated, still read
+		add("patchesJson6902", fileEntry, p.Path)
 	}
 	for _, r := range k.Replacements {
 		add("replacements", fileEntry, r.Path)

@@ -153,3 +153,34 @@ func TestBuildWrapsKustomizeErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildChecksDeprecatedFields: the fields kustomize still reads though deprecated are
+// checked as their successors are.
+func TestBuildChecksDeprecatedFields(t *testing.T) {
+	cases := map[string]struct {
+		kustomization string
+		want          error
+	}{
+		"patchesStrategicMerge remote":  {"resources: [../base/podinfo]\npatchesStrategicMerge: [\"https://example.com/p.yaml\"]\n", ErrRemote},
+		"patchesStrategicMerge missing": {"resources: [../base/podinfo]\npatchesStrategicMerge: [gone.yaml]\n", ErrMissing},
+		"patchesJson6902 outside":       {"resources: [../base/podinfo]\npatchesJson6902:\n  - path: ../../p.yaml\n    target: {kind: Deployment, name: podinfo}\n", ErrOutside},
+		"secretGenerator env remote":    {"secretGenerator:\n  - name: s\n    env: https://example.com/.env\n", ErrRemote},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			files := withFiles(kustomizeFiles(t), map[string]string{"apps/production/kustomization.yaml": c.kustomization})
+			if _, err := Build(files, "apps/production"); !errors.Is(err, c.want) {
+				t.Fatalf("Build: %v, want %v", err, c.want)
+			}
+		})
+	}
+	inline := withFiles(kustomizeFiles(t), map[string]string{"apps/production/kustomization.yaml": `resources: [../base/podinfo]
+patchesStrategicMerge:
+  - |-
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: podinfo, namespace: podinfo, annotations: {docs: "https://example.com/podinfo"}}
+`})
+	deploy := rendered(t, MustBuild(t, inline, "apps/production"), Key{Group: "apps", Kind: "Deployment", Namespace: "podinfo", Name: "podinfo"})
+	expect(t, deploy, map[string]any{"metadata.annotations.docs": "https://example.com/podinfo"})
+}
