@@ -174,6 +174,7 @@ type files struct {
 	w    *Worker
 	tree plumbing.Hash
 	ops  func(p string) (*gitstore.Op, bool)
+	each func(fn func(p string, data []byte)) // every file the run changed so far (nil: deleted)
 }
 
 func (fs files) read(p string) ([]byte, error) {
@@ -193,6 +194,9 @@ func (w *Worker) adopt(fs files, c *Change) ([]Change, error) {
 	}
 	if a.Unwritten != "" {
 		return nil, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: errors.New(a.Unwritten)}
+	}
+	if why, refused := w.unrenderable[a.Key]; refused {
+		return nil, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: errors.New(why)}
 	}
 	loc, err := f.index.Lookup(a.Key)
 	switch {

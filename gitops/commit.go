@@ -127,7 +127,12 @@ func (w *Worker) resolveOps(tree plumbing.Hash, r run) (runOps, error) {
 			return &ops[i], true
 		}
 		return nil, false
+	}, each: func(fn func(string, []byte)) {
+		for i := range ops {
+			fn(ops[i].Path, ops[i].Data)
+		}
 	}}
+	var checks []renderCheck
 	for i := range r.items {
 		it := &r.items[i]
 		switch {
@@ -142,6 +147,9 @@ func (w *Worker) resolveOps(tree plumbing.Hash, r run) (runOps, error) {
 				return runOps{}, err
 			} else if err == nil {
 				w.adoptedWritten(it.change.Adopt)
+			}
+			if a := it.change.Adopt; err == nil && len(changes) > 0 && len(a.Ops) > 0 {
+				checks = append(checks, renderCheck{adoption: a, path: changes[0].Path})
 			}
 			for _, c := range changes {
 				if holds == nil || !holds.remember(&c) {
@@ -183,6 +191,13 @@ func (w *Worker) resolveOps(tree plumbing.Hash, r run) (runOps, error) {
 		}
 		if holds != nil {
 			holds.orphanRemembered(it.sync)
+		}
+	}
+	if len(checks) > 0 && w.unrenderable == nil {
+		if refused := w.unrendered(fs, checks); len(refused) > 0 { // the run again, without them
+			w.unrenderable = refused
+			defer func() { w.unrenderable = nil }()
+			return w.resolveOps(tree, r)
 		}
 	}
 	slices.SortFunc(ops, func(a, b gitstore.Op) int { return strings.Compare(a.Path, b.Path) })

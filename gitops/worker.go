@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/configbutler/gitops-reverser/gitstore"
+	"github.com/configbutler/gitops-reverser/placement"
 )
 
 // Bot is the daemon in Git: the committer of every commit and the author of every change nobody
@@ -75,6 +76,7 @@ type Worker struct {
 	headDeletedAt time.Time     // when the worker last deleted its head branch (recreatedWatch)
 	renew         renewal
 	adopted       map[string]*adoptedFolder // the index of each adopted folder, made on its first change
+	unrenderable  map[placement.Key]string  // while a run is resolved again: the edits its render refused
 
 	mu     sync.Mutex
 	status WorkerStatus

@@ -441,3 +441,31 @@ func TestAnUntidyAdoptedFolderNeverStopsTheRest(t *testing.T) {
 	a.expect(a.nextCommit(), map[string]*string{service: a.edit(service, "  name: podinfo\n", "  name: podinfo\n  labels:\n    tier: backend\n")})
 	a.expectRemote()
 }
+
+// TestAnEditItsKustomizationWouldUndoIsNotWritten: every commit under a kustomization is
+// rendered first; a change the render would not show (the kustomization's images: decides the
+// tag) is not written, and says where the field is decided, while other changes go on.
+func TestAnEditItsKustomizationWouldUndoIsNotWritten(t *testing.T) {
+	e := newEnv(t)
+	a := adoptFixture(e, nil)
+	const kustomization, podinfo = "apps/podinfo/kustomization.yaml", "apps/podinfo/podinfo.yaml"
+	images := map[string]string{kustomization: a.files[kustomization] + "images:\n- name: ghcr.io/stefanprodan/podinfo\n  newTag: 6.5.0\n"}
+	if _, err := gitSrv.PushCommit(e.repo, "main", testenv.Signature{Name: "Team", Email: "team@example.com"}, "pin the tag", images, nil); err != nil {
+		t.Fatal(err)
+	}
+	maps.Copy(a.files, images)
+	a.seen++
+	e.startManager()
+
+	a.patchAs("kubectl-set", deployments, "podinfo", types.StrategicMergePatchType,
+		`{"spec":{"template":{"spec":{"containers":[{"name":"podinfo","image":"ghcr.io/stefanprodan/podinfo:6.6.0"}]}}}}`)
+	testenv.Eventually(t, time.Minute, "status.adopted says why the image was not written", func() (bool, string) {
+		got := e.adoptedStatus()
+		return len(got.Unwritten) == 1 && strings.Contains(got.Unwritten[0], "Deployment.apps "+e.ns+"/podinfo") &&
+			strings.Contains(got.Unwritten[0], kustomization+" renders spec.template.spec.containers[name=podinfo].image = ghcr.io/stefanprodan/podinfo:6.5.0"),
+			fmt.Sprintf("%q", got.Unwritten)
+	})
+	a.patchAs("kubectl-edit", configMaps, "podinfo-config", types.MergePatchType, `{"data":{"LOG_LEVEL":"debug"}}`)
+	a.expect(a.nextCommit(), map[string]*string{podinfo: a.edit(podinfo, "  LOG_LEVEL: info\n", "  LOG_LEVEL: debug\n")})
+	a.expectRemote()
+}
