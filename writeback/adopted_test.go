@@ -91,21 +91,29 @@ func TestAdoptedMultiDocumentEditProposesEachChangedDocument(t *testing.T) {
 
 // TestAdoptedDocumentOfAnotherNamespaceIsRefused: a document of the adopted folder that declares
 // a namespace the rule does not cover is refused (NotSelected, the SyncRun naming the document),
-// and the file's other changed document still becomes a proposal.
+// and so is one that does not parse (Unparseable, at its line in the file); the file's other
+// changed document still becomes a proposal.
 func TestAdoptedDocumentOfAnotherNamespaceIsRefused(t *testing.T) {
 	e := newAdoptedEnv(t, false, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: writes}})
 	config := strings.Replace(podinfoConfig, "color: blue", "color: green", 1)
 	other := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: elsewhere\n  namespace: kube-system\ndata:\n  k: v\n"
-	sha := e.push(false, map[string]string{podinfoPath: podinfoFile(podinfoDeploy, podinfoService, config, other)})
+	twice := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: twice\ndata:\n  k: v\n  k: w\n" // k given twice: lines 6 and 7 of the document
+	file := podinfoFile(podinfoDeploy, podinfoService, config, other, twice)
+	sha := e.push(false, map[string]string{podinfoPath: file})
 	e.runOn(crds.TriggerSyncNow, sha)
 
 	run := e.lastRun()
-	if run.Status.Phase != crds.SyncRunPartial || len(run.Status.Refused) != 1 {
-		t.Fatalf("run: phase %s, refused %+v; want Partial, the other namespace's document", run.Status.Phase, run.Status.Refused)
+	if run.Status.Phase != crds.SyncRunPartial || len(run.Status.Refused) != 2 {
+		t.Fatalf("run: phase %s, refused %+v; want Partial, the other namespace's document and the broken one", run.Status.Phase, run.Status.Refused)
 	}
 	r := run.Status.Refused[0]
 	if r.Path != podinfoPath || r.Reason != ReasonNotSelected || !strings.Contains(r.Message, "document 4") || !strings.Contains(r.Message, "in namespace kube-system") {
 		t.Errorf("refused %+v; want %s, NotSelected, naming document 4 and kube-system", r, podinfoPath)
+	}
+	at := strings.Count(file[:strings.Index(file, twice)], "\n") + 1 // the document's first line in the file
+	lines := fmt.Sprintf("lines %d and %d", at+5, at+6)
+	if r := run.Status.Refused[1]; r.Reason != ReasonUnparseable || !strings.Contains(r.Message, "document 5") || !strings.Contains(r.Message, lines) {
+		t.Errorf("refused %+v; want Unparseable, naming document 5 and the %s of the file", r, lines)
 	}
 	byKind, all := e.proposals()
 	if len(all) != 1 || byKind["ConfigMap"] == nil || byKind["ConfigMap"].Spec.Target.Namespace != e.ns || byKind["ConfigMap"].Spec.Target.Name != "podinfo" {
@@ -224,7 +232,9 @@ func keys(byKind map[string]*crds.Proposal) []string {
 // the namespace of the rules when they select its kind in exactly one, and none (to be refused)
 // when they select it in several or in all.
 func TestDocumentNamespaceIsTheRulesWhenNoneIsSaid(t *testing.T) {
-	cm := func(ns string) Selection { return Selection{GVR: configMaps, Kind: "ConfigMap", Namespaced: true, Namespace: ns} }
+	cm := func(ns string) Selection {
+		return Selection{GVR: configMaps, Kind: "ConfigMap", Namespaced: true, Namespace: ns}
+	}
 	roles := Selection{GVR: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}, Kind: "ClusterRole"}
 	doc := func(kind, group, ns string, inherited bool) placement.Indexed {
 		return placement.Indexed{Key: placement.Key{Group: group, Kind: kind, Namespace: ns, Name: "x"}, Inherited: inherited}
