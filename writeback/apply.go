@@ -171,6 +171,11 @@ func (c *Controller) serverSideApply(ctx context.Context, d *dest, p *crds.Propo
 		return apierrors.NewBadRequest(err.Error())
 	}
 	body := &unstructured.Unstructured{Object: sanitize.Object(doc.Object.Object)}
+	if body.GetNamespace() == "" && p.Spec.Target.Namespace != "" {
+		// A document of an adopted folder that takes its namespace from a kustomization: applied
+		// where the proposal says, which the rules' checks were made for.
+		body.SetNamespace(p.Spec.Target.Namespace)
+	}
 	if live != nil {
 		body.SetResourceVersion(live.GetResourceVersion())
 	}

@@ -232,7 +232,7 @@ func (c *Controller) applyAndRecord(ctx context.Context, d *dest, p *crds.Propos
 	if who != nil {
 		mode = metrics.ApplyApproved
 	}
-	c.cfg.Git.Release(d.url, d.branch, p.Spec.Path, nil)
+	c.release(ctx, d, p, nil)
 	c.cfg.Metrics.ProposalsApplied.WithLabelValues(mode).Inc()
 	_, err = c.setStatus(ctx, p, func(s *crds.ProposalStatus) {
 		s.Phase, s.AppliedAt, s.AutoApplied = crds.PhaseApplied, now(), who == nil
@@ -265,7 +265,7 @@ func (c *Controller) reject(ctx context.Context, d *dest, p *crds.Proposal, live
 	if err != nil {
 		return err
 	}
-	c.cfg.Git.Release(d.url, d.branch, p.Spec.Path, restore)
+	c.release(ctx, d, p, restore)
 	c.recorder.Eventf(crds.ObjectReference(crds.KindProposal, p), corev1.EventTypeNormal, reasonRejected, "%s %s rejected", p.Spec.Change, targetName(p.Spec.Target))
 	return nil
 }
@@ -282,7 +282,7 @@ func (c *Controller) markStale(ctx context.Context, d *dest, p *crds.Proposal, l
 	}); err != nil {
 		return err
 	}
-	c.cfg.Git.Release(d.url, d.branch, p.Spec.Path, restore)
+	c.release(ctx, d, p, restore)
 	c.recorder.Event(crds.ObjectReference(crds.KindProposal, p), corev1.EventTypeWarning, reasonStale, why)
 	return nil
 }
@@ -394,6 +394,9 @@ func (c *Controller) refuseApproval(ctx context.Context, p *crds.Proposal, who *
 // fromGit checks that the proposal says exactly what Git holds at its source commit, so nothing
 // but a Git edit reaches the cluster (a hand-made Proposal is refused).
 func (c *Controller) fromGit(ctx context.Context, d *dest, p *crds.Proposal) error {
+	if d.obj.Adopted() {
+		return c.adoptedFromGit(ctx, d, p)
+	}
 	data, err := gitedits.Branch{Git: c.cfg.Git, URL: d.url, Name: d.branch}.File(ctx, p.Spec.SourceCommit, p.Spec.Path)
 	deleted := errors.Is(err, gitedits.ErrNotFound)
 	if err != nil && !deleted {
@@ -410,8 +413,11 @@ func (c *Controller) fromGit(ctx context.Context, d *dest, p *crds.Proposal) err
 // it have nothing newer: what the mirror itself writes for the target in the destination, through
 // its own rules (a Secret only encrypted, nothing its rules do not select), at its own path; nil
 // when that is nothing, or not the proposal's file.
+//
+// In an adopted folder it is nil: the mirror writes there what people changed in the cluster,
+// into the document, never a whole object over a file of the team's.
 func (c *Controller) restoreChange(d *dest, p *crds.Proposal, live *unstructured.Unstructured, why string) (*gitops.Change, error) {
-	if c.cfg.Mirror == nil {
+	if c.cfg.Mirror == nil || d.obj.Adopted() {
 		return nil, nil
 	}
 	t := p.Spec.Target

@@ -25,10 +25,13 @@ const ReasonNotSelected = "NotSelected"
 
 // candidate is a difference between a Git file and the live object: a proposal to be.
 type candidate struct {
-	edit       gitedits.Edit
-	change     crds.ProposalChange
-	target     crds.ProposalTarget
-	desired    []byte // the file as in Git; nil for destroy
+	edit    gitedits.Edit
+	change  crds.ProposalChange
+	target  crds.ProposalTarget
+	desired []byte // the file as in Git, or in an adopted folder the document; nil for destroy
+	// object names the target in an adopted folder, where one file holds several objects, so
+	// that each has its own proposal; "" in a canonical folder, where the path names it.
+	object     string
 	liveRV     string
 	liveDigest string
 	diff       string

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/configbutler/gitops-reverser/gitops"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -88,4 +90,35 @@ func (c *Controller) getDestination(ctx context.Context, namespace, name string,
 		repos[key] = repo
 	}
 	return newDest(obj, repo), nil
+}
+
+// release ends p's hold of its file; restore is what the mirror writes there should it have
+// nothing newer. A hold is the whole file's: in an adopted folder, where one file holds several
+// objects and so may be held by several proposals, one per document, the file stays held while
+// another proposal of the destination waits on it.
+func (c *Controller) release(ctx context.Context, d *dest, p *crds.Proposal, restore *gitops.Change) {
+	if d.obj.Adopted() && c.stillHeld(ctx, d, p) {
+		return
+	}
+	c.cfg.Git.Release(d.url, d.branch, p.Spec.Path, restore)
+}
+
+// stillHeld says whether a proposal of d other than p waits on p's file. It asks the apiserver,
+// not the cache, which may not have seen the proposals this worker just opened or ended yet;
+// when it cannot be asked, the file stays held (until another proposal of it ends, or a
+// restart, which holds only what waits).
+func (c *Controller) stillHeld(ctx context.Context, d *dest, p *crds.Proposal) bool {
+	list, err := c.dyn.Resource(crds.Proposals).Namespace(d.obj.Namespace).List(ctx,
+		metav1.ListOptions{LabelSelector: crds.LabelDestination + "=" + d.obj.Name})
+	if err != nil {
+		c.cfg.Log.Warn("could not list the proposals of a file to release it; it stays held", "proposal", p.Namespace+"/"+p.Name, "err", err)
+		return true
+	}
+	for i := range list.Items {
+		o, err := crds.FromUnstructured[crds.Proposal](&list.Items[i])
+		if err == nil && o.Name != p.Name && o.Spec.DestinationRef.Name == d.obj.Name && o.Spec.Path == p.Spec.Path && waiting(o) && c.ours(o) {
+			return true
+		}
+	}
+	return false
 }

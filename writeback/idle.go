@@ -14,13 +14,19 @@ import (
 // SyncRuns per destination within their retention.
 const idleRunSpacing = time.Hour
 
-// considered says whether write-back reads a file of the destination's folder: the mirror writes
-// only .yaml files.
-func considered(path string) bool { return strings.HasSuffix(path, ".yaml") }
+// considered says whether write-back reads a file of the destination's folder: in a canonical
+// folder the mirror writes only .yaml files; an adopted one holds objects in .yaml and .yml
+// files, kustomizations aside.
+func considered(d *dest, path string) bool {
+	if d.obj.Adopted() {
+		return adoptedFile(path)
+	}
+	return strings.HasSuffix(path, ".yaml")
+}
 
 // edited says whether people changed a file write-back reads.
-func edited(edits []gitedits.Edit) bool {
-	return slices.ContainsFunc(edits, func(e gitedits.Edit) bool { return considered(e.Path) })
+func edited(d *dest, edits []gitedits.Edit) bool {
+	return slices.ContainsFunc(edits, func(e gitedits.Edit) bool { return considered(d, e.Path) })
 }
 
 // recordIdle says whether a run of the destination ("namespace/name") that found no edit is

@@ -54,7 +54,8 @@ func proposalName(destination, path, commit string, desired []byte) string {
 func (c *Controller) open(ctx context.Context, d *dest, cand *candidate, auto bool) (*crds.Proposal, bool, error) {
 	for _, old := range c.proposalsAt(cand.edit.Path) {
 		if old.Namespace == d.obj.Namespace && old.Spec.DestinationRef.Name == d.obj.Name && waiting(old) &&
-			old.Spec.Desired == string(cand.desired) && old.Spec.LiveDigest == cand.liveDigest {
+			old.Spec.Desired == string(cand.desired) && old.Spec.LiveDigest == cand.liveDigest &&
+			(cand.object == "" || sameObject(old.Spec.Target, cand.target)) {
 			return old, false, nil // the same difference is already waiting
 		}
 	}
@@ -101,12 +102,21 @@ func (c *Controller) open(ctx context.Context, d *dest, cand *candidate, auto bo
 	return p, true, c.supersede(ctx, d, p)
 }
 
+// nameKey is what a candidate's proposal is named by, with its commit and content: its file in
+// a canonical folder, its file and object in an adopted one.
+func (cand *candidate) nameKey() string {
+	if cand.object == "" {
+		return cand.edit.Path
+	}
+	return cand.edit.Path + "\x00" + cand.object
+}
+
 // newProposal is the Proposal of a candidate of destination d, as it is created.
 func newProposal(d *dest, cand *candidate) *crds.Proposal {
 	return &crds.Proposal{
 		TypeMeta: metav1.TypeMeta{APIVersion: crds.GroupVersion.String(), Kind: crds.KindProposal},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      proposalName(d.obj.Name, cand.edit.Path, cand.edit.Commit, cand.desired),
+			Name:      proposalName(d.obj.Name, cand.nameKey(), cand.edit.Commit, cand.desired),
 			Namespace: d.obj.Namespace,
 			Labels:    map[string]string{crds.LabelDestination: d.obj.Name},
 		},
@@ -122,10 +132,12 @@ func newProposal(d *dest, cand *candidate) *crds.Proposal {
 }
 
 // supersede ends the older waiting proposals of p's file in its destination: p says what the
-// file says now.
+// file says now. In an adopted folder, where a file holds several objects, only those of p's
+// object: the others say what their documents say.
 func (c *Controller) supersede(ctx context.Context, d *dest, p *crds.Proposal) error {
 	for _, old := range c.proposalsAt(p.Spec.Path) {
-		if old.Name == p.Name || old.Namespace != p.Namespace || old.Spec.DestinationRef.Name != d.obj.Name || !waiting(old) {
+		if old.Name == p.Name || old.Namespace != p.Namespace || old.Spec.DestinationRef.Name != d.obj.Name || !waiting(old) ||
+			d.obj.Adopted() && !sameObject(old.Spec.Target, p.Spec.Target) {
 			continue
 		}
 		if _, err := c.setStatus(ctx, old, func(s *crds.ProposalStatus) {

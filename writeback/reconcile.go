@@ -35,7 +35,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, t trigger) (enab
 	case err == nil && !lost && t.kind == crds.TriggerInterval && since != "" && res.Tip == since:
 		// Nothing was pushed since the last run: a run that finds nothing is not worth a record.
 		return true, c.recordDestination(ctx, d, t, "", "")
-	case err == nil && !lost && since != "" && !edited(res.Edits) && !c.recordIdle(d.key, t):
+	case err == nil && !lost && since != "" && !edited(d, res.Edits) && !c.recordIdle(d.key, t):
 		// Only the daemon's own commits since the last run: recorded at most once per
 		// idleRunSpacing, but the destination moves on.
 		return true, c.recordDestination(ctx, d, t, res.Tip, "")
@@ -104,14 +104,14 @@ func (c *Controller) runEdits(ctx context.Context, d *dest, t trigger, since str
 	case lost:
 		run.note = fmt.Sprintf("revision %s is no longer in the history of %s (force-pushed?) or too far from its tip: "+
 			"every file under the folder was compared with the cluster", short(since), d.obj.Spec.Branch)
-		c.consider(ctx, d, run, res.Edits)
+		c.consider(ctx, d, run, base, res.Edits)
 	case since == "" && res.Base == res.Tip:
 		run.note = fmt.Sprintf("first run: the daemon has written no commit on %s yet, so its tip %s is the baseline", d.obj.Spec.Branch, short(res.Tip))
 	case since == "":
 		run.note = fmt.Sprintf("first run: the baseline is %s, the daemon's newest commit; the commits after it were considered", short(res.Base))
-		c.consider(ctx, d, run, res.Edits)
+		c.consider(ctx, d, run, base, res.Edits)
 	default:
-		c.consider(ctx, d, run, res.Edits)
+		c.consider(ctx, d, run, base, res.Edits)
 	}
 	finishErr := c.finishRun(ctx, d, run)
 	next := ""
@@ -125,10 +125,11 @@ func (c *Controller) runEdits(ctx context.Context, d *dest, t trigger, since str
 	return errors.Join(finishErr, c.recordDestination(ctx, d, t, next, run.obj.Name))
 }
 
-// consider turns the edits into proposals, at most MaxPerTick new ones. The edits are compared
-// with the destination's cluster; while it cannot be reached, the run fails and the next one
-// reads them again.
-func (c *Controller) consider(ctx context.Context, d *dest, run *runRecord, edits []gitedits.Edit) {
+// consider turns the edits into proposals, at most MaxPerTick new ones; base is the revision
+// they are counted from (what an adopted folder's files are compared with). The edits are
+// compared with the destination's cluster; while it cannot be reached, the run fails and the
+// next one reads them again.
+func (c *Controller) consider(ctx context.Context, d *dest, run *runRecord, base string, edits []gitedits.Edit) {
 	if len(edits) == 0 {
 		return
 	}
@@ -138,53 +139,60 @@ func (c *Controller) consider(ctx context.Context, d *dest, run *runRecord, edit
 		return
 	}
 	sels := c.cfg.Selections(d.key)
-	wb := d.writeBack()
 	for i, e := range edits {
-		if !considered(e.Path) {
+		if !considered(d, e.Path) {
 			continue // a README or the like: the mirror writes only .yaml files
 		}
-		cand, err := c.evaluate(ctx, d, cl, sels, e)
-		var refused *Refused
-		switch {
-		case errors.As(err, &refused):
-			c.refuse(run, e.Path, refused)
-			continue
-		case err != nil:
+		cands, refused, err := c.evaluateEdit(ctx, d, cl, sels, e, base)
+		for _, r := range refused {
+			c.refuse(run, e.Path, r)
+		}
+		if err != nil {
 			run.fail(fmt.Errorf("%s: %w", e.Path, err))
 			continue
-		case cand == nil:
-			continue // Git already says what the cluster says
 		}
-		if run.obj.Status.ProposalsOpened >= c.cfg.MaxPerTick {
-			run.capped = true
-			run.note = fmt.Sprintf("%d proposals opened, the cap per run; %d more edited files wait for the next runs",
-				run.obj.Status.ProposalsOpened, len(edits)-i)
-			return
-		}
-		run.count(cand)
-		auto := wb.AutoApply && cand.change != crds.ChangeDestroy && !wb.Suspend && !c.cfg.Halt
-		p, opened, err := c.open(ctx, d, cand, auto)
-		if err != nil {
-			run.fail(fmt.Errorf("open a proposal for %s: %w", e.Path, err))
-			continue
-		}
-		if opened {
-			run.obj.Status.ProposalsOpened++
-		}
-		if !auto {
-			continue
-		}
-		// A proposal opened before, whose automatic apply was not made, is tried again when due;
-		// until then the run does not move on, so a later one reads this edit again.
-		if due, at := autoApplyDue(p); !due {
-			if !at.IsZero() {
-				run.retrying = true
-				c.runAt(d.key, at)
+		for _, cand := range cands { // none when Git already says what the cluster says
+			if !c.propose(ctx, d, run, cand, len(edits)-i) {
+				return
 			}
-			continue
 		}
-		c.tryAutoApply(ctx, d, run, p)
 	}
+}
+
+// propose opens a candidate's proposal and applies it when it may be applied automatically;
+// false when the run's cap is reached, with left edited files still to read.
+func (c *Controller) propose(ctx context.Context, d *dest, run *runRecord, cand *candidate, left int) bool {
+	if run.obj.Status.ProposalsOpened >= c.cfg.MaxPerTick {
+		run.capped = true
+		run.note = fmt.Sprintf("%d proposals opened, the cap per run; %d more edited files wait for the next runs",
+			run.obj.Status.ProposalsOpened, left)
+		return false
+	}
+	run.count(cand)
+	wb := d.writeBack()
+	auto := wb.AutoApply && cand.change != crds.ChangeDestroy && !wb.Suspend && !c.cfg.Halt
+	p, opened, err := c.open(ctx, d, cand, auto)
+	if err != nil {
+		run.fail(fmt.Errorf("open a proposal for %s: %w", cand.edit.Path, err))
+		return true
+	}
+	if opened {
+		run.obj.Status.ProposalsOpened++
+	}
+	if !auto {
+		return true
+	}
+	// A proposal opened before, whose automatic apply was not made, is tried again when due;
+	// until then the run does not move on, so a later one reads this edit again.
+	if due, at := autoApplyDue(p); !due {
+		if !at.IsZero() {
+			run.retrying = true
+			c.runAt(d.key, at)
+		}
+		return true
+	}
+	c.tryAutoApply(ctx, d, run, p)
+	return true
 }
 
 // refuse reports a Git file write-back will not act on, in the run and as an Event.
