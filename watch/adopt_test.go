@@ -387,7 +387,7 @@ func TestAnUntidyAdoptedFolderNeverStopsTheRest(t *testing.T) {
 		"apps/podinfo/copy-of-frontend.yaml": "# someone's copy\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: frontend\nspec: {}\n",
 		"apps/broken.yaml":                   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: broken\ndata:\n  a: [unclosed\n",
 		"apps/huge.yaml":                     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: huge\ndata:\n  blob: " + strings.Repeat("x", 5<<20) + "\n",
-		"apps/podinfo/anchored.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: anchored\ndata:\n  a: &shared one\n  b: *shared\n",
+		"apps/podinfo/anchored.yaml":         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: anchored\ndata:\n  a: &shared one\n  b: *shared\n",
 	}
 	if _, err := gitSrv.PushCommit(e.repo, "main", testenv.Signature{Name: "Team", Email: "team@example.com"}, "untidy", untidy, nil); err != nil {
 		t.Fatal(err)
@@ -462,7 +462,7 @@ func TestAnEditItsKustomizationWouldUndoIsNotWritten(t *testing.T) {
 	testenv.Eventually(t, time.Minute, "status.adopted says why the image was not written", func() (bool, string) {
 		got := e.adoptedStatus()
 		return len(got.Unwritten) == 1 && strings.Contains(got.Unwritten[0], "Deployment.apps "+e.ns+"/podinfo") &&
-			strings.Contains(got.Unwritten[0], kustomization+" renders spec.template.spec.containers[name=podinfo].image = ghcr.io/stefanprodan/podinfo:6.5.0"),
+				strings.Contains(got.Unwritten[0], kustomization+" renders spec.template.spec.containers[name=podinfo].image = ghcr.io/stefanprodan/podinfo:6.5.0"),
 			fmt.Sprintf("%q", got.Unwritten)
 	})
 	a.patchAs("kubectl-edit", configMaps, "podinfo-config", types.MergePatchType, `{"data":{"LOG_LEVEL":"debug"}}`)
