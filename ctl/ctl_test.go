@@ -224,6 +224,32 @@ func TestStatusShowsTheRemoteClusters(t *testing.T) {
 	}
 }
 
+// TestStatusListsWhatAnAdoptedFolderHolds: under the table, a destination of layout Existing has
+// a line for each document whose object the cluster does not have (left in place until prune),
+// each file it could not read and each object it did not write, as status.adopted says, without
+// the control characters a file name may carry.
+func TestStatusListsWhatAnAdoptedFolderHolds(t *testing.T) {
+	w := newWorld(t)
+	w.adoptedDestination("apps", crds.GitDestinationStatus{Adopted: &crds.AdoptedStatus{
+		Absent:    []string{"ConfigMap team-a/legacy (apps/web.yaml, document 4)"},
+		Problems:  []string{"apps/broken\x1b[31m.yaml (document 1): does not parse as YAML: line 3: did not find expected key"},
+		Unwritten: []string{"Deployment.apps team-a/web: the alias *base is not edited"},
+	}})
+	w.grant("alice")
+	r := runCLI(t, "status", "apps", "--kubeconfig", w.kubeconfig("alice", w.ns))
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	want := []string{"",
+		"apps: absent from the cluster, left in apps (spec.existing.prune removes it): ConfigMap team-a/legacy (apps/web.yaml, document 4)",
+		"apps: problem in apps: apps/broken?[31m.yaml (document 1): does not parse as YAML: line 3: did not find expected key",
+		"apps: not written: Deployment.apps team-a/web: the alias *base is not edited"}
+	if len(lines) != 2+len(want) || !slices.Equal(lines[2:], want) {
+		t.Errorf("status printed:\n%s\nwant under the table:\n%s", r.stdout, strings.Join(want, "\n"))
+	}
+}
+
 // TestStatusShowsThePullRequestOfEachDestination: under the table, each destination that
 // delivers by pull request has a line with its request's number, state, the files waiting, when
 // it was opened and its URL, as the daemon wrote them into status.pullRequest; or, with no

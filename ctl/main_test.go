@@ -147,6 +147,14 @@ func (w *world) destination(name string, wb *crds.WriteBack, status crds.GitDest
 			BaseFolder: "clusters/" + name, WriteBack: wb}}, status)
 }
 
+// adoptedDestination creates a GitDestination of layout Existing with status.
+func (w *world) adoptedDestination(name string, status crds.GitDestinationStatus) {
+	w.t.Helper()
+	w.create(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
+		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "platform"}, Branch: "main", BaseFolder: "apps",
+			Layout: crds.LayoutExisting}}, status)
+}
+
 // pullRequestDestination creates a GitDestination of the repository platform that delivers by
 // pull request from headBranch ("" is the default one), with status.
 func (w *world) pullRequestDestination(name, headBranch string, status crds.GitDestinationStatus) {

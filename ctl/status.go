@@ -68,6 +68,9 @@ func status(ctx context.Context, s *session, names []string) error {
 		if line := requestLine(d); line != "" {
 			requests = append(requests, s.objectName(d.Namespace, d.Name)+": "+line)
 		}
+		for _, line := range adoptedLines(d) {
+			requests = append(requests, s.objectName(d.Namespace, d.Name)+": "+line)
+		}
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -187,6 +190,27 @@ func printRequests(w io.Writer, lines []string) error {
 		return fmt.Errorf("write the pull requests: %w", err)
 	}
 	return nil
+}
+
+// adoptedLines say, for a destination that adopted its folder, what the mirror found there that
+// needs a person: documents whose objects the cluster does not have (left in place), files it
+// could not read, objects it did not write. Each entry is on a line of its own, printed without
+// the control characters a file's name may carry.
+func adoptedLines(d *crds.GitDestination) []string {
+	a := d.Status.Adopted
+	if !d.Adopted() || a == nil {
+		return nil
+	}
+	var out []string
+	add := func(what string, entries []string) {
+		for _, e := range entries {
+			out = append(out, what+": "+printable(e))
+		}
+	}
+	add("absent from the cluster, left in "+d.Spec.BaseFolder+" (spec.existing.prune removes it)", a.Absent)
+	add("problem in "+d.Spec.BaseFolder, a.Problems)
+	add("not written", a.Unwritten)
+	return out
 }
 
 // writeBackMode says in a word what spec.writeBack asks for.
