@@ -142,15 +142,9 @@ func (d *differ) set(p Path, l any) {
 	if d.fileHolds(p, l) {
 		return
 	}
-	if _, declared := d.fileAt(p); d.owners.Known() && d.ownedByAPerson(p) || !d.owners.Known() && declared {
+	if _, declared := d.fileAt(p); d.owners.Known() && d.owners.personIn(p, d.live) || !d.owners.Known() && declared {
 		d.ops = append(d.ops, Op{Path: p, Value: copyValue(l)})
 	}
-}
-
-// ownedByAPerson reports whether a person owns p, or nobody does and a person made the change
-// (Owners.Credited).
-func (d *differ) ownedByAPerson(p Path) bool {
-	return d.owners.personIn(p, d.live) || d.owners.Credited && d.owners.nobodyIn(p, d.live)
 }
 
 // add writes live's value l at p, where baseline had none: the part of it people own.
@@ -183,9 +177,6 @@ func (d *differ) addition(p Path, l any) (any, bool) {
 		return nil, false
 	}
 	v, ok := d.owners.ownedAt(p, d.live, l)
-	if !ok && d.owners.Credited && d.owners.nobodyIn(p, d.live) {
-		v, ok = copyValue(l), true
-	}
 	if !ok || d.fileHolds(p, v) {
 		return nil, false
 	}

@@ -24,12 +24,6 @@ import (
 type Owners struct {
 	people *fieldSet // the union of the field sets of the managers that are people
 	all    *fieldSet // the union of every manager's field set, to tell atomic values (see walk)
-	// Credited says that a person made the change at hand (the admission webhook saw who):
-	// a value no manager owns is then theirs. The apiserver records no owner for some changes:
-	// a scale through the scale subresource of a replicas nobody owned (a file that leaves
-	// replicas out) leaves managedFields as they were. Without a credit such a value is not
-	// written, as an HPA's rescale looks the same.
-	Credited bool
 }
 
 // fieldSet is a node of a field set as fieldsV1 writes it: a tree whose keys are f:<field>,
@@ -103,26 +97,6 @@ func (o Owners) Known() bool {
 // the live object's.
 func (o Owners) Person(p Path) bool {
 	return o.personIn(p, nil)
-}
-
-// nobodyIn reports whether no manager at all owns p, anything below it or an atomic value
-// above it, reading list items from root.
-func (o Owners) nobodyIn(p Path, root any) bool {
-	if o.all == nil {
-		return true
-	}
-	all, at := []*fieldSet{o.all}, root
-	for _, s := range p {
-		if atomic(all, all) {
-			return false
-		}
-		item, index := resolve(at, s)
-		all, at = children(all, s, item, index), item
-		if len(all) == 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // personIn is Person reading the list items on p from root: an associative item matches on all

@@ -66,7 +66,7 @@ func (w *watcher) objectKey(obj *unstructured.Unstructured) placement.Key {
 // toAdopted hands target t the change of e's object as an edit of the document that holds it:
 // what people changed against the file, or, for an object no file holds, its document made of
 // what people set. Nothing is sent when nobody changed anything the file should say.
-func (w *watcher) toAdopted(ctx context.Context, t target, e *event, credit gitops.Credit, user, canonical string) error {
+func (w *watcher) toAdopted(ctx context.Context, t target, e *event, credit gitops.Credit, canonical string) error {
 	obj, k := e.obj, w.objectKey(e.obj)
 	if isSecrets(w.sel) {
 		return w.sealedToAdopted(t, e, credit, canonical)
@@ -89,7 +89,6 @@ func (w *watcher) toAdopted(ctx context.Context, t target, e *event, credit gito
 	meta, _ := obj.Object["metadata"].(map[string]any)
 	managed, _ := meta["managedFields"].([]any)
 	owners := placement.OwnersOf(managed, placement.DefaultPerson)
-	owners.Credited = user != "" && !strings.HasPrefix(user, "system:") // a person, not a controller's account
 	a := &gitops.Adoption{Folder: t.adopted.folder, Key: k}
 	if doc == nil {
 		a.New, err = placement.Render(w.intentOf(ctx, e.clean, owners))

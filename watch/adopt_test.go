@@ -229,8 +229,8 @@ func TestAdoptedFolderChangesOnlyWhatPeopleChanged(t *testing.T) {
 		"    app: podinfo # team label\n    tier: backend\n")})
 
 	// kubectl scale of a Deployment whose file leaves replicas out: the apiserver records no owner
-	// of the new replicas, and no admission webhook says who it was (attribution is off here),
-	// so it may be an HPA's: not written (checked at the end, after later commits).
+	// of the new replicas (and the admission webhook does not see subresources), so it may be an
+	// HPA's: not written (checked at the end, after later commits).
 	a.patchAs("kubectl-scale", deployments, "frontend", types.MergePatchType, `{"spec":{"replicas":4}}`, "scale")
 
 	// A delete removes the document, its separator with it; the other documents stay.

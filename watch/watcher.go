@@ -365,7 +365,7 @@ func (w *watcher) toTarget(ctx context.Context, i int, t target, e *event, paths
 		return t.sink.Enqueue(c)
 	}
 	if t.adopted != nil {
-		return w.toAdopted(ctx, t, e, credit, user, paths[i])
+		return w.toAdopted(ctx, t, e, credit, paths[i])
 	}
 	c := gitops.Change{Path: paths[i], Credit: credit, Summary: e.op.verb + " " + w.describe(obj)}
 	var err error
