@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/placement"
 	"github.com/configbutler/gitops-reverser/sanitize"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
@@ -157,6 +158,80 @@ func (a *adopted) expect(c testenv.CommitChanges, want map[string]*string) {
 	}
 }
 
+// rendersLive renders the kustomization in dir as the remote holds it (kustomize in process)
+// and checks that every value it gives each object is the live object's: the files say what the
+// cluster runs (the intent; the live object holds the defaults besides).
+func (a *adopted) rendersLive(dir string) {
+	a.e.t.Helper()
+	files := map[string][]byte{}
+	for p, content := range a.files {
+		files[p] = []byte(content)
+	}
+	objects, err := placement.Build(files, dir)
+	if err != nil {
+		a.e.t.Fatalf("render %s: %v", dir, err)
+	}
+	for k, rendered := range objects {
+		u := &unstructured.Unstructured{Object: rendered}
+		live, err := a.e.resource(gvrOf(u), k.Namespace).Get(a.e.ctx, k.Name, metav1.GetOptions{})
+		if err != nil {
+			if k.Name == "legacy-settings" {
+				continue // absent from the cluster, left in place
+			}
+			a.e.t.Fatalf("%s rendered but not live: %v", k, err)
+		}
+		if p, want, got := firstDifference(rendered, sanitize.Object(live.Object), ""); p != "" {
+			a.e.t.Errorf("%s renders %s = %v, live has %v", k, p, want, got)
+		}
+	}
+}
+
+// firstDifference is the first path where sub holds a value whole holds otherwise.
+func firstDifference(sub, whole any, at string) (string, any, any) {
+	switch s := sub.(type) {
+	case map[string]any:
+		w, _ := whole.(map[string]any)
+		for _, k := range slices.Sorted(maps.Keys(s)) {
+			if p, x, y := firstDifference(s[k], w[k], at+"."+k); p != "" {
+				return p, x, y
+			}
+		}
+		return "", nil, nil
+	case []any:
+		w, _ := whole.([]any)
+		if len(w) != len(s) {
+			return at, s, whole
+		}
+		for i := range s {
+			j, step := namedItem(s[i], w, i) // items of a named list match by name, in any order
+			if p, x, y := firstDifference(s[i], w[j], at+step); p != "" {
+				return p, x, y
+			}
+		}
+		return "", nil, nil
+	}
+	if fmt.Sprint(sub) != fmt.Sprint(whole) {
+		return at, sub, whole
+	}
+	return "", nil, nil
+}
+
+// namedItem is the index in list of the item named as item is, with its path step; i when item
+// has no name.
+func namedItem(item any, list []any, i int) (int, string) {
+	m, _ := item.(map[string]any)
+	name, ok := m["name"]
+	if !ok {
+		return i, fmt.Sprintf("[%d]", i)
+	}
+	for j, other := range list {
+		if m, isMap := other.(map[string]any); isMap && m["name"] == name {
+			return j, fmt.Sprintf("[name=%v]", name)
+		}
+	}
+	return i, fmt.Sprintf("[name=%v]", name)
+}
+
 // edit is the fixture's file p with each old line replaced by new, every line as written
 // (each old must occur exactly once).
 func (a *adopted) edit(p string, pairs ...string) *string {
@@ -210,10 +285,12 @@ func TestAdoptedFolderChangesOnlyWhatPeopleChanged(t *testing.T) {
 	a.expect(a.nextCommit(), map[string]*string{podinfo: a.edit(podinfo,
 		"        image: ghcr.io/stefanprodan/podinfo:6.5.0 # pinned by the team\n",
 		"        image: ghcr.io/stefanprodan/podinfo:6.6.0 # pinned by the team\n")})
+	a.rendersLive("apps/podinfo")
 
 	// kubectl scale, through the scale subresource.
 	a.patchAs("kubectl-scale", deployments, "podinfo", types.MergePatchType, `{"spec":{"replicas":3}}`, "scale")
 	a.expect(a.nextCommit(), map[string]*string{podinfo: a.edit(podinfo, "  replicas: 2\n", "  replicas: 3\n")})
+	a.rendersLive("apps/podinfo")
 
 	// kubectl edit adding an env var: two lines, in the list's own style.
 	a.patchAs("kubectl-edit", deployments, "podinfo", types.StrategicMergePatchType,
@@ -221,12 +298,14 @@ func TestAdoptedFolderChangesOnlyWhatPeopleChanged(t *testing.T) {
 	a.expect(a.nextCommit(), map[string]*string{podinfo: a.edit(podinfo,
 		"          value: \"#34577c\"\n",
 		"          value: \"#34577c\"\n        - name: FEATURE_X\n          value: enabled\n")})
+	a.rendersLive("apps/podinfo")
 
 	// kubectl label: one line under the labels the file has.
 	a.patchAs("kubectl-label", deployments, "podinfo", types.MergePatchType, `{"metadata":{"labels":{"tier":"backend"}}}`)
 	a.expect(a.nextCommit(), map[string]*string{podinfo: a.edit(podinfo,
 		"    app: podinfo # team label\n",
 		"    app: podinfo # team label\n    tier: backend\n")})
+	a.rendersLive("apps/podinfo")
 
 	// kubectl scale of a Deployment whose file leaves replicas out: the apiserver records no owner
 	// of the new replicas (and the admission webhook does not see subresources), so it may be an
@@ -245,6 +324,7 @@ func TestAdoptedFolderChangesOnlyWhatPeopleChanged(t *testing.T) {
 		t.Fatal("the first sync removed a document whose object is absent")
 	}
 	_ = kustomization
+	a.rendersLive("apps/podinfo")
 	a.expectRemote()
 }
 
