@@ -549,3 +549,41 @@ func TestAnEditItsKustomizationWouldUndoIsNotWritten(t *testing.T) {
 	a.expect(a.nextCommit(), map[string]*string{podinfo: a.edit(podinfo, "  LOG_LEVEL: info\n", "  LOG_LEVEL: debug\n")})
 	a.expectRemote()
 }
+
+// TestAdoptedFolderFollowsNoLink: a symbolic link in the folder is never followed, read or
+// written through: a link to a file outside the folder that holds a second document of an object
+// does not make that object's document ambiguous, and the link stays as it was.
+func TestAdoptedFolderFollowsNoLink(t *testing.T) {
+	e := newEnv(t)
+	a := adoptFixture(e, nil)
+	dir := t.TempDir()
+	testenv.MustGit(t, "clone", "-q", gitSrv.AuthURL(e.repo), dir)
+	outside := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: podinfo-config\n  namespace: " + e.ns + "\ndata:\n  LOG_LEVEL: outside\n"
+	if err := os.MkdirAll(filepath.Join(dir, "outside"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "outside", "cm.yaml"), []byte(outside), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../outside/cm.yaml", filepath.Join(dir, "apps", "podinfo", "linked.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	// A link's blob is the path it points to, and a path may be any text, this one too.
+	if err := os.Symlink(outside, filepath.Join(dir, "apps", "podinfo", "crafted.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"add", "-A"}, {"-c", "user.name=Team", "-c", "user.email=team@example.com", "commit", "-q", "-m", "a link out"}, {"push", "-q", "origin", "HEAD:main"}} {
+		testenv.MustGit(t, append([]string{"-C", dir}, args...)...)
+	}
+	a.files["outside/cm.yaml"], a.files["apps/podinfo/linked.yaml"], a.files["apps/podinfo/crafted.yaml"] = outside, "../../outside/cm.yaml", outside
+	a.seen++
+	e.startManager()
+
+	const podinfo = "apps/podinfo/podinfo.yaml"
+	a.patchAs("kubectl-edit", configMaps, "podinfo-config", types.MergePatchType, `{"data":{"LOG_LEVEL":"debug"}}`)
+	a.expect(a.nextCommit(), map[string]*string{podinfo: a.edit(podinfo, "  LOG_LEVEL: info\n", "  LOG_LEVEL: debug\n")})
+	if got := e.adoptedStatus(); len(got.Problems)+len(got.Unwritten) > 0 {
+		t.Errorf("the link was read: %+v", got)
+	}
+	a.expectRemote()
+}
