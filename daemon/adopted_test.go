@@ -140,3 +140,47 @@ func TestAdoptedFolderWithAttributionAndSecrets(t *testing.T) {
 		t.Error("the daemon's log holds a Secret value")
 	}
 }
+
+// TestAdoptedFolderDeliversByPullRequest: on a real Gitea whose main refuses every push, a
+// person's change arrives in one pull request from the daemon's head branch, as that one line of
+// the team's multi-document file, committed under the name of the person who made it.
+func TestAdoptedFolderDeliversByPullRequest(t *testing.T) {
+	planes.Lend(t)
+	w := newGiteaWorld(t, "adopted-pr")
+	grant(t, w.kube, w.ns, "alice")
+	const file = "apps/settings.yaml"
+	team := "# the team's settings\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: \"fast\" # tuned\n  size: small\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\ndata:\n  k: v\n"
+	w.landOnMain(map[string]string{file: team, "apps/kustomization.yaml": "namespace: " + w.ns + "\nresources:\n- settings.yaml\n"})
+	for _, name := range []string{"settings", "other"} {
+		body := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `","namespace":"` + w.ns + `"},"data":{"mode":"fast","size":"small"}}`
+		if name == "other" {
+			body = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"other","namespace":"` + w.ns + `"},"data":{"k":"v"}}`
+		}
+		if _, err := w.kube.CoreV1().ConfigMaps(w.ns).Patch(context.Background(), name, types.ApplyPatchType, []byte(body),
+			metav1.PatchOptions{FieldManager: "kustomize-controller"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setEncryption(t, w.dyn, w.ns, `{"spec":{"baseFolder":"apps","layout":"Existing"}}`)
+	d := startDaemon(t, t.TempDir(), "--git-batch-quiet-ms", "200", "--pull-request-poll", "1s")
+	waitRegistered(t, d, w.kube, w.ns)
+
+	alice := userClient(planes.Of(t).UserConfig("alice"))
+	if _, err := alice.CoreV1().ConfigMaps(w.ns).Patch(context.Background(), "settings", types.MergePatchType,
+		[]byte(`{"data":{"mode":"safe"}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(team, "  mode: \"fast\" # tuned\n", "  mode: \"safe\" # tuned\n", 1)
+	testenv.Eventually(t, 2*time.Minute, "the edit in one request, by alice", func() (bool, string) {
+		open := w.open()
+		_, commits, ok := w.branch(w.head)
+		if len(open) != 1 || !ok {
+			return false, fmt.Sprintf("%d open", len(open))
+		}
+		got := w.run("show", "refs/remotes/origin/"+w.head+":"+file)
+		return got+"\n" == want && strings.HasPrefix(commits[0], "alice: "), fmt.Sprintf("%s\ncommits %v", got, commits)
+	}, d.FailFast())
+	if mainFiles, _, _ := w.branch("main"); slices.Contains(mainFiles, "apps/settings-configmap.yaml") {
+		t.Errorf("main holds a second copy: %v", mainFiles)
+	}
+}
