@@ -1,6 +1,10 @@
 package placement
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/configbutler/gitops-reverser/sanitize"
+)
 
 // Changes computes what a person changed in a live object, as the ops that write it into the
 // object's document: only the intent, never the apiserver's expansion nor a controller's doing.
@@ -143,7 +147,7 @@ func (d *differ) set(p Path, l any) {
 		return
 	}
 	if _, declared := d.fileAt(p); d.owners.Known() && d.owners.personIn(p, d.live) || !d.owners.Known() && declared {
-		d.ops = append(d.ops, Op{Path: p, Value: copyValue(l)})
+		d.ops = append(d.ops, Op{Path: p, Value: sanitize.DeepCopy(l)})
 	}
 }
 
@@ -172,7 +176,7 @@ func (d *differ) addItem(p Path, item map[string]any) {
 func (d *differ) addition(p Path, l any) (any, bool) {
 	if !d.owners.Known() {
 		if _, declared := d.fileAt(p); declared && !d.fileHolds(p, l) {
-			return copyValue(l), true
+			return sanitize.DeepCopy(l), true
 		}
 		return nil, false
 	}
@@ -291,23 +295,4 @@ func keys(a, b map[string]any) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// copyValue is a deep copy of an object's value.
-func copyValue(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, x := range v {
-			out[k] = copyValue(x)
-		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			out[i] = copyValue(x)
-		}
-		return out
-	}
-	return v
 }

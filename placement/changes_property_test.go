@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/configbutler/gitops-reverser/sanitize"
 )
 
 // TestChangesWriteExactlyWhatPeopleChanged edits random objects as people and controllers
@@ -20,8 +22,8 @@ func TestChangesWriteExactlyWhatPeopleChanged(t *testing.T) {
 		if again := Changes(w.file, w.baseline, w.live, OwnersOf(w.managed(), DefaultPerson)); !reflect.DeepEqual(ops, again) {
 			t.Fatalf("seed %d: the same input gave other ops:\n%s\nthen:\n%s", seed, opsText(ops), opsText(again))
 		}
-		got := applyOps(copyValue(w.file).(map[string]any), ops)
-		want := applyOps(copyValue(w.file).(map[string]any), w.intent)
+		got := applyOps(sanitize.DeepCopy(w.file).(map[string]any), ops)
+		want := applyOps(sanitize.DeepCopy(w.file).(map[string]any), w.intent)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("seed %d: the file with Changes' ops is not the file with the people's edits (-want +got):\n%s\nops:\n%s\npeople's edits:\n%s\nlog:\n%s",
 				seed, cmp.Diff(want, got), opsText(ops), opsText(w.intent), w.log)
@@ -52,7 +54,7 @@ func newWorld(seed uint64) *world {
 		"metadata": map[string]any{"name": "w", "labels": map[string]any{"app": "w"}},
 		"spec":     w.mapping(3),
 	}
-	w.baseline = copyValue(w.file).(map[string]any)
+	w.baseline = sanitize.DeepCopy(w.file).(map[string]any)
 	w.defaults(w.baseline["spec"].(map[string]any), 3)
 	applier, applierSet := "kustomize-controller", w.file
 	if w.r.IntN(2) == 0 {
@@ -61,7 +63,7 @@ func newWorld(seed uint64) *world {
 	w.sets[applier] = fieldsOf(applierSet)
 	delete(w.sets[applier], "f:apiVersion")
 	delete(w.sets[applier], "f:kind")
-	w.live = copyValue(w.baseline).(map[string]any)
+	w.live = sanitize.DeepCopy(w.baseline).(map[string]any)
 	for range 1 + w.r.IntN(6) {
 		w.edit()
 	}

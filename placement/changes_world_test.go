@@ -3,6 +3,8 @@ package placement
 import (
 	"encoding/json"
 	"slices"
+
+	"github.com/configbutler/gitops-reverser/sanitize"
 )
 
 // site is a place in a world's live object an edit can change.
@@ -239,7 +241,7 @@ func applyOps(obj map[string]any, ops []Op) map[string]any {
 func applyOpModel(cur any, p Path, op Op) any {
 	switch {
 	case len(p) == 0:
-		return copyValue(op.Value)
+		return sanitize.DeepCopy(op.Value)
 	case p[0].Field != "":
 		return applyField(cur, p, op)
 	}

@@ -1,5 +1,7 @@
 package placement
 
+import "github.com/configbutler/gitops-reverser/sanitize"
+
 // Owned is the intent of a live object that no file holds yet: live (through sanitize.Object)
 // pruned to the fields people own, with apiVersion, kind, metadata.name and metadata.namespace
 // always. As in Changes, metadata keeps only those and the labels and annotations people own,
@@ -55,7 +57,7 @@ func (o Owners) ownedMetadata(m, live map[string]any) map[string]any {
 func (o Owners) ownedAt(p Path, root, v any) (any, bool) {
 	people, all, whole := o.walk(p, root)
 	if whole {
-		return copyValue(v), true
+		return sanitize.DeepCopy(v), true
 	}
 	return prune(v, people, all)
 }
@@ -66,7 +68,7 @@ func prune(v any, people, all []*fieldSet) (any, bool) {
 		return nil, false
 	}
 	if atomic(people, all) {
-		return copyValue(v), true
+		return sanitize.DeepCopy(v), true
 	}
 	switch v := v.(type) {
 	case map[string]any:

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/configbutler/gitops-reverser/sanitize"
 )
 
 // This file writes scalars: plain when they read back as themselves, quoted when they would
@@ -28,7 +30,7 @@ func inline(v any) (string, error) {
 		return strconv.FormatFloat(x, 'g', -1, 64), nil
 	case string:
 		style := yaml.Style(0)
-		if strings.ContainsAny(x, "\n\r") || isYAML11Bool(x) {
+		if strings.ContainsAny(x, "\n\r") || sanitize.IsYAML11Bool(x) {
 			style = yaml.DoubleQuotedStyle
 		}
 		return encodeString(x, style)
@@ -124,17 +126,6 @@ func safeChars(s string) bool {
 		}
 	}
 	return true
-}
-
-// isYAML11Bool reports whether s is a boolean in YAML 1.1 (which kubectl reads) but a string in
-// YAML 1.2 (which yaml.v3 reads): such strings are written quoted.
-func isYAML11Bool(s string) bool {
-	switch s {
-	case "y", "Y", "yes", "Yes", "YES", "on", "On", "ON",
-		"n", "N", "no", "No", "NO", "off", "Off", "OFF":
-		return true
-	}
-	return false
 }
 
 // keyText is mapping key k as written: inline, and never a block.

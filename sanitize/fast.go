@@ -359,5 +359,5 @@ func readsAsNonString(s string) bool {
 	case "true", "True", "TRUE", "false", "False", "FALSE", "null", "Null", "NULL":
 		return true
 	}
-	return isYAML11Bool(s)
+	return IsYAML11Bool(s)
 }

@@ -34,7 +34,7 @@ func Object(obj map[string]any) map[string]any {
 				continue
 			}
 		}
-		out[k] = copyValue(v)
+		out[k] = DeepCopy(v)
 	}
 	if job {
 		dropGeneratedJobFields(out)
@@ -98,7 +98,7 @@ func metadata(m map[string]any) map[string]any {
 			}
 			continue
 		}
-		out[k] = copyValue(v)
+		out[k] = DeepCopy(v)
 	}
 	return out
 }
@@ -111,7 +111,7 @@ func annotations(a map[string]any) map[string]any {
 		case "kubectl.kubernetes.io/last-applied-configuration", "deployment.kubernetes.io/revision":
 			continue
 		}
-		out[k] = copyValue(v)
+		out[k] = DeepCopy(v)
 	}
 	return out
 }
@@ -131,7 +131,7 @@ func serviceSpec(spec map[string]any) map[string]any {
 				continue
 			}
 		}
-		out[k] = copyValue(v)
+		out[k] = DeepCopy(v)
 	}
 	return out
 }
@@ -149,15 +149,15 @@ func allNone(v any) bool {
 	return true
 }
 
-// copyValue deep-copies the containers of a JSON-like value; scalars are immutable and shared.
-func copyValue(v any) any {
+// DeepCopy deep-copies the containers of a JSON-like value; scalars are immutable and shared.
+func DeepCopy(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		return copyMap(x)
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = copyValue(e)
+			out[i] = DeepCopy(e)
 		}
 		return out
 	default:
@@ -168,7 +168,7 @@ func copyValue(v any) any {
 func copyMap(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		out[k] = copyValue(v)
+		out[k] = DeepCopy(v)
 	}
 	return out
 }

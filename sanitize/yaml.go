@@ -223,7 +223,7 @@ func stringNode(s string) *yaml.Node {
 	switch {
 	case strings.Contains(s, "\n") && literalSafe(s):
 		n.Style = yaml.LiteralStyle
-	case strings.Contains(s, "\n"), isYAML11Bool(s):
+	case strings.Contains(s, "\n"), IsYAML11Bool(s):
 		n.Style = yaml.DoubleQuotedStyle
 	}
 	return n
@@ -258,13 +258,15 @@ func literalSafe(s string) bool {
 // write a block).
 func keyNode(s string) *yaml.Node {
 	n := scalar("!!str", s)
-	if isYAML11Bool(s) || s == "<<" || strings.ContainsRune(s, '\n') {
+	if IsYAML11Bool(s) || s == "<<" || strings.ContainsRune(s, '\n') {
 		n.Style = yaml.DoubleQuotedStyle
 	}
 	return n
 }
 
-func isYAML11Bool(s string) bool {
+// IsYAML11Bool reports whether s is a boolean in YAML 1.1 (which kubectl reads) but a string in
+// YAML 1.2 (which yaml.v3 reads): such strings are written quoted.
+func IsYAML11Bool(s string) bool {
 	switch s {
 	case "y", "Y", "yes", "Yes", "YES", "on", "On", "ON",
 		"n", "N", "no", "No", "NO", "off", "Off", "OFF":

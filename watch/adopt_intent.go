@@ -2,10 +2,12 @@ package watch
 
 import (
 	"context"
+	"maps"
 	"reflect"
 	"slices"
 
 	"github.com/configbutler/gitops-reverser/placement"
+	"github.com/configbutler/gitops-reverser/sanitize"
 )
 
 // maxIntentDryRuns bounds the dry runs that strip one new object of its defaults.
@@ -30,7 +32,7 @@ func (w *watcher) intentOf(ctx context.Context, clean map[string]any, owners pla
 				continue
 			}
 			tried[p.String()] = true
-			without := deepCopy(intent)
+			without := sanitize.DeepCopy(intent).(map[string]any)
 			removeAt(without, p)
 			runs++
 			if w.isDefault(ctx, without, p, intent) {
@@ -67,7 +69,7 @@ func leaves(obj map[string]any) []placement.Path {
 			if len(v) == 0 && len(p) > 0 {
 				out = append(out, slices.Clone(p))
 			}
-			for _, k := range sortedKeys(v) {
+			for _, k := range slices.Sorted(maps.Keys(v)) {
 				walk(append(p, placement.Step{Field: k}), v[k])
 			}
 		case []any:
@@ -83,22 +85,13 @@ func leaves(obj map[string]any) []placement.Path {
 			out = append(out, slices.Clone(p))
 		}
 	}
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		if k == "apiVersion" || k == "kind" || k == "metadata" {
 			continue
 		}
 		walk(placement.Path{{Field: k}}, obj[k])
 	}
 	return out
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // valueAt is the value at p (field and index steps) in obj.
@@ -142,28 +135,6 @@ func empty(v any) bool {
 		return len(v) == 0
 	}
 	return false
-}
-
-func deepCopy(v map[string]any) map[string]any {
-	out := make(map[string]any, len(v))
-	for k, x := range v {
-		out[k] = deepCopyValue(x)
-	}
-	return out
-}
-
-func deepCopyValue(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		return deepCopy(v)
-	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			out[i] = deepCopyValue(x)
-		}
-		return out
-	}
-	return v
 }
 
 // namespaceOf is obj's metadata.namespace, "" when it has none.
