@@ -98,6 +98,9 @@ func (w *watcher) toAdopted(ctx context.Context, t target, e *event, credit gito
 			w.log.Warn("adopted folder: the object's document does not read; not written", "object", w.describe(obj), "destination", t.destination, "err", err)
 			return nil
 		}
+		if placement.Unchanged(file, e.clean, owners) {
+			return nil // nothing a person set differs from the file: no dry run needed to know it
+		}
 		baseline := w.baseline(ctx, version, file)
 		if a.Ops = placement.Changes(file, baseline, e.clean, owners); len(a.Ops) == 0 {
 			return nil
