@@ -33,7 +33,7 @@ type Adoption struct {
 // committed on by reading only the files that changed since the tree it describes.
 type adoptedFolder struct {
 	index *placement.Index
-	tree  plumbing.Hash       // the root tree the index describes; zero before the first build
+	tree  plumbing.Hash // the root tree the index describes; zero before the first build
 	// edited are the files put into the index from a run's edits: the next tree the index is
 	// brought to may not hold them (a run dropped or rebuilt), so they are read again from it.
 	edited map[string]struct{}
@@ -207,7 +207,8 @@ func (w *Worker) adopt(fs files, c *Change) ([]Change, error) {
 	if err != nil {
 		return nil, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: fmt.Errorf("edit %s: %w", loc.Path, err)}
 	}
-	return []Change{w.edited(f, c, loc.Path, edited)}, nil
+	f.index.Edited(loc.Path, edited, loc.Doc) // the file's other documents are not read again
+	return []Change{noted(f, c, loc.Path, edited)}, nil
 }
 
 // edited is the change that writes data to p (deletes it when data is nil), noted in the index.
@@ -217,6 +218,12 @@ func (w *Worker) edited(f *adoptedFolder, c *Change, p string, data []byte) Chan
 	} else {
 		f.index.Put(p, data)
 	}
+	return noted(f, c, p, data)
+}
+
+// noted is the change that writes data to p, the index having taken it in: p is read again
+// from the next tree the index is brought to.
+func noted(f *adoptedFolder, c *Change, p string, data []byte) Change {
 	f.edited[p] = struct{}{}
 	return Change{Path: p, Content: data, Credit: c.Credit, Summary: c.Summary}
 }
