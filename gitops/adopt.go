@@ -37,7 +37,10 @@ type adoptedFolder struct {
 	// edited are the files put into the index from a run's edits: the next tree the index is
 	// brought to may not hold them (a run dropped or rebuilt), so they are read again from it.
 	edited map[string]struct{}
-	state  adoptedState
+	// run is the run the edits were made in: its later changes read the files as it edited them,
+	// so the index stays as its edits left it until the next run or tree.
+	run   uint64
+	state adoptedState
 }
 
 // AdoptionError is why an object of an adopted folder was not written: its document could not
@@ -51,8 +54,9 @@ type AdoptionError struct {
 func (e *AdoptionError) Error() string { return e.Key.String() + ": " + e.Err.Error() }
 func (e *AdoptionError) Unwrap() error { return e.Err }
 
-// folderIndex returns the index of folder brought to tree.
-func (w *Worker) folderIndex(folder string, tree plumbing.Hash) (*adoptedFolder, error) {
+// folderIndex returns the index of folder brought to tree, for run (0: none), whose own edits the
+// index keeps.
+func (w *Worker) folderIndex(folder string, tree plumbing.Hash, run uint64) (*adoptedFolder, error) {
 	if w.adopted == nil {
 		w.adopted = map[string]*adoptedFolder{}
 	}
@@ -62,12 +66,12 @@ func (w *Worker) folderIndex(folder string, tree plumbing.Hash) (*adoptedFolder,
 			state: adoptedState{unwritten: map[placement.Key]string{}, absent: map[placement.Key]placement.Location{}}}
 		w.adopted[folder] = f
 	}
-	if f.tree == tree && len(f.edited) == 0 {
-		return f, nil
+	if f.tree != tree || len(f.edited) > 0 && (run == 0 || f.run != run) {
+		if err := w.bring(f, folder, tree); err != nil {
+			return nil, err
+		}
 	}
-	if err := w.bring(f, folder, tree); err != nil {
-		return nil, err
-	}
+	f.run = run
 	return f, nil
 }
 
@@ -165,6 +169,7 @@ func (w *Worker) fileOf(root plumbing.Hash, p string) ([]byte, error) {
 type files struct {
 	w    *Worker
 	tree plumbing.Hash
+	run  uint64 // the run's number, to tell its edits from an earlier run's
 	ops  func(p string) (*gitstore.Op, bool)
 }
 
@@ -179,7 +184,7 @@ func (fs files) read(p string) ([]byte, error) {
 // or removed, and the kustomization that lists a new or removed file.
 func (w *Worker) adopt(fs files, c *Change) ([]Change, error) {
 	a := c.Adopt
-	f, err := w.folderIndex(a.Folder, fs.tree)
+	f, err := w.folderIndex(a.Folder, fs.tree, fs.run)
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +337,7 @@ func (w *Worker) document(folder string, k placement.Key) ([]byte, string, error
 	if err != nil && !tip.IsZero() {
 		return nil, "", err
 	}
-	f, err := w.folderIndex(folder, tree)
+	f, err := w.folderIndex(folder, tree, 0)
 	if err != nil {
 		return nil, "", err
 	}

@@ -75,6 +75,7 @@ type Worker struct {
 	headDeletedAt time.Time     // when the worker last deleted its head branch (recreatedWatch)
 	renew         renewal
 	adopted       map[string]*adoptedFolder // the index of each adopted folder, made on its first change
+	runs          uint64                    // the runs resolved so far, numbering them for the indexes
 
 	mu     sync.Mutex
 	status WorkerStatus
