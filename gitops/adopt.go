@@ -37,6 +37,9 @@ type adoptedFolder struct {
 	// edited are the files put into the index from a run's edits: the next tree the index is
 	// brought to may not hold them (a run dropped or rebuilt), so they are read again from it.
 	edited map[string]struct{}
+	// blobs are the contents the index holds of its files, by path: a file a run edited is not
+	// read again when the tree it is committed in holds what the index took in.
+	blobs map[string]plumbing.Hash
 	// run is the run the edits were made in: its later changes read the files as it edited them,
 	// so the index stays as its edits left it until the next run or tree.
 	run   uint64
@@ -62,7 +65,7 @@ func (w *Worker) folderIndex(folder string, tree plumbing.Hash, run uint64) (*ad
 	}
 	f := w.adopted[folder]
 	if f == nil {
-		f = &adoptedFolder{index: placement.NewIndex(folder), edited: map[string]struct{}{},
+		f = &adoptedFolder{index: placement.NewIndex(folder), edited: map[string]struct{}{}, blobs: map[string]plumbing.Hash{},
 			state: adoptedState{unwritten: map[placement.Key]string{}, absent: map[placement.Key]placement.Location{}}}
 		w.adopted[folder] = f
 	}
@@ -82,6 +85,7 @@ func (w *Worker) bring(f *adoptedFolder, folder string, tree plumbing.Hash) erro
 	from, err := w.subtree(f.tree, folder)
 	if err != nil {
 		f.index, from = placement.NewIndex(folder), plumbing.ZeroHash
+		clear(f.blobs)
 	}
 	to, err := w.subtree(tree, folder)
 	if err != nil {
@@ -113,16 +117,26 @@ func (w *Worker) reindex(f *adoptedFolder, p string, now *gitstore.TreeEntry) {
 		return
 	}
 	if now == nil || (now.Mode != "100644" && now.Mode != "100755") {
-		f.index.Drop(p)
+		f.drop(p)
 		return
+	}
+	if h, ok := f.blobs[p]; ok && h == now.Hash {
+		return // the index holds this content already: a run's edit, now committed
 	}
 	data, err := w.store.Blob(now.Hash)
 	if err != nil {
 		w.log.Warn("read a file of an adopted folder", "path", p, "err", err)
-		f.index.Drop(p)
+		f.drop(p)
 		return
 	}
 	f.index.Put(p, data)
+	f.blobs[p] = now.Hash
+}
+
+// drop forgets the file p.
+func (f *adoptedFolder) drop(p string) {
+	f.index.Drop(p)
+	delete(f.blobs, p)
 }
 
 // subtree is the hash of the tree of folder under root; zero when root is zero or holds no
@@ -219,7 +233,7 @@ func (w *Worker) adopt(fs files, c *Change) ([]Change, error) {
 // edited is the change that writes data to p (deletes it when data is nil), noted in the index.
 func (w *Worker) edited(f *adoptedFolder, c *Change, p string, data []byte) Change {
 	if data == nil {
-		f.index.Drop(p)
+		f.drop(p)
 	} else {
 		f.index.Put(p, data)
 	}
@@ -227,9 +241,12 @@ func (w *Worker) edited(f *adoptedFolder, c *Change, p string, data []byte) Chan
 }
 
 // noted is the change that writes data to p, the index having taken it in: p is read again
-// from the next tree the index is brought to.
+// from the next tree the index is brought to, unless that tree holds data.
 func noted(f *adoptedFolder, c *Change, p string, data []byte) Change {
 	f.edited[p] = struct{}{}
+	if data != nil {
+		f.blobs[p] = gitstore.BlobHash(data)
+	}
 	return Change{Path: p, Content: data, Credit: c.Credit, Summary: c.Summary}
 }
 
