@@ -103,9 +103,11 @@ type layoutBench struct {
 
 // layoutFigures are what one layout's run measured.
 type layoutFigures struct {
-	seed, updateAll     time.Duration
-	lags                []time.Duration
-	rssMiB, cpuSec      float64
+	seed, updateAll time.Duration
+	lags            []time.Duration
+	// rssMiB and cpuSec are read after each phase: the seed, the single changes, the update of
+	// all; the last are the whole run's.
+	rssMiB, cpuSec      [3]float64
 	commits, lagCommits int
 	pushed, lagPushed   int64
 	files               int
@@ -163,6 +165,7 @@ func (l *layoutBench) run() layoutFigures {
 	d := startDaemon(l.tb, l.tb.TempDir(), "--namespace", fmt.Sprintf("bench-home-%d", time.Now().UnixNano()))
 	l.mustEdit(adoptedObjects-1, 1) // the last object a list reads
 	f.seed = l.landed(adoptedDeadline).Sub(start)
+	f.rssMiB[0], f.cpuSec[0] = usage(l.tb, d.Pid())
 
 	lagPushed, lagCommits := l.srv.PushedBytes(), l.commitCount()
 	for r := range adoptedLagRuns {
@@ -173,13 +176,14 @@ func (l *layoutBench) run() layoutFigures {
 		f.lags = append(f.lags, l.landed(time.Minute).Sub(at))
 	}
 	f.lagPushed, f.lagCommits = l.srv.PushedBytes()-lagPushed, l.commitCount()-lagCommits
+	f.rssMiB[1], f.cpuSec[1] = usage(l.tb, d.Pid())
 
 	time.Sleep(2 * time.Second)
 	l.writers.parallel(0, adoptedObjects, func(ctx context.Context, i int) error { return l.edit(ctx, i, 200) })
 	last := time.Now()
 	f.updateAll = l.landed(adoptedDeadline).Sub(last)
 
-	f.rssMiB, f.cpuSec = usage(l.tb, d.Pid())
+	f.rssMiB[2], f.cpuSec[2] = usage(l.tb, d.Pid())
 	f.pushed, f.commits = l.srv.PushedBytes()-before, l.commitCount()-commitsBefore
 	files, err := l.srv.Files(l.repo, "main")
 	if err != nil {
@@ -430,8 +434,19 @@ func reportLayouts(c, a layoutFigures) {
 		ms(c.lags, 0), ms(c.lags, n/2), ms(c.lags, n-1), ms(a.lags, 0), ms(a.lags, n/2), ms(a.lags, n-1),
 		ratio(ms(a.lags, 0), ms(c.lags, 0)), ratio(ms(a.lags, n/2), ms(c.lags, n/2)), ratio(ms(a.lags, n-1), ms(c.lags, n-1)))
 	secs("update all 2,000 (kubectl edit, 8 writers; adopted: a one-line edit each in multi-document files): last write → remote matches", c.updateAll, a.updateAll)
-	report("  peak RSS over the run: canonical %.0f MiB, adopted %.0f MiB (%s)", c.rssMiB, a.rssMiB, ratio(a.rssMiB, c.rssMiB))
-	report("  CPU over the run: canonical %.2f s, adopted %.2f s (%s)", c.cpuSec, a.cpuSec, ratio(a.cpuSec, c.cpuSec))
+	report("  peak RSS over the run: canonical %.0f MiB, adopted %.0f MiB (%s); after the seed %.0f and %.0f MiB, after the single changes %.0f and %.0f MiB",
+		c.rssMiB[2], a.rssMiB[2], ratio(a.rssMiB[2], c.rssMiB[2]), c.rssMiB[0], a.rssMiB[0], c.rssMiB[1], a.rssMiB[1])
+	phase := func(f layoutFigures, i int) float64 {
+		if i == 0 {
+			return f.cpuSec[0]
+		}
+		return f.cpuSec[i] - f.cpuSec[i-1]
+	}
+	report("  CPU over the run: canonical %.2f s, adopted %.2f s (%s); of it the seed %.2f and %.2f s (%s), the single changes %.2f and %.2f s (%s), the update of all %.2f and %.2f s (%s)",
+		c.cpuSec[2], a.cpuSec[2], ratio(a.cpuSec[2], c.cpuSec[2]),
+		phase(c, 0), phase(a, 0), ratio(phase(a, 0), phase(c, 0)),
+		phase(c, 1), phase(a, 1), ratio(phase(a, 1), phase(c, 1)),
+		phase(c, 2), phase(a, 2), ratio(phase(a, 2), phase(c, 2)))
 	perCommit := func(bytes int64, commits int) float64 {
 		if commits == 0 {
 			return 0
