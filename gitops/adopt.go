@@ -45,7 +45,13 @@ type adoptedFolder struct {
 	// edited are the files put into the index from a run's edits: the next tree the index is
 	// brought to may not hold them (a run dropped or rebuilt), so they are read again from it.
 	edited map[string]struct{}
-	state  adoptedState
+	// blobs are the contents the index holds of its files, by path: a file a run edited is not
+	// read again when the tree it is committed in holds what the index took in.
+	blobs map[string]plumbing.Hash
+	// run is the run the edits were made in: its later changes read the files as it edited them,
+	// so the index stays as its edits left it until the next run or tree.
+	run   uint64
+	state adoptedState
 }
 
 // AdoptionError is why an object of an adopted folder was not written: its document could not
@@ -59,23 +65,24 @@ type AdoptionError struct {
 func (e *AdoptionError) Error() string { return e.Key.String() + ": " + e.Err.Error() }
 func (e *AdoptionError) Unwrap() error { return e.Err }
 
-// folderIndex returns the index of folder brought to tree.
-func (w *Worker) folderIndex(folder string, tree plumbing.Hash) (*adoptedFolder, error) {
+// folderIndex returns the index of folder brought to tree, for run (0: none), whose own edits the
+// index keeps.
+func (w *Worker) folderIndex(folder string, tree plumbing.Hash, run uint64) (*adoptedFolder, error) {
 	if w.adopted == nil {
 		w.adopted = map[string]*adoptedFolder{}
 	}
 	f := w.adopted[folder]
 	if f == nil {
-		f = &adoptedFolder{index: placement.NewIndex(folder), edited: map[string]struct{}{},
+		f = &adoptedFolder{index: placement.NewIndex(folder), edited: map[string]struct{}{}, blobs: map[string]plumbing.Hash{},
 			state: adoptedState{unwritten: map[placement.Key]string{}, absent: map[placement.Key]placement.Location{}}}
 		w.adopted[folder] = f
 	}
-	if f.tree == tree && len(f.edited) == 0 {
-		return f, nil
+	if f.tree != tree || len(f.edited) > 0 && (run == 0 || f.run != run) {
+		if err := w.bring(f, folder, tree); err != nil {
+			return nil, err
+		}
 	}
-	if err := w.bring(f, folder, tree); err != nil {
-		return nil, err
-	}
+	f.run = run
 	return f, nil
 }
 
@@ -86,6 +93,7 @@ func (w *Worker) bring(f *adoptedFolder, folder string, tree plumbing.Hash) erro
 	from, err := w.subtree(f.tree, folder)
 	if err != nil {
 		f.index, from = placement.NewIndex(folder), plumbing.ZeroHash
+		clear(f.blobs)
 	}
 	to, err := w.subtree(tree, folder)
 	if err != nil {
@@ -117,16 +125,26 @@ func (w *Worker) reindex(f *adoptedFolder, p string, now *gitstore.TreeEntry) {
 		return
 	}
 	if now == nil || (now.Mode != "100644" && now.Mode != "100755") {
-		f.index.Drop(p)
+		f.drop(p)
 		return
+	}
+	if h, ok := f.blobs[p]; ok && h == now.Hash {
+		return // the index holds this content already: a run's edit, now committed
 	}
 	data, err := w.store.Blob(now.Hash)
 	if err != nil {
 		w.log.Warn("read a file of an adopted folder", "path", p, "err", err)
-		f.index.Drop(p)
+		f.drop(p)
 		return
 	}
 	f.index.Put(p, data)
+	f.blobs[p] = now.Hash
+}
+
+// drop forgets the file p.
+func (f *adoptedFolder) drop(p string) {
+	f.index.Drop(p)
+	delete(f.blobs, p)
 }
 
 // subtree is the hash of the tree of folder under root; zero when root is zero or holds no
@@ -173,6 +191,7 @@ func (w *Worker) fileOf(root plumbing.Hash, p string) ([]byte, error) {
 type files struct {
 	w    *Worker
 	tree plumbing.Hash
+	run  uint64 // the run's number, to tell its edits from an earlier run's
 	ops  func(p string) (*gitstore.Op, bool)
 	each func(fn func(p string, data []byte)) // every file the run changed so far (nil: deleted)
 }
@@ -188,7 +207,7 @@ func (fs files) read(p string) ([]byte, error) {
 // or removed, and the kustomization that lists a new or removed file.
 func (w *Worker) adopt(fs files, c *Change) ([]Change, error) {
 	a := c.Adopt
-	f, err := w.folderIndex(a.Folder, fs.tree)
+	f, err := w.folderIndex(a.Folder, fs.tree, fs.run)
 	if err != nil {
 		return nil, err
 	}
@@ -228,17 +247,27 @@ func (w *Worker) adopt(fs files, c *Change) ([]Change, error) {
 	if err != nil {
 		return nil, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: fmt.Errorf("edit %s: %w", loc.Path, err)}
 	}
-	return []Change{w.edited(f, c, loc.Path, edited)}, nil
+	f.index.Edited(loc.Path, edited, loc.Doc) // the file's other documents are not read again
+	return []Change{noted(f, c, loc.Path, edited)}, nil
 }
 
 // edited is the change that writes data to p (deletes it when data is nil), noted in the index.
 func (w *Worker) edited(f *adoptedFolder, c *Change, p string, data []byte) Change {
 	if data == nil {
-		f.index.Drop(p)
+		f.drop(p)
 	} else {
 		f.index.Put(p, data)
 	}
+	return noted(f, c, p, data)
+}
+
+// noted is the change that writes data to p, the index having taken it in: p is read again
+// from the next tree the index is brought to, unless that tree holds data.
+func noted(f *adoptedFolder, c *Change, p string, data []byte) Change {
 	f.edited[p] = struct{}{}
+	if data != nil {
+		f.blobs[p] = gitstore.BlobHash(data)
+	}
 	return Change{Path: p, Content: data, Credit: c.Credit, Summary: c.Summary}
 }
 
@@ -350,7 +379,7 @@ func (w *Worker) document(folder string, k placement.Key) ([]byte, string, error
 	if err != nil && !tip.IsZero() {
 		return nil, "", err
 	}
-	f, err := w.folderIndex(folder, tree)
+	f, err := w.folderIndex(folder, tree, 0)
 	if err != nil {
 		return nil, "", err
 	}

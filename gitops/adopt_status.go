@@ -41,7 +41,7 @@ type adoptedState struct {
 // absent handles an AdoptedLive: the documents of its kind whose objects are not live are
 // listed, or removed when it prunes.
 func (w *Worker) absent(fs files, s *AdoptedLive) ([]Change, error) {
-	f, err := w.folderIndex(s.Folder, fs.tree)
+	f, err := w.folderIndex(s.Folder, fs.tree, fs.run)
 	if err != nil {
 		return nil, err
 	}

@@ -122,7 +122,8 @@ func (w *Worker) resolveOps(tree plumbing.Hash, r run) (runOps, error) {
 		at[o.Path] = len(ops)
 		ops, summaries = append(ops, o), append(summaries, summary)
 	}
-	fs := files{w: w, tree: tree, ops: func(p string) (*gitstore.Op, bool) {
+	w.runs++
+	fs := files{w: w, tree: tree, run: w.runs, ops: func(p string) (*gitstore.Op, bool) {
 		if i, ok := at[p]; ok {
 			return &ops[i], true
 		}

@@ -77,6 +77,7 @@ type Worker struct {
 	renew         renewal
 	adopted       map[string]*adoptedFolder // the index of each adopted folder, made on its first change
 	unrenderable  map[placement.Key]string  // while a run is resolved again: the edits its render refused
+	runs          uint64                    // the runs resolved so far, numbering them for the indexes
 
 	mu     sync.Mutex
 	status WorkerStatus

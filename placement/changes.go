@@ -64,6 +64,17 @@ func Changes(file, baseline, live map[string]any, owners Owners) []Op {
 	return d.ops
 }
 
+// Unchanged reports whether Changes writes nothing of live into file whatever file's baseline,
+// so that the baseline (a server-side dry run of file) need not be made: Changes with the file as
+// its own baseline finds nothing. The apiserver's baseline is file with defaults: where it
+// differs from live, the file differs from live too (and that difference was dropped for whoever
+// owns it, or the file holds live's value already), or it is at a default the file does not
+// declare, which only ever drops a change. The one change this misses is the removal of a key
+// the file declares as null, which a default fills and live lacks: the file keeps its null.
+func Unchanged(file, live map[string]any, owners Owners) bool {
+	return len(Changes(file, file, live, owners)) == 0
+}
+
 // differ walks baseline and live together and collects the ops.
 type differ struct {
 	file, live map[string]any

@@ -31,6 +31,33 @@ func TestChangesWriteExactlyWhatPeopleChanged(t *testing.T) {
 	}
 }
 
+// TestUnchangedNeedsNoBaseline checks, on the random worlds, that what Unchanged finds nothing
+// to write in is what Changes with the apiserver's baseline writes nothing in either: the dry
+// run Unchanged saves would not have changed the answer.
+func TestUnchangedNeedsNoBaseline(t *testing.T) {
+	unchanged := 0
+	for seed := uint64(1); seed <= 4000; seed++ {
+		w := newWorld(seed)
+		if seed%2 == 0 { // as the folder was applied, before anyone's edit: a seed's case
+			w.live, w.sets = sanitize.DeepCopy(w.baseline).(map[string]any), map[string]map[string]any{"kustomize-controller": w.sets["kustomize-controller"]}
+			if w.sets["kustomize-controller"] == nil {
+				continue
+			}
+		}
+		o := OwnersOf(w.managed(), DefaultPerson)
+		if !Unchanged(w.file, w.live, o) {
+			continue
+		}
+		unchanged++
+		if ops := Changes(w.file, w.baseline, w.live, o); len(ops) != 0 {
+			t.Fatalf("seed %d: Unchanged, but Changes with the baseline writes:\n%s\nlog:\n%s", seed, opsText(ops), w.log)
+		}
+	}
+	if unchanged < 500 {
+		t.Fatalf("only %d worlds were Unchanged: the test checks too little", unchanged)
+	}
+}
+
 // world is one random case: a file, its baseline (the file with defaults), the live object
 // after random edits, every manager's field set, and the people's edits as ops.
 type world struct {

@@ -6,6 +6,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // MaxIndexedBytes is the largest file Put reads. The largest single objects a cluster keeps
@@ -141,6 +143,7 @@ type indexedDoc struct {
 // indexedFile is what the index keeps of one file: its object documents, its problems, and
 // what it tells about the folder (a kustomization, a Helm chart).
 type indexedFile struct {
+	count    int // the file's documents, objects or not, as spans cuts it
 	docs     []*indexedDoc
 	problems []Problem
 	kust     *kustomizationInfo
@@ -190,6 +193,40 @@ func (x *Index) Put(p string, data []byte) {
 		x.byName[nk] = append(x.byName[nk], d)
 	}
 	x.addFolderFacts(p, f)
+}
+
+// Edited indexes the file at p anew after an edit of its document doc alone, in place (Edit's
+// result, data): only that document is read again, where Put reads every document of the file.
+// When what the index keeps of the file may have changed otherwise (another count of documents,
+// a kustomization, problems, whose lines an edit moves, a document that no longer reads as the
+// same object), it is Put.
+func (x *Index) Edited(p string, data []byte, doc int) {
+	f, ok := x.files[p]
+	if !ok || f.kust != nil || f.chart || len(f.problems) > 0 || len(data) > MaxIndexedBytes {
+		x.Put(p, data)
+		return
+	}
+	all := spans(data)
+	var d *indexedDoc
+	for _, o := range f.docs {
+		if o.loc.Doc == doc {
+			d = o
+		}
+	}
+	if d == nil || len(all) != f.count {
+		x.Put(p, data)
+		return
+	}
+	var n yaml.Node
+	if err := yaml.Unmarshal(data[all[doc].start:all[doc].end], &n); err != nil {
+		x.Put(p, data)
+		return
+	}
+	if now, _ := readDocument(&n); now == nil || now.key != d.key {
+		x.Put(p, data)
+		return
+	}
+	d.anchors = usesAnchors(&n)
 }
 
 // Drop forgets the file at p, which is gone.

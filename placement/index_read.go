@@ -35,7 +35,9 @@ func readFile(p string, data []byte) *indexedFile {
 	}
 	var broken []Problem
 	meant := false // a document of the file shows it holds Kubernetes documents
-	for i, s := range spans(data) {
+	all := spans(data)
+	f.count = len(all)
+	for i, s := range all {
 		text := data[s.start:s.end]
 		var n yaml.Node
 		if err := yaml.Unmarshal(text, &n); err != nil {

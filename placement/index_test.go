@@ -243,3 +243,57 @@ func mustFind(tb testing.TB, x *Index, k Key, want Location) {
 		tb.Errorf("Lookup(%s) = %v, %v; want %v", k, got, err, want)
 	}
 }
+
+// TestEditedIndexesAsPutDoes edits every object document of the fixture in place and checks
+// that Edited, which reads that document alone, leaves the index as Put leaves it; and so when
+// Edited must read the whole file: the document renamed, a document more, a kustomization.
+func TestEditedIndexesAsPutDoes(t *testing.T) {
+	same := func(t *testing.T, p string, data []byte, doc int) {
+		t.Helper()
+		edited, put := loadFixture(t, ""), loadFixture(t, "")
+		edited.Edited(p, data, doc)
+		put.Put(p, data)
+		if diff := cmp.Diff(all(put), all(edited)); diff != "" {
+			t.Errorf("%s, document %d: All (-Put +Edited):\n%s", p, doc, diff)
+		}
+		if diff := cmp.Diff(put.At(p), edited.At(p)); diff != "" {
+			t.Errorf("%s, document %d: At (-Put +Edited):\n%s", p, doc, diff)
+		}
+		if diff := cmp.Diff(put.Problems(), edited.Problems(), cmp.Comparer(func(a, b error) bool { return a.Error() == b.Error() })); diff != "" {
+			t.Errorf("%s, document %d: Problems (-Put +Edited):\n%s", p, doc, diff)
+		}
+	}
+	x := loadFixture(t, "")
+	edits := 0
+	for _, e := range all(x) {
+		if anchoredAt(x.At(e.Loc.Path), e.Loc.Doc) {
+			continue
+		}
+		data := mustRead(t, e.Loc.Path)
+		out, err := Edit(data, e.Loc.Doc, []Op{set("metadata.labels.edited", "yes")})
+		if err != nil {
+			continue // a document Edit refuses is never Edited
+		}
+		edits++
+		same(t, e.Loc.Path, out, e.Loc.Doc)
+	}
+	if edits < 10 {
+		t.Fatalf("only %d documents edited: the test checks too little", edits)
+	}
+	const p = "apps/base/podinfo/release.yaml"
+	data := mustRead(t, p)
+	same(t, p, []byte(strings.Replace(string(data), "name: podinfo\n", "name: renamed\n", 1)), 0)
+	same(t, p, append(append([]byte{}, data...), "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: more\n"...), 0)
+	const k = "apps/production/kustomization.yaml"
+	same(t, k, append(mustRead(t, k), "# edited\n"...), 0)
+}
+
+// anchoredAt reports whether document doc of the indexed file uses anchors.
+func anchoredAt(docs []Indexed, doc int) bool {
+	for _, d := range docs {
+		if d.Doc == doc && d.Anchors {
+			return true
+		}
+	}
+	return false
+}

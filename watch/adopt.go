@@ -102,6 +102,9 @@ func (w *watcher) toAdopted(ctx context.Context, t target, e *event, credit gito
 		if err != nil {
 			return unwritten(fmt.Errorf("its document does not read: %w", err))
 		}
+		if placement.Unchanged(file, e.clean, owners) {
+			return nil // nothing a person set differs from the file: no dry run needed to know it
+		}
 		baseline := w.baseline(ctx, version, file, obj.GetNamespace())
 		if a.Ops = placement.Changes(file, baseline, e.clean, owners); len(a.Ops) == 0 {
 			return nil
