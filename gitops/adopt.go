@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -349,53 +348,50 @@ func (w *Worker) kustomizationEdit(f *adoptedFolder, fs files, c *Change, p stri
 }
 
 // Document is the text of the document that holds object k in the adopted folder, as the branch
-// the worker builds on holds it (its built commits included), and a version that changes
-// whenever the document may have (its file's blob name and its number there): the watch keys
-// what it derives from the document by it. A nil document: no file holds k. An error names a
-// duplicate or an unreadable folder; ErrStopped when the worker stopped.
-func (w *Worker) Document(ctx context.Context, folder string, k placement.Key) ([]byte, string, error) {
+// the worker builds on holds it (its built commits included). A nil document: no file holds k.
+// An error names a duplicate or an unreadable folder; ErrStopped when the worker stopped.
+func (w *Worker) Document(ctx context.Context, folder string, k placement.Key) ([]byte, error) {
 	type answer struct {
-		doc     []byte
-		version string
-		err     error
+		doc []byte
+		err error
 	}
 	got := make(chan answer, 1) // the worker may answer after ctx ended
 	if err := w.call(ctx, func(context.Context) {
-		doc, version, err := w.document(folder, k)
-		got <- answer{doc, version, err}
+		doc, err := w.document(folder, k)
+		got <- answer{doc, err}
 	}); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	a := <-got
-	return a.doc, a.version, a.err
+	return a.doc, a.err
 }
 
-func (w *Worker) document(folder string, k placement.Key) ([]byte, string, error) {
+func (w *Worker) document(folder string, k placement.Key) ([]byte, error) {
 	tip := w.base
 	if w.built.valid {
 		tip = w.built.tip
 	}
 	tree, err := w.store.CommitTree(tip)
 	if err != nil && !tip.IsZero() {
-		return nil, "", err
+		return nil, err
 	}
 	f, err := w.folderIndex(folder, tree, 0)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	loc, err := f.index.Lookup(k)
 	if errors.Is(err, placement.ErrNotFound) {
-		return nil, "", nil
+		return nil, nil
 	} else if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	e := w.fileEntry(tree, loc.Path)
 	if e == nil {
-		return nil, "", nil
+		return nil, nil
 	}
 	data, err := w.store.Blob(e.Hash)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	return placement.Document(data, loc.Doc), e.Hash.String() + "#" + strconv.Itoa(loc.Doc), nil
+	return placement.Document(data, loc.Doc), nil
 }

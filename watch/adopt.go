@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -28,12 +29,13 @@ type adoptedTarget struct {
 
 // documents reads the document that holds an object of an adopted folder (gitops.Worker.Document).
 type documents interface {
-	Document(ctx context.Context, folder string, k placement.Key) ([]byte, string, error)
+	Document(ctx context.Context, folder string, k placement.Key) ([]byte, error)
 }
 
-// baselines caches, by the document's version (its file's blob and its number there), the
-// document's object as the apiserver defaults it: a document changes far less often than its
-// object, so a live change costs no dry run. Bounded: past maxBaselines it starts over.
+// baselines caches, by the document's own text and namespace, the document's object as the
+// apiserver defaults it: a document changes far less often than its object, so a live change
+// costs no dry run, and an edit of one document of a file costs its neighbours none either.
+// Bounded: past maxBaselines it starts over.
 type baselines struct {
 	mu      sync.Mutex
 	byDoc   map[string]map[string]any
@@ -79,7 +81,7 @@ func (w *watcher) toAdopted(ctx context.Context, t target, e *event, credit gito
 		return t.sink.Enqueue(gitops.Change{Path: canonical, Credit: credit, Summary: e.op.verb + " " + w.describe(obj),
 			Adopt: &gitops.Adoption{Folder: t.adopted.folder, Key: k, Unwritten: why.Error()}})
 	}
-	doc, version, err := docs.Document(ctx, t.adopted.folder, k)
+	doc, err := docs.Document(ctx, t.adopted.folder, k)
 	if err != nil {
 		if errors.Is(err, gitops.ErrStopped) {
 			return err
@@ -105,7 +107,7 @@ func (w *watcher) toAdopted(ctx context.Context, t target, e *event, credit gito
 		if placement.Unchanged(file, e.clean, owners) {
 			return nil // nothing a person set differs from the file: no dry run needed to know it
 		}
-		baseline := w.baseline(ctx, version, file, obj.GetNamespace())
+		baseline := w.baseline(ctx, doc, file, obj.GetNamespace())
 		if a.Ops = placement.Changes(file, baseline, e.clean, owners); len(a.Ops) == 0 {
 			return nil
 		}
@@ -141,9 +143,11 @@ func documentObject(doc []byte) (map[string]any, error) {
 
 // baseline is the file's object as the apiserver defaults it, sanitized: a server-side dry run
 // of creating it (under a generated name, as its own name is taken), cached by the document's
-// version. When the daemon may not create the kind (a dry run needs the create verb), the file's
+// text. When the daemon may not create the kind (a dry run needs the create verb), the file's
 // own object is the baseline: field managers alone then tell people's changes from defaults.
-func (w *watcher) baseline(ctx context.Context, version string, file map[string]any, namespace string) map[string]any {
+func (w *watcher) baseline(ctx context.Context, doc []byte, file map[string]any, namespace string) map[string]any {
+	sum := sha256.Sum256(append([]byte(namespace+"\x00"), doc...))
+	version := string(sum[:])
 	if b, ok := w.adopted.get(version); ok {
 		return b
 	}

@@ -343,12 +343,26 @@ func (m *Manager) configInformer(gvr schema.GroupVersionResource) cache.SharedIn
 }
 
 // pokeOnChange asks for a reconcile whenever an object of an informer is added, changed or deleted.
+// A change of its status alone asks for none: the reconcile writes the status itself, and taking
+// its own write for a change made it reconcile again at every push of a long backlog.
 func (m *Manager) pokeOnChange() cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { m.poke() },
-		UpdateFunc: func(any, any) { m.poke() },
+		AddFunc: func(any) { m.poke() },
+		UpdateFunc: func(old, cur any) {
+			if !statusOnly(old.(*unstructured.Unstructured), cur.(*unstructured.Unstructured)) {
+				m.poke()
+			}
+		},
 		DeleteFunc: func(any) { m.poke() },
 	}
+}
+
+// statusOnly reports whether cur differs from old in its status alone: the same generation (the
+// apiserver counts every change of spec), labels, annotations and deletion.
+func statusOnly(old, cur *unstructured.Unstructured) bool {
+	return old.GetGeneration() == cur.GetGeneration() && old.GetGeneration() != 0 &&
+		maps.Equal(old.GetLabels(), cur.GetLabels()) && maps.Equal(old.GetAnnotations(), cur.GetAnnotations()) &&
+		old.GetDeletionTimestamp().Equal(cur.GetDeletionTimestamp())
 }
 
 func (m *Manager) poke() {
