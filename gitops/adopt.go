@@ -395,3 +395,17 @@ func (w *Worker) document(folder string, k placement.Key) ([]byte, error) {
 	}
 	return placement.Document(data, loc.Doc), nil
 }
+
+// adoptedPath is the file that holds the object of an adopted change, as the worker's index
+// last saw the folder ("" when none does); false when a is nil, a change of a canonical folder.
+func (w *Worker) adoptedPath(a *Adoption) (string, bool) {
+	if a == nil {
+		return "", false
+	}
+	if f := w.adopted[a.Folder]; f != nil {
+		if loc, err := f.index.Lookup(a.Key); err == nil {
+			return loc.Path, true
+		}
+	}
+	return "", true
+}

@@ -30,9 +30,16 @@ func (r Reader) Pending() map[string]struct{} {
 	}
 	add := func(items []item) {
 		for _, it := range items {
-			if it.sync == nil && it.change.Path != "" {
-				out[it.change.Path] = struct{}{}
+			if it.sync != nil || it.change.Path == "" {
+				continue
 			}
+			if p, adopted := r.w.adoptedPath(it.change.Adopt); adopted { // its document's file
+				if p != "" {
+					out[p] = struct{}{}
+				}
+				continue
+			}
+			out[it.change.Path] = struct{}{}
 		}
 	}
 	add(r.w.batch.items)
