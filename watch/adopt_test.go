@@ -444,16 +444,29 @@ spec:
 		kustomization:                      a.edit(kustomization, "- frontend.yml # the UI\n", "- frontend.yml # the UI\n- web-deployment.yaml\n"),
 	})
 
-	// Told to prune: the absent object's document goes, the rest of the file stays.
+	// Its delete removes its file, and the file's entry from the kustomization.
+	if err := e.resource(deployments, e.ns).Delete(e.ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.expect(a.nextCommit(), map[string]*string{"apps/podinfo/web-deployment.yaml": nil,
+		kustomization: a.edit(kustomization, "- web-deployment.yaml\n", "")})
+
+	// Told to prune, and where new files go: the absent object's document goes, the rest of the
+	// file stays.
 	e.apply(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "dest", Namespace: e.ns},
 		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: "main", BaseFolder: "apps",
-			Layout: crds.LayoutExisting, Existing: &crds.ExistingLayout{Prune: true}}})
+			Layout: crds.LayoutExisting, Existing: &crds.ExistingLayout{Prune: true, NewFiles: "{namespace}/{name}-{kind}.yaml"}}})
 	a.expect(a.nextCommit(), map[string]*string{podinfo: a.edit(podinfo,
 		"---\n# Kept for the old dashboards; not applied any more.\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: legacy-settings\ndata:\n  mode: legacy\n", "")})
 	testenv.Eventually(t, time.Minute, "status.adopted lists nothing absent", func() (bool, string) {
 		got := e.adoptedStatus()
 		return len(got.Absent) == 0, fmt.Sprintf("%+v", got)
 	})
+
+	// A new object goes where the template says; no kustomization sits there to list it.
+	a.createAs("kubectl-create", object(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: flags}\ndata: {beta: \"on\"}\n"))
+	flags := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: flags\n  namespace: " + e.ns + "\ndata:\n  beta: \"on\"\n"
+	a.expect(a.nextCommit(), map[string]*string{"apps/" + e.ns + "/flags-configmap.yaml": &flags})
 	a.expectRemote()
 }
 
