@@ -74,6 +74,13 @@ func destinationAdmitting(req metav1.LabelSelectorRequirement) *crds.GitDestinat
 	return d
 }
 
+// adoptedDestination is a valid destination with layout and existing set.
+func adoptedDestination(layout string, existing *crds.ExistingLayout) *crds.GitDestination {
+	d := destination("main", "apps")
+	d.Spec.Layout, d.Spec.Existing = layout, existing
+	return d
+}
+
 func destinationWithWriteBack(wb crds.WriteBack) *crds.GitDestination {
 	d := destination("main", "clusters/prod")
 	d.Spec.WriteBack = &wb
@@ -298,6 +305,14 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"empty baseFolder", destination("main", ""), []string{"spec.baseFolder"}},
 		{"too long baseFolder", destination("main", strings.Repeat("a", 513)), []string{"spec.baseFolder"}},
 		{"nested baseFolder accepted", destination("main", "clusters/prod"), nil},
+		// spec.layout and spec.existing
+		{"unknown layout", adoptedDestination("Flat", nil), []string{"spec.layout", "Canonical", "Existing"}},
+		{"existing without layout Existing", adoptedDestination("", &crds.ExistingLayout{Prune: true}), []string{"spec.existing applies only to layout Existing"}},
+		{"newFiles without {name}", adoptedDestination(crds.LayoutExisting, &crds.ExistingLayout{NewFiles: "{namespace}/all.yaml"}), []string{"must contain {name}"}},
+		{"newFiles not YAML", adoptedDestination(crds.LayoutExisting, &crds.ExistingLayout{NewFiles: "{name}.json"}), []string{"must end in .yaml or .yml"}},
+		{"newFiles out of the folder", adoptedDestination(crds.LayoutExisting, &crds.ExistingLayout{NewFiles: "../{name}.yaml"}), []string{"inside baseFolder"}},
+		{"absolute newFiles", adoptedDestination(crds.LayoutExisting, &crds.ExistingLayout{NewFiles: "/{name}.yaml"}), []string{"inside baseFolder"}},
+		{"adopted folder accepted", adoptedDestination(crds.LayoutExisting, &crds.ExistingLayout{NewFiles: "{namespace}/{name}-{kind}.yml", Prune: true}), nil},
 		{"dots inside names accepted", destination("main", ".config/a..b/v1.2"), nil},
 		// spec.branch
 		{"empty branch", destination("", "clusters/prod"), []string{"spec.branch"}},
