@@ -41,11 +41,13 @@ func TestAdoptedFolderWithAttributionAndSecrets(t *testing.T) {
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments", "deployments/scale"}, Verbs: []string{"*"}}, "configmaps", "alice")
 	writerAccount(t, kube, ns, "reader", "apps", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"list", "watch"}}})
-	key := newAgeIdentity(t)
+	key, pusher := newAgeIdentity(t), newAgeIdentity(t)
 
-	// The team's folder, with their SOPS file of the Secret (encrypted for the same key).
+	// The team's folder, with their SOPS file of the Secret, encrypted for the destination's key
+	// and for a key of someone who may push to the repository but not read the Secret: the file
+	// naming a recipient must not make the daemon encrypt for it.
 	secret := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ntype: Opaque\ndata:\n  password: " + base64.StdEncoding.EncodeToString([]byte("first-horse-battery")) + "\n"
-	sealed, err := sops.Encrypt([]byte(secret), []string{key.Recipient().String()}, time.Now())
+	sealed, err := sops.Encrypt([]byte(secret), []string{key.Recipient().String(), pusher.Recipient().String()}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +121,9 @@ func TestAdoptedFolderWithAttributionAndSecrets(t *testing.T) {
 	}
 	if r, err := sops.Recipients(doc); err != nil || !slices.Equal(r, []string{key.Recipient().String()}) {
 		t.Errorf("recipients %v (%v), want the destination's", r, err)
+	}
+	if got, err := decryptedData(t, srv, "apps/db-secret.yaml", pusher); err == nil {
+		t.Errorf("the recipient the file named reads the rotated Secret: %v", got)
 	}
 	history, err := srv.History("state", "main")
 	if err != nil {
