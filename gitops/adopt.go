@@ -123,7 +123,7 @@ func (w *Worker) reindex(f *adoptedFolder, p string, now *gitstore.TreeEntry) {
 	if !f.index.Wants(p) {
 		return
 	}
-	if now == nil || (now.Mode != "100644" && now.Mode != "100755") {
+	if !regularFile(now) {
 		f.drop(p)
 		return
 	}
@@ -140,6 +140,12 @@ func (w *Worker) reindex(f *adoptedFolder, p string, now *gitstore.TreeEntry) {
 	f.blobs[p] = now.Hash
 }
 
+// regularFile reports whether e is a file of its own: not missing, not a symbolic link (whose
+// blob is the path it points to, which may be any text) nor a submodule.
+func regularFile(e *gitstore.TreeEntry) bool {
+	return e != nil && (e.Mode == "100644" || e.Mode == "100755")
+}
+
 // drop forgets the file p.
 func (f *adoptedFolder) drop(p string) {
 	f.index.Drop(p)
@@ -149,12 +155,12 @@ func (f *adoptedFolder) drop(p string) {
 // subtree is the hash of the tree of folder under root; zero when root is zero or holds no
 // such folder.
 func (w *Worker) subtree(root plumbing.Hash, folder string) (plumbing.Hash, error) {
-	if root.IsZero() || folder == "" {
-		if !root.IsZero() {
-			_, err := w.store.Dir(root, "") // the root must be readable
-			return root, err
-		}
+	if root.IsZero() {
 		return root, nil
+	}
+	if folder == "" {
+		_, err := w.store.Dir(root, "") // the root must be readable
+		return root, err
 	}
 	parent, name := path.Split(folder)
 	entries, err := w.store.Dir(root, strings.TrimSuffix(parent, "/"))
@@ -180,7 +186,7 @@ func (w *Worker) fileEntry(root plumbing.Hash, p string) *gitstore.TreeEntry {
 // fileOf reads file p of tree root: nil when there is none (or it is not a regular file).
 func (w *Worker) fileOf(root plumbing.Hash, p string) ([]byte, error) {
 	e := w.fileEntry(root, p)
-	if e == nil || (e.Mode != "100644" && e.Mode != "100755") {
+	if !regularFile(e) {
 		return nil, nil
 	}
 	return w.store.Blob(e.Hash)

@@ -69,7 +69,7 @@ func (w *Worker) folderFiles(fs files, folder string) map[string][]byte {
 	prefix := folder + "/"
 	_ = w.store.WalkFiles(entries, []byte(prefix), func(p []byte) {
 		name := string(p)
-		if e := w.fileEntry(fs.tree, name); e == nil || (e.Mode != "100644" && e.Mode != "100755") {
+		if !regularFile(w.fileEntry(fs.tree, name)) {
 			return
 		}
 		if data, err := fs.read(name); err == nil && data != nil && len(data) <= maxRenderedFileBytes {

@@ -69,64 +69,80 @@ func (w *watcher) objectKey(obj *unstructured.Unstructured) placement.Key {
 // what people changed against the file, or, for an object no file holds, its document made of
 // what people set. Nothing is sent when nobody changed anything the file should say.
 func (w *watcher) toAdopted(ctx context.Context, t target, e *event, credit gitops.Credit, canonical string) error {
-	obj, k := e.obj, w.objectKey(e.obj)
+	send := func(a *gitops.Adoption) error {
+		if a == nil {
+			return nil
+		}
+		return t.sink.Enqueue(gitops.Change{Path: canonical, Credit: credit, Summary: e.op.verb + " " + w.describe(e.obj), Adopt: a})
+	}
 	if isSecrets(w.sel) {
-		return w.sealedToAdopted(t, e, credit, canonical)
+		return send(w.sealedAdoption(t, e))
 	}
 	docs, ok := t.sink.(documents)
 	if !ok {
 		return nil // a stopped worker
 	}
-	unwritten := func(why error) error { // the worker says so in the folder's status
-		return t.sink.Enqueue(gitops.Change{Path: canonical, Credit: credit, Summary: e.op.verb + " " + w.describe(obj),
-			Adopt: &gitops.Adoption{Folder: t.adopted.folder, Key: k, Unwritten: why.Error()}})
+	a := &gitops.Adoption{Folder: t.adopted.folder, Key: w.objectKey(e.obj)}
+	doc, err := docs.Document(ctx, t.adopted.folder, a.Key)
+	switch {
+	case errors.Is(err, gitops.ErrStopped):
+		return err
+	case err != nil: // the worker says why in the folder's status
+		a.Unwritten = err.Error()
+		return send(a)
+	case doc == nil:
+		return send(w.newAdoption(ctx, t, e, a))
 	}
-	doc, err := docs.Document(ctx, t.adopted.folder, k)
-	if err != nil {
-		if errors.Is(err, gitops.ErrStopped) {
-			return err
-		}
-		return unwritten(err)
-	}
-	meta, _ := obj.Object["metadata"].(map[string]any)
-	managed, _ := meta["managedFields"].([]any)
-	owners := placement.OwnersOf(managed, placement.DefaultPerson)
-	a := &gitops.Adoption{Folder: t.adopted.folder, Key: k}
-	if doc == nil {
-		a.New, err = placement.Render(w.intentOf(ctx, e.clean, owners))
-		if err != nil {
-			w.log.Error("adopted folder: render a new object; not written", "object", w.describe(obj), "err", err)
-			return nil
-		}
-		a.Place = expandNewFile(t, w.sel.GVR.Resource, k)
-	} else {
-		file, err := documentObject(doc)
-		if err != nil {
-			return unwritten(fmt.Errorf("its document does not read: %w", err))
-		}
-		if placement.Unchanged(file, e.clean, owners) {
-			return nil // nothing a person set differs from the file: no dry run needed to know it
-		}
-		baseline := w.baseline(ctx, doc, file, obj.GetNamespace())
-		if a.Ops = placement.Changes(file, baseline, e.clean, owners); len(a.Ops) == 0 {
-			return nil
-		}
-	}
-	return t.sink.Enqueue(gitops.Change{Path: canonical, Credit: credit, Summary: e.op.verb + " " + w.describe(obj), Adopt: a})
+	return send(w.editAdoption(ctx, e, a, doc))
 }
 
-// sealedToAdopted hands target t a Secret's document whole, encrypted for the destination's
-// recipients: a Secret is never edited field by field (its file holds no plaintext to edit),
-// and never encrypted for recipients a file names (anyone who can push could name their own).
-func (w *watcher) sealedToAdopted(t target, e *event, credit gitops.Credit, canonical string) error {
+// owners are the field managers of e's object.
+func owners(e *event) placement.Owners {
+	meta, _ := e.obj.Object["metadata"].(map[string]any)
+	managed, _ := meta["managedFields"].([]any)
+	return placement.OwnersOf(managed, placement.DefaultPerson)
+}
+
+// newAdoption is a, the change of an object no document holds: its document of what people set.
+func (w *watcher) newAdoption(ctx context.Context, t target, e *event, a *gitops.Adoption) *gitops.Adoption {
+	var err error
+	if a.New, err = placement.Render(w.intentOf(ctx, e.clean, owners(e))); err != nil {
+		w.log.Error("adopted folder: render a new object; not written", "object", w.describe(e.obj), "err", err)
+		return nil
+	}
+	a.Place = expandNewFile(t, w.sel.GVR.Resource, a.Key)
+	return a
+}
+
+// editAdoption is a, the change of the object doc holds: what people changed against it; nil
+// when they changed nothing the file says or should say.
+func (w *watcher) editAdoption(ctx context.Context, e *event, a *gitops.Adoption, doc []byte) *gitops.Adoption {
+	file, err := documentObject(doc)
+	if err != nil {
+		a.Unwritten = fmt.Sprintf("its document does not read: %v", err)
+		return a
+	}
+	o := owners(e)
+	if placement.Unchanged(file, e.clean, o) {
+		return nil // nothing a person set differs from the file: no dry run needed to know it
+	}
+	if a.Ops = placement.Changes(file, w.baseline(ctx, doc, file, e.obj.GetNamespace()), e.clean, o); len(a.Ops) == 0 {
+		return nil
+	}
+	return a
+}
+
+// sealedAdoption is the change of a Secret: its document whole, encrypted for the destination's
+// recipients. A Secret is never edited field by field (its file holds no plaintext to edit), and
+// never encrypted for recipients a file names (anyone who can push could name their own).
+func (w *watcher) sealedAdoption(t target, e *event) *gitops.Adoption {
 	sealed, keep, err := seal(w.sealer, w.sel, t.recipients, e.content)
 	if err != nil {
 		w.log.Error("seal object; skipped", "object", w.describe(e.obj), "destination", t.destination, "err", err)
 		return nil
 	}
-	a := &gitops.Adoption{Folder: t.adopted.folder, Key: w.objectKey(e.obj), Whole: sealed, Keep: keep,
-		Place: expandNewFile(t, w.sel.GVR.Resource, w.objectKey(e.obj))}
-	return t.sink.Enqueue(gitops.Change{Path: canonical, Credit: credit, Summary: e.op.verb + " " + w.describe(e.obj), Adopt: a})
+	k := w.objectKey(e.obj)
+	return &gitops.Adoption{Folder: t.adopted.folder, Key: k, Whole: sealed, Keep: keep, Place: expandNewFile(t, w.sel.GVR.Resource, k)}
 }
 
 // documentObject reads one document as the object it holds.
