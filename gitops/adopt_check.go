@@ -18,7 +18,8 @@ type renderCheck struct {
 // unrendered renders, with kustomize in process, the nearest kustomization of every file the
 // checks edited, as the run leaves the folder (each once), and returns why each object whose
 // edit does not render as written is refused: the kustomization does not build, or decides the
-// field itself.
+// field itself. A kustomization of nothing but resources and a namespace renders what its files
+// say (placement.PassesThrough) and is not rendered.
 func (w *Worker) unrendered(fs files, checks []renderCheck) map[placement.Key]string {
 	refused := map[placement.Key]string{}
 	type render struct {
@@ -34,6 +35,9 @@ func (w *Worker) unrendered(fs files, checks []renderCheck) map[placement.Key]st
 			continue // no kustomization builds it
 		}
 		dir := path.Dir(kp)
+		if k, err := fs.read(kp); err == nil && placement.PassesThrough(k, c.adoption.Ops) {
+			continue // it renders what the file says: no need to render it
+		}
 		r, done := renders[dir]
 		if !done {
 			if folders[c.adoption.Folder] == nil {

@@ -3,6 +3,8 @@ package placement
 import (
 	"fmt"
 	"path"
+
+	"github.com/configbutler/gitops-reverser/sanitize"
 )
 
 // RenderedHolds checks that objects, the render of the kustomization in dir (Build), give object
@@ -45,4 +47,37 @@ func renderedByName(objects map[Key]map[string]any, k Key) (map[string]any, bool
 		}
 	}
 	return found, found != nil
+}
+
+// passThroughFields are the fields of a kustomization that leave its resources' values as their
+// files write them: which files, and the namespace (set on objects that have none).
+var passThroughFields = map[string]bool{"apiVersion": true, "kind": true, "metadata": true, "resources": true, "namespace": true}
+
+// PassesThrough reports whether the kustomization renders the values ops set as its resources'
+// files write them, without a render: it holds nothing but resources and a namespace (the
+// common base of a Flux or Argo CD folder), and no op sets a namespace. Anything else (images:,
+// replicas:, patches, labels, name prefixes, generators, components) may decide a value, and the
+// kustomization is rendered to know.
+func PassesThrough(kustomization []byte, ops []Op) bool {
+	docs, err := sanitize.Documents(kustomization)
+	if err != nil || len(docs) != 1 {
+		return false
+	}
+	k, err := sanitize.ObjectOf(docs[0])
+	if err != nil {
+		return false
+	}
+	for field := range k {
+		if !passThroughFields[field] {
+			return false
+		}
+	}
+	for _, op := range ops {
+		for _, s := range op.Path {
+			if s.Field == "namespace" {
+				return false
+			}
+		}
+	}
+	return true
 }
