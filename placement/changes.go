@@ -307,3 +307,32 @@ func keys(a, b map[string]any) []string {
 	slices.Sort(out)
 	return out
 }
+
+// WithoutBaseline is what a person changed in live against file, when that is known without the
+// apiserver's defaulting of the file: a GitOps applier that is not a person server-side applied
+// the object (so the values the file declares reached the object as written, and a webhook's or
+// default's values are the applier's or nobody's), and what people changed, read against the
+// file itself, are only new values of scalars the file declares. Anything else (an addition, a
+// removal, a list or mapping set whole) needs the baseline, and ok is false.
+func WithoutBaseline(file, live map[string]any, owners Owners) (ops []Op, ok bool) {
+	if !owners.Known() || !owners.appliedFromGit {
+		return nil, false
+	}
+	ops = Changes(file, file, live, owners)
+	for _, op := range ops {
+		declared, inFile := lookup(file, op.Path)
+		if op.Remove || !inFile || !scalar(declared) || !scalar(op.Value) {
+			return nil, false
+		}
+	}
+	return ops, true
+}
+
+// scalar reports whether v is neither a mapping nor a list.
+func scalar(v any) bool {
+	switch v.(type) {
+	case map[string]any, []any:
+		return false
+	}
+	return true
+}

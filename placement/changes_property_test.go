@@ -180,3 +180,30 @@ func (w *world) defaults(m map[string]any, depth int) {
 		m[k] = w.value()
 	}
 }
+
+// TestWithoutBaselineAgreesWithTheBaseline checks, on the random worlds, that whenever
+// WithoutBaseline answers, its ops are those Changes gives with the apiserver's baseline: the dry
+// run it saves would not have changed the answer. Half the worlds are applied by Flux, half by a
+// person with kubectl apply, where it must never answer.
+func TestWithoutBaselineAgreesWithTheBaseline(t *testing.T) {
+	answered := 0
+	for seed := uint64(1); seed <= 4000; seed++ {
+		w := newWorld(seed)
+		owners := OwnersOf(w.managed(), DefaultPerson)
+		ops, ok := WithoutBaseline(w.file, w.live, owners)
+		if !ok {
+			continue
+		}
+		answered++
+		if _, flux := w.sets["kustomize-controller"]; !flux {
+			t.Fatalf("seed %d: answered for an object a person applied", seed)
+		}
+		if want := Changes(w.file, w.baseline, w.live, owners); !reflect.DeepEqual(ops, want) {
+			t.Fatalf("seed %d: without the baseline:\n%s\nwith it:\n%s\nlog:\n%s", seed, opsText(ops), opsText(want), w.log)
+		}
+	}
+	if answered < 200 {
+		t.Fatalf("answered %d times of 4000: the test shows nothing", answered)
+	}
+	t.Logf("answered without a baseline %d times of 4000", answered)
+}

@@ -24,6 +24,10 @@ import (
 type Owners struct {
 	people *fieldSet // the union of the field sets of the managers that are people
 	all    *fieldSet // the union of every manager's field set, to tell atomic values (see walk)
+	// appliedFromGit: a manager that is not a person server-side applied the object (Flux's
+	// kustomize-controller, Argo CD): it sent the file's values, which the apiserver kept as
+	// sent or defaulted beside them, and owns them until a person changes one.
+	appliedFromGit bool
 }
 
 // fieldSet is a node of a field set as fieldsV1 writes it: a tree whose keys are f:<field>,
@@ -76,6 +80,8 @@ func OwnersOf(managed []any, person func(manager, operation, subresource string)
 		subresource, _ := entry["subresource"].(string)
 		if person(manager, operation, subresource) {
 			o.people.add(fields)
+		} else if operation == "Apply" {
+			o.appliedFromGit = true
 		}
 	}
 	return o

@@ -126,7 +126,11 @@ func (w *watcher) editAdoption(ctx context.Context, e *event, a *gitops.Adoption
 	if placement.Unchanged(file, e.clean, o) {
 		return nil // nothing a person set differs from the file: no dry run needed to know it
 	}
-	if a.Ops = placement.Changes(file, w.baseline(ctx, doc, file, e.obj.GetNamespace()), e.clean, o); len(a.Ops) == 0 {
+	ops, known := placement.WithoutBaseline(file, e.clean, o) // a GitOps applier's object, its values changed
+	if !known {
+		ops = placement.Changes(file, w.baseline(ctx, doc, file, e.obj.GetNamespace()), e.clean, o)
+	}
+	if a.Ops = ops; len(ops) == 0 {
 		return nil
 	}
 	return a
