@@ -395,11 +395,14 @@ func (w *Worker) document(folder string, k placement.Key) ([]byte, error) {
 	if e == nil {
 		return nil, nil
 	}
-	data, err := w.store.Blob(e.Hash)
-	if err != nil {
-		return nil, err
+	if w.lastRead.hash != e.Hash { // a list reads the objects of one file one after another
+		data, err := w.store.Blob(e.Hash)
+		if err != nil {
+			return nil, err
+		}
+		w.lastRead.hash, w.lastRead.data = e.Hash, data
 	}
-	return placement.Document(data, loc.Doc), nil
+	return placement.Document(w.lastRead.data, loc.Doc), nil
 }
 
 // adoptedPath is the file that holds the object of an adopted change, as the worker's index

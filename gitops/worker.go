@@ -78,6 +78,10 @@ type Worker struct {
 	adopted       map[string]*adoptedFolder // the index of each adopted folder, made on its first change
 	unrenderable  map[placement.Key]string  // while a run is resolved again: the edits its render refused
 	runs          uint64                    // the runs resolved so far, numbering them for the indexes
+	lastRead      struct {                  // the file Document read last, which its next call likely reads again
+		hash plumbing.Hash
+		data []byte
+	}
 
 	mu     sync.Mutex
 	status WorkerStatus

@@ -309,16 +309,22 @@ func keys(a, b map[string]any) []string {
 }
 
 // WithoutBaseline is what a person changed in live against file, when that is known without the
-// apiserver's defaulting of the file: a GitOps applier that is not a person server-side applied
-// the object (so the values the file declares reached the object as written, and a webhook's or
-// default's values are the applier's or nobody's), and what people changed, read against the
-// file itself, are only new values of scalars the file declares. Anything else (an addition, a
-// removal, a list or mapping set whole) needs the baseline, and ok is false.
+// apiserver's defaulting of the file (a server-side dry run), and ok. It is, when Changes with
+// the file as its own baseline finds:
+//   - nothing (see Unchanged);
+//   - only new values of scalars the file declares, in an object a GitOps applier that is not a
+//     person server-side applied: the values the file declares reached the object as written,
+//     and a webhook's or a default's values are the applier's or nobody's.
+//
+// Anything else (an addition, a removal, a list or mapping set whole) needs the baseline.
 func WithoutBaseline(file, live map[string]any, owners Owners) (ops []Op, ok bool) {
+	ops = Changes(file, file, live, owners)
+	if len(ops) == 0 {
+		return nil, true
+	}
 	if !owners.Known() || !owners.appliedFromGit {
 		return nil, false
 	}
-	ops = Changes(file, file, live, owners)
 	for _, op := range ops {
 		declared, inFile := lookup(file, op.Path)
 		if op.Remove || !inFile || !scalar(declared) || !scalar(op.Value) {

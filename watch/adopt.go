@@ -123,10 +123,7 @@ func (w *watcher) editAdoption(ctx context.Context, e *event, a *gitops.Adoption
 		return a
 	}
 	o := owners(e)
-	if placement.Unchanged(file, e.clean, o) {
-		return nil // nothing a person set differs from the file: no dry run needed to know it
-	}
-	ops, known := placement.WithoutBaseline(file, e.clean, o) // a GitOps applier's object, its values changed
+	ops, known := placement.WithoutBaseline(file, e.clean, o) // nothing, or values of a GitOps applier's object
 	if !known {
 		ops = placement.Changes(file, w.baseline(ctx, doc, file, e.obj.GetNamespace()), e.clean, o)
 	}
