@@ -60,6 +60,10 @@ type document struct {
 	lines      []int // where each line of text starts
 	listIndent int   // how far the document indents a block list under its key: 0 flush-left
 	quoteLines bool  // write strings of several lines double-quoted, never as literal blocks
+	// parsed is the root parse read from parsedText, reused while text is the same: an edit's
+	// first step reads what the edit's start read.
+	parsed     *yaml.Node
+	parsedText []byte
 }
 
 // edit applies ops to the document and returns its new text, checked. When the text does not
@@ -125,6 +129,18 @@ func (d *document) run(first edit) error {
 
 // parse reads the document's current text; its root must be a mapping.
 func (d *document) parse() (*yaml.Node, error) {
+	if d.parsed != nil && bytes.Equal(d.parsedText, d.text) {
+		return d.parsed, nil
+	}
+	root, err := d.parseText()
+	if err == nil {
+		d.parsed, d.parsedText = root, bytes.Clone(d.text) // a copy: the text may change in place
+	}
+	return root, err
+}
+
+// parseText reads the document's current text; its root must be a mapping.
+func (d *document) parseText() (*yaml.Node, error) {
 	var n yaml.Node
 	if err := yaml.Unmarshal(d.text, &n); err != nil {
 		return nil, fmt.Errorf("document %d does not parse: %w", d.number, d.fileLines(err))
