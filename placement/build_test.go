@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -210,5 +211,51 @@ immutable: true
 	deploy := rendered(t, MustBuild(t, kustomizeFiles(t), "apps/production"), podinfoDeployment)
 	if r, ok := renderedAt(deploy, "spec.replicas").(int64); !ok || r != 3 {
 		t.Errorf("spec.replicas = %#v, want int64(3)", renderedAt(deploy, "spec.replicas"))
+	}
+}
+
+// BenchmarkBuild renders a kustomization of 50 objects (25 Deployments, 25 Services) with a
+// namespace, a label and an image override.
+func BenchmarkBuild(b *testing.B) {
+	files := map[string][]byte{}
+	var resources []string
+	for i := range 25 {
+		name := fmt.Sprintf("app-%02d", i)
+		resources = append(resources, name+".yaml")
+		files["bench/"+name+".yaml"] = fmt.Appendf(nil, `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[1]s
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: %[1]s}
+  template:
+    metadata:
+      labels: {app: %[1]s}
+    spec:
+      containers:
+        - name: web
+          image: nginx:1.27
+          ports: [{containerPort: 8080, name: http}]
+          resources: {requests: {cpu: 100m, memory: 64Mi}}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: %[1]s
+spec:
+  selector: {app: %[1]s}
+  ports: [{port: 80, targetPort: http}]
+`, name)
+	}
+	files["bench/kustomization.yaml"] = []byte("namespace: bench\nlabels:\n  - pairs: {team: bench}\nimages:\n  - name: nginx\n    newTag: \"1.28\"\nresources: [" + strings.Join(resources, ", ") + "]\n")
+	if objs := MustBuild(b, files, "bench"); len(objs) != 50 {
+		b.Fatalf("rendered %d objects, want 50", len(objs))
+	}
+	for b.Loop() {
+		if _, err := Build(files, "bench"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -64,17 +64,6 @@ func Changes(file, baseline, live map[string]any, owners Owners) []Op {
 	return d.ops
 }
 
-// Unchanged reports whether Changes writes nothing of live into file whatever file's baseline,
-// so that the baseline (a server-side dry run of file) need not be made: Changes with the file as
-// its own baseline finds nothing. The apiserver's baseline is file with defaults: where it
-// differs from live, the file differs from live too (and that difference was dropped for whoever
-// owns it, or the file holds live's value already), or it is at a default the file does not
-// declare, which only ever drops a change. The one change this misses is the removal of a key
-// the file declares as null, which a default fills and live lacks: the file keeps its null.
-func Unchanged(file, live map[string]any, owners Owners) bool {
-	return len(Changes(file, file, live, owners)) == 0
-}
-
 // differ walks baseline and live together and collects the ops.
 type differ struct {
 	file, live map[string]any
@@ -311,7 +300,12 @@ func keys(a, b map[string]any) []string {
 // WithoutBaseline is what a person changed in live against file, when that is known without the
 // apiserver's defaulting of the file (a server-side dry run), and ok. It is, when Changes with
 // the file as its own baseline finds:
-//   - nothing (see Unchanged);
+//   - nothing: Changes then writes nothing whatever the baseline. The apiserver's baseline is
+//     file with defaults: where it differs from live, the file differs from live too (and that
+//     difference was dropped for whoever owns it, or the file holds live's value already), or it
+//     is at a default the file does not declare, which only ever drops a change. The one change
+//     this misses is the removal of a key the file declares as null, which a default fills and
+//     live lacks: the file keeps its null.
 //   - only new values of scalars the file declares, in an object a GitOps applier that is not a
 //     person server-side applied: the values the file declares reached the object as written,
 //     and a webhook's or a default's values are the applier's or nobody's.

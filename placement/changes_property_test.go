@@ -31,9 +31,9 @@ func TestChangesWriteExactlyWhatPeopleChanged(t *testing.T) {
 	}
 }
 
-// TestUnchangedNeedsNoBaseline checks, on the random worlds, that what Unchanged finds nothing
-// to write in is what Changes with the apiserver's baseline writes nothing in either: the dry
-// run Unchanged saves would not have changed the answer.
+// TestUnchangedNeedsNoBaseline checks, on the random worlds, that where WithoutBaseline finds
+// nothing to write, Changes with the apiserver's baseline writes nothing either: the dry run it
+// saves would not have changed the answer.
 func TestUnchangedNeedsNoBaseline(t *testing.T) {
 	unchanged := 0
 	for seed := uint64(1); seed <= 4000; seed++ {
@@ -45,16 +45,16 @@ func TestUnchangedNeedsNoBaseline(t *testing.T) {
 			}
 		}
 		o := OwnersOf(w.managed(), DefaultPerson)
-		if !Unchanged(w.file, w.live, o) {
+		if ops, ok := WithoutBaseline(w.file, w.live, o); !ok || len(ops) != 0 {
 			continue
 		}
 		unchanged++
 		if ops := Changes(w.file, w.baseline, w.live, o); len(ops) != 0 {
-			t.Fatalf("seed %d: Unchanged, but Changes with the baseline writes:\n%s\nlog:\n%s", seed, opsText(ops), w.log)
+			t.Fatalf("seed %d: nothing without the baseline, but Changes with it writes:\n%s\nlog:\n%s", seed, opsText(ops), w.log)
 		}
 	}
 	if unchanged < 500 {
-		t.Fatalf("only %d worlds were Unchanged: the test checks too little", unchanged)
+		t.Fatalf("only %d worlds were unchanged: the test checks too little", unchanged)
 	}
 }
 
@@ -195,7 +195,7 @@ func TestWithoutBaselineAgreesWithTheBaseline(t *testing.T) {
 			continue
 		}
 		if len(ops) == 0 {
-			continue // Unchanged's case, which TestUnchangedNeedsNoBaseline checks
+			continue // nothing to write: TestUnchangedNeedsNoBaseline checks that case
 		}
 		answered++
 		if _, flux := w.sets["kustomize-controller"]; !flux {
