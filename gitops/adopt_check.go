@@ -73,9 +73,7 @@ func (w *Worker) folderFiles(fs files, folder string) map[string][]byte {
 	prefix := folder + "/"
 	_ = w.store.WalkFiles(entries, []byte(prefix), func(p []byte) {
 		name := string(p)
-		if !regularFile(w.fileEntry(fs.tree, name)) {
-			return
-		}
+		// A link or a submodule reads as nil: only regular files are given to a render.
 		if data, err := fs.read(name); err == nil && data != nil && len(data) <= maxRenderedFileBytes {
 			out[name] = data
 		}

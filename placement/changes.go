@@ -320,7 +320,7 @@ func WithoutBaseline(file, live map[string]any, owners Owners) (ops []Op, ok boo
 		return nil, false
 	}
 	for _, op := range ops {
-		declared, inFile := lookup(file, op.Path)
+		declared, inFile := ValueAt(file, op.Path)
 		if op.Remove || !inFile || !scalar(declared) || !scalar(op.Value) {
 			return nil, false
 		}

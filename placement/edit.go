@@ -170,8 +170,8 @@ func (d *document) check(want any, ops []Op) error {
 		return nil
 	}
 	for _, op := range ops {
-		g, gok := lookup(got, op.Path)
-		w, wok := lookup(want, op.Path)
+		g, gok := ValueAt(got, op.Path)
+		w, wok := ValueAt(want, op.Path)
 		if gok != wok || !equal(g, w) {
 			return fmt.Errorf("document %d: %s: %w (%v, want %v)", d.number, op.Path, errReadBack, g, w)
 		}

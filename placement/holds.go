@@ -21,7 +21,7 @@ func RenderedHolds(objects map[Key]map[string]any, dir string, k Key, ops []Op) 
 	}
 	where := path.Join(dir, "kustomization.yaml")
 	for _, op := range ops {
-		got, found := lookup(obj, op.Path)
+		got, found := ValueAt(obj, op.Path)
 		switch {
 		case op.Remove && found:
 			return fmt.Errorf("the kustomization of %s still renders %s = %v: something there sets it", dir, op.Path, got)

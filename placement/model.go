@@ -266,8 +266,8 @@ func removeIn(cur any, path Path) any {
 	return cur
 }
 
-// lookup is the value at path in v, and whether there is one.
-func lookup(v any, path Path) (any, bool) {
+// ValueAt is the value at path in v, and whether there is one.
+func ValueAt(v any, path Path) (any, bool) {
 	for _, s := range path {
 		switch c := v.(type) {
 		case map[string]any:

@@ -3,6 +3,7 @@ package placement
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math/rand"
 	"slices"
 	"strconv"
@@ -72,7 +73,7 @@ func checkEdit(tb testing.TB, d propertyDoc, ops []Op, want any) string {
 		}
 		n, _ := strconv.Atoi(line[1:strings.IndexByte(line, ':')])
 		if !edited[n] {
-			return fmt.Sprintf("line %d of the document changed, which no op reaches (%v):\n%s", n, intKeys(edited), out[a.start:a.end])
+			return fmt.Sprintf("line %d of the document changed, which no op reaches (%v):\n%s", n, slices.Sorted(maps.Keys(edited)), out[a.start:a.end])
 		}
 	}
 	return ""
@@ -121,15 +122,6 @@ func (d *document) lineOf(at int) int {
 	return line
 }
 
-func intKeys(m map[int]bool) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
 func describe(ops []Op) string {
 	var b strings.Builder
 	for _, op := range ops {
@@ -154,7 +146,7 @@ func (g *opGen) op(model any) Op {
 	all := nodePaths(model, nil)
 	for {
 		at := all[g.r.Intn(len(all))]
-		v, _ := lookup(model, at)
+		v, _ := ValueAt(model, at)
 		switch g.r.Intn(7) {
 		case 0:
 			if !isCollection(v) {

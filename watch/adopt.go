@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,9 +34,8 @@ type documents interface {
 // baselines caches, by the document's own text and namespace, the document's object as the
 // apiserver defaults it: a document changes far less often than its object, so a live change
 // costs no dry run, and an edit of one document of a file costs its neighbours none either.
-// Bounded: past maxBaselines it starts over.
+// Bounded: past maxBaselines it starts over. It is its watcher's, used from its goroutine only.
 type baselines struct {
-	mu      sync.Mutex
 	byDoc   map[string]map[string]any
 	refused bool // a dry run was refused (no right to create): the file itself is the baseline
 }
@@ -45,15 +43,11 @@ type baselines struct {
 const maxBaselines = 4096
 
 func (b *baselines) get(version string) (map[string]any, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	v, ok := b.byDoc[version]
 	return v, ok
 }
 
 func (b *baselines) put(version string, obj map[string]any) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.byDoc == nil || len(b.byDoc) >= maxBaselines {
 		b.byDoc = map[string]map[string]any{}
 	}

@@ -45,7 +45,7 @@ func (w *watcher) intentOf(ctx context.Context, clean map[string]any, owners pla
 
 // isDefault reports whether the apiserver gives back intent's value at p when creating without.
 func (w *watcher) isDefault(ctx context.Context, without map[string]any, p placement.Path, intent map[string]any) bool {
-	was, _ := valueAt(intent, p)
+	was, _ := placement.ValueAt(intent, p)
 	got, err := w.dryRunCreate(ctx, without, namespaceOf(intent))
 	if err != nil {
 		return false // a required value, or one the apiserver refuses to go without
@@ -53,7 +53,7 @@ func (w *watcher) isDefault(ctx context.Context, without map[string]any, p place
 	if empty(was) {
 		return true // an empty mapping or list the apiserver takes as well without (strategy: {})
 	}
-	back, ok := valueAt(got, p)
+	back, ok := placement.ValueAt(got, p)
 	return ok && reflect.DeepEqual(back, was)
 }
 
@@ -94,32 +94,9 @@ func leaves(obj map[string]any) []placement.Path {
 	return out
 }
 
-// valueAt is the value at p (field and index steps) in obj.
-func valueAt(obj map[string]any, p placement.Path) (any, bool) {
-	var cur any = obj
-	for _, s := range p {
-		switch c := cur.(type) {
-		case map[string]any:
-			v, ok := c[s.Field]
-			if !ok || s.Field == "" {
-				return nil, false
-			}
-			cur = v
-		case []any:
-			if s.Field != "" || s.Index >= len(c) {
-				return nil, false
-			}
-			cur = c[s.Index]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
 // removeAt removes the field at p from obj.
 func removeAt(obj map[string]any, p placement.Path) {
-	if parent, ok := valueAt(obj, p[:len(p)-1]); ok {
+	if parent, ok := placement.ValueAt(obj, p[:len(p)-1]); ok {
 		if m, isMap := parent.(map[string]any); isMap {
 			delete(m, p[len(p)-1].Field)
 		}
