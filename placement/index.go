@@ -171,9 +171,14 @@ func (x *Index) Wants(p string) bool {
 	if !x.within(p) {
 		return false
 	}
-	base := path.Base(p)
-	ext := strings.ToLower(path.Ext(base))
-	return ext == ".yaml" || ext == ".yml" || base == "Kustomization"
+	return ManifestFile(p) || isKustomizationFile(p)
+}
+
+// ManifestFile reports whether the file at p may hold objects: a .yaml or .yml file (in any
+// case), but not a kustomization.
+func ManifestFile(p string) bool {
+	ext := strings.ToLower(path.Ext(p))
+	return (ext == ".yaml" || ext == ".yml") && !isKustomizationFile(p)
 }
 
 // Put indexes the file at p anew, with data its content; a file Wants refuses is ignored.

@@ -5,10 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"reflect"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -153,15 +151,6 @@ func sameContent(a, b []byte) bool {
 		return bytes.Equal(a, b)
 	}
 	return reflect.DeepEqual(sanitize.Object(da.Object.Object), sanitize.Object(db.Object.Object))
-}
-
-// adoptedFile says whether a file of an adopted folder may hold objects: a .yaml or .yml file
-// that is not a kustomization (a kustomization, a README, a values file say nothing write-back
-// applies, and are passed over without a word).
-func adoptedFile(p string) bool {
-	base := path.Base(p)
-	ext := strings.ToLower(path.Ext(base))
-	return (ext == ".yaml" || ext == ".yml") && base != "kustomization.yaml" && base != "kustomization.yml"
 }
 
 // adoptedFromGit checks that an adopted folder's proposal says what Git holds at its source

@@ -7,6 +7,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitedits"
+	"github.com/configbutler/gitops-reverser/placement"
 )
 
 // idleRunSpacing is the least time between two recorded runs of a destination that found no
@@ -19,7 +20,7 @@ const idleRunSpacing = time.Hour
 // files, kustomizations aside.
 func considered(d *dest, path string) bool {
 	if d.obj.Adopted() {
-		return adoptedFile(path)
+		return placement.ManifestFile(path)
 	}
 	return strings.HasSuffix(path, ".yaml")
 }
