@@ -20,12 +20,16 @@ import (
 // the object's canonical path: where a new object goes when neither Place nor a kustomization of
 // its namespace says where, and what changes of the same object coalesce on.
 type Adoption struct {
-	Folder string         // the adopted folder, repository-relative ("" = the root)
-	Key    placement.Key  // the object
-	Ops    []placement.Op // what a person changed, for the document that holds it
-	New    []byte         // the object's document when no file holds it yet (what people set)
-	Place  string         // the destination's template for a new object's file, expanded; "" = none
-	Delete bool           // the object is gone: its document goes, and its file when it was the last
+	Folder string // the adopted folder, repository-relative ("" = the root)
+	// Overlay, when set, is the kustomization folder the destination renders (its folder, or
+	// the one it names): an object of its render is changed where a person would change it
+	// there (DESIGN.md §11, "trace to place"), never in a base other kustomizations share.
+	Overlay string
+	Key     placement.Key  // the object
+	Ops     []placement.Op // what a person changed, for the document that holds it
+	New     []byte         // the object's document when no file holds it yet (what people set)
+	Place   string         // the destination's template for a new object's file, expanded; "" = none
+	Delete  bool           // the object is gone: its document goes, and its file when it was the last
 	// Whole, when set, replaces the object's document whole (an encrypted Secret, which holds no
 	// plaintext to edit), or is its document when new; Keep, when set, is asked about the
 	// current document first: true keeps it (it says the same, encrypted anew).
@@ -221,6 +225,11 @@ func (w *Worker) adopt(fs files, c *Change) ([]Change, error) {
 	}
 	if why, refused := w.unrenderable[a.Key]; refused {
 		return nil, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: errors.New(why)}
+	}
+	if a.Overlay != "" && a.Whole == nil {
+		if changes, rendered, err := w.adoptOverlay(fs, c); rendered {
+			return changes, err
+		}
 	}
 	loc, err := f.index.Lookup(a.Key)
 	switch {

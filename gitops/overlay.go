@@ -1,0 +1,193 @@
+package gitops
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configbutler/gitops-reverser/placement"
+)
+
+// overlayState is the worker's render of one overlay: as a tree holds it (for Rendered), and as
+// the run being resolved leaves it, each change's check rendering the next.
+type overlayState struct {
+	tree       plumbing.Hash
+	render     *placement.Overlay
+	run        uint64 // the run whose edits render holds; 0: the tree's
+	shared     map[string]bool
+	sharedTree plumbing.Hash
+}
+
+// treeFiles reads the files of a run (its edits over its tree) for placement.FilesOf.
+type treeFiles struct{ fs files }
+
+func (t treeFiles) File(p string) ([]byte, bool) {
+	data, err := t.fs.read(p)
+	return data, err == nil && data != nil
+}
+
+func (t treeFiles) IsDir(p string) bool {
+	entries, err := t.fs.w.store.Dir(t.fs.tree, p)
+	return err == nil && entries != nil
+}
+
+// overlay is the render of the overlay in dir as fs leaves it: the one the run's last change
+// left, or a render of fs.
+func (w *Worker) overlay(fs files, dir string) (*overlayState, error) {
+	if w.overlays == nil {
+		w.overlays = map[string]*overlayState{}
+	}
+	s := w.overlays[dir]
+	if s == nil {
+		s = &overlayState{}
+		w.overlays[dir] = s
+	}
+	if s.render != nil && s.tree == fs.tree && (s.run == fs.run || s.run == 0 && !fs.editedUnder(dir)) {
+		s.run = fs.run
+		return s, nil
+	}
+	o, err := placement.RenderOverlay(placement.FilesOf(treeFiles{fs}, dir), dir)
+	if err != nil {
+		return nil, err
+	}
+	s.tree, s.render, s.run = fs.tree, o, fs.run
+	return s, nil
+}
+
+// editedUnder reports whether the run changed a file so far (any: a run's edits may reach an
+// overlay through a base anywhere).
+func (fs files) editedUnder(string) bool {
+	edited := false
+	if fs.each != nil {
+		fs.each(func(string, []byte) { edited = true })
+	}
+	return edited
+}
+
+// adoptOverlay places the change of an object the destination's overlay renders where a person
+// would have made it (placement.Overlay.Land), checks the overlay's render with it, and returns
+// its file changes; false when the overlay does not render the object (its document, if any, is
+// edited as in any adopted folder).
+func (w *Worker) adoptOverlay(fs files, c *Change) ([]Change, bool, error) {
+	a := c.Adopt
+	s, err := w.overlay(fs, a.Overlay)
+	if err != nil {
+		return nil, true, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: fmt.Errorf("render the overlay: %w", err)}
+	}
+	if _, ok := s.render.Objects[a.Key]; !ok {
+		return nil, false, nil
+	}
+	own := w.owner(fs, s, a.Folder, a.Overlay)
+	var edits []placement.FileEdit
+	var after *placement.Overlay
+	switch {
+	case a.Delete:
+		edits, err = s.render.Remove(a.Key, own)
+		if err == nil {
+			after, err = s.render.CheckGone(a.Key, edits)
+		}
+	case len(a.Ops) == 0:
+		return nil, true, nil
+	default:
+		edits, after, err = landChecked(s.render, a.Key, a.Ops, own)
+	}
+	if err != nil {
+		return nil, true, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: err}
+	}
+	f, err := w.folderIndex(a.Folder, fs.tree, fs.run)
+	if err != nil {
+		return nil, true, err
+	}
+	out := make([]Change, 0, len(edits))
+	for _, e := range edits {
+		out = append(out, w.edited(f, c, e.Path, e.Data))
+	}
+	s.render = after
+	return out, true, nil
+}
+
+// landChecked lands ops and checks the render; when an images: entry would change other objects
+// too (they share the image), the image goes into the object's own patch instead.
+func landChecked(o *placement.Overlay, k placement.Key, ops []placement.Op, own func(string) bool) ([]placement.FileEdit, *placement.Overlay, error) {
+	edits, err := o.Land(k, ops, own, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	after, err := o.Check(k, ops, edits)
+	if err == nil {
+		return edits, after, nil
+	}
+	literal, lerr := o.Land(k, ops, own, true)
+	if lerr != nil {
+		return nil, nil, err
+	}
+	if after, lerr = o.Check(k, ops, literal); lerr != nil {
+		return nil, nil, err
+	}
+	return literal, after, nil
+}
+
+// owner is what the destination may write: files under its folder that no kustomization of the
+// repository renders but through the overlay (a base staging and production share is written
+// only through each overlay).
+func (w *Worker) owner(fs files, s *overlayState, folder, overlay string) func(string) bool {
+	if s.shared == nil || s.sharedTree != fs.tree {
+		s.shared, s.sharedTree = w.sharedFiles(fs, overlay), fs.tree
+	}
+	return func(p string) bool {
+		return (folder == "" || p == folder || strings.HasPrefix(p, folder+"/")) && !s.shared[p]
+	}
+}
+
+// sharedFiles is every file that a kustomization of the repository outside the overlay's own
+// graph renders: every kustomization file of the tree is read, once per tree.
+func (w *Worker) sharedFiles(fs files, overlay string) map[string]bool {
+	t := treeFiles{fs}
+	mine := placement.FilesOf(t, overlay)
+	shared := map[string]bool{}
+	entries, err := w.store.Dir(fs.tree, "")
+	if err != nil {
+		return shared
+	}
+	_ = w.store.WalkFiles(entries, nil, func(p []byte) {
+		name := string(p)
+		if !placement.IsKustomization(name) {
+			return
+		}
+		dir := path.Dir(name)
+		if dir == "." {
+			dir = ""
+		}
+		if _, inMine := mine[name]; inMine {
+			return // a kustomization the overlay itself renders
+		}
+		theirs := placement.FilesOf(t, dir)
+		if through(theirs, overlay) {
+			return // it renders the overlay whole (a cluster's kustomization of its apps)
+		}
+		for q := range theirs {
+			if _, ok := mine[q]; ok {
+				shared[q] = true
+			}
+		}
+	})
+	return shared
+}
+
+// through reports whether files, what another kustomization renders, hold the kustomization of
+// the overlay in dir: that one renders the overlay itself (a cluster's kustomization of its
+// apps), not beside it.
+func through(files map[string][]byte, dir string) bool {
+	want := path.Clean(dir) // "." for the top, as path.Dir names it
+	if dir == "" {
+		want = "."
+	}
+	for p := range files {
+		if placement.IsKustomization(p) && path.Dir(p) == want {
+			return true
+		}
+	}
+	return false
+}

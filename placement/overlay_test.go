@@ -1,0 +1,195 @@
+package placement
+
+import (
+	"errors"
+	"io/fs"
+	"maps"
+	"slices"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// overlayFiles reads testdata/overlays, a repository of a base with a staging and a production
+// overlay, as the worker gives it.
+func overlayFiles(t *testing.T) map[string][]byte {
+	t.Helper()
+	root := filepath.Join("testdata", "overlays")
+	files := map[string][]byte{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
+		files[filepath.ToSlash(rel)] = data
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+type mapTree map[string][]byte
+
+func (m mapTree) File(p string) ([]byte, bool) { d, ok := m[p]; return d, ok }
+func (m mapTree) IsDir(p string) bool {
+	for q := range m {
+		if strings.HasPrefix(q, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func productionOverlay(t *testing.T) *Overlay {
+	t.Helper()
+	o, err := RenderOverlay(FilesOf(mapTree(overlayFiles(t)), "apps/production"), "apps/production")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func underProduction(p string) bool { return strings.HasPrefix(p, "apps/production/") }
+
+var podinfo = Key{Group: "apps", Kind: "Deployment", Namespace: "production", Name: "podinfo"}
+
+// landed lands ops on k, checks the render, and returns each file it wrote as the lines that
+// differ from the file before: "-old" and "+new", in order.
+func landed(t *testing.T, o *Overlay, k Key, ops ...Op) map[string][]string {
+	t.Helper()
+	edits, err := o.Land(k, ops, underProduction, false)
+	if err != nil {
+		t.Fatalf("land: %v", err)
+	}
+	if _, err := o.Check(k, ops, edits); err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	out := map[string][]string{}
+	for _, e := range edits {
+		out[e.Path] = lineDiff(string(o.Files[e.Path]), string(e.Data))
+	}
+	return out
+}
+
+func expectEdits(t *testing.T, got map[string][]string, want map[string][]string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("files written: %v, want %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+	}
+	for p, lines := range want {
+		if !slices.Equal(got[p], lines) {
+			t.Errorf("%s:\n%q\nwant\n%q", p, got[p], lines)
+		}
+	}
+}
+
+var image = Path{{Field: "spec"}, {Field: "template"}, {Field: "spec"}, {Field: "containers"}, {Match: "name", Value: "podinfod"}, {Field: "image"}}
+
+func TestAnImageLandsInTheOverlaysImagesEntry(t *testing.T) {
+	got := landed(t, productionOverlay(t), podinfo, Op{Path: image, Value: "ghcr.io/stefanprodan/podinfo:6.5.5"})
+	expectEdits(t, got, map[string][]string{"apps/production/kustomization.yaml": {
+		"-12:    newTag: 6.5.4 # bump with care: see the runbook",
+		"+12:    newTag: 6.5.5 # bump with care: see the runbook",
+	}})
+}
+
+func TestANewImageNameAndDigestLandInTheEntry(t *testing.T) {
+	got := landed(t, productionOverlay(t), podinfo, Op{Path: image, Value: "registry.example/podinfo@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"})
+	expectEdits(t, got, map[string][]string{"apps/production/kustomization.yaml": {
+		"-12:    newTag: 6.5.4 # bump with care: see the runbook",
+		"+12:    newName: registry.example/podinfo",
+		"+13:    digest: sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+	}})
+}
+
+func TestReplicasLandInTheOverlaysReplicasEntry(t *testing.T) {
+	got := landed(t, productionOverlay(t), podinfo, Op{Path: Path{{Field: "spec"}, {Field: "replicas"}}, Value: int64(5)})
+	expectEdits(t, got, map[string][]string{"apps/production/kustomization.yaml": {
+		"-15:    count: 2",
+		"+15:    count: 5",
+	}})
+}
+
+func TestAFieldAPatchSetsLandsInThatPatch(t *testing.T) {
+	memory := Path{{Field: "spec"}, {Field: "template"}, {Field: "spec"}, {Field: "containers"}, {Match: "name", Value: "podinfod"},
+		{Field: "resources"}, {Field: "limits"}, {Field: "memory"}}
+	got := landed(t, productionOverlay(t), podinfo, Op{Path: memory, Value: "1Gi"})
+	expectEdits(t, got, map[string][]string{"apps/production/podinfo-patch.yaml": {
+		"-12:              memory: 512Mi # production's traffic",
+		"+12:              memory: 1Gi # production's traffic",
+	}})
+}
+
+func TestAnotherFieldOfABaseObjectLandsInItsPatch(t *testing.T) {
+	color := Path{{Field: "spec"}, {Field: "template"}, {Field: "spec"}, {Field: "containers"}, {Match: "name", Value: "podinfod"},
+		{Field: "env"}, {Match: "name", Value: "PODINFO_UI_COLOR"}, {Field: "value"}}
+	got := landed(t, productionOverlay(t), podinfo, Op{Path: color, Value: "#ff0000"})
+	expectEdits(t, got, map[string][]string{"apps/production/podinfo-patch.yaml": {
+		"+13:          env:",
+		"+14:            - name: PODINFO_UI_COLOR",
+		"+15:              value: '#ff0000'",
+	}})
+}
+
+func TestAFieldOfABaseObjectWithoutAPatchGetsANewPatchFile(t *testing.T) {
+	svc := Key{Kind: "Service", Namespace: "production", Name: "podinfo"}
+	got := landed(t, productionOverlay(t), svc, Op{Path: Path{{Field: "spec"}, {Field: "type"}}, Value: "NodePort"})
+	expectEdits(t, got, map[string][]string{
+		"apps/production/kustomization.yaml": {
+			"+22:  - path: podinfo-service-patch.yaml",
+		},
+		"apps/production/podinfo-service-patch.yaml": {
+			"+1:apiVersion: v1", "+2:kind: Service", "+3:metadata:", "+4:  name: podinfo", "+5:spec:", "+6:  type: NodePort",
+		},
+	})
+}
+
+func TestAnObjectOnlyTheOverlayDeclaresIsEditedInPlace(t *testing.T) {
+	cache := Key{Group: "apps", Kind: "Deployment", Namespace: "production", Name: "cache"}
+	memcached := Path{{Field: "spec"}, {Field: "template"}, {Field: "spec"}, {Field: "containers"}, {Match: "name", Value: "memcached"}, {Field: "image"}}
+	got := landed(t, productionOverlay(t), cache, Op{Path: memcached, Value: "memcached:1.6.22"})
+	expectEdits(t, got, map[string][]string{"apps/production/cache.yaml": {
+		"-16:          image: memcached:1.6.21",
+		"+16:          image: memcached:1.6.22",
+	}})
+}
+
+func TestAGeneratedConfigMapOfABaseIsNotExpressible(t *testing.T) {
+	o := productionOverlay(t)
+	var cm Key
+	for k := range o.Objects {
+		if k.Kind == "ConfigMap" {
+			cm = k
+		}
+	}
+	_, err := o.Land(cm, []Op{{Path: Path{{Field: "data"}, {Field: "PODINFO_UI_MESSAGE"}}, Value: "hi"}}, underProduction, false)
+	if !errors.Is(err, ErrNotExpressible) {
+		t.Fatalf("err = %v, want ErrNotExpressible", err)
+	}
+}
+
+func TestADeletedBaseObjectGetsADeletePatch(t *testing.T) {
+	o := productionOverlay(t)
+	svc := Key{Kind: "Service", Namespace: "production", Name: "podinfo"}
+	edits, err := o.Remove(svc, underProduction)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.CheckGone(svc, edits); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, e := range edits {
+		got[e.Path] = lineDiff(string(o.Files[e.Path]), string(e.Data))
+	}
+	expectEdits(t, got, map[string][]string{
+		"apps/production/kustomization.yaml": {"+22:  - path: podinfo-service-delete.yaml"},
+		"apps/production/podinfo-service-delete.yaml": {
+			"+1:apiVersion: v1", "+2:kind: Service", "+3:metadata:", "+4:  name: podinfo", "+5:$patch: delete",
+		},
+	})
+}
