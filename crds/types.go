@@ -187,6 +187,11 @@ type ExistingLayout struct {
 	// Prune removes the documents of selected kinds whose objects are absent from the cluster
 	// at a (re-)list; off, they are listed and left in place.
 	Prune bool `json:"prune,omitempty"`
+	// Kustomization is the folder, inside BaseFolder, of the kustomization the destination
+	// renders (an overlay over bases elsewhere in the repository): a live change to an object
+	// it renders is written where a person would make it there. Empty: BaseFolder itself, when
+	// it holds a kustomization.
+	Kustomization string `json:"kustomization,omitempty"`
 }
 
 // Adopted reports whether the destination's folder is the team's own (LayoutExisting).

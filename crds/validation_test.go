@@ -312,6 +312,9 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"newFiles not YAML", adoptedDestination(crds.LayoutExisting, &crds.ExistingLayout{NewFiles: "{name}.json"}), []string{"must end in .yaml or .yml"}},
 		{"newFiles out of the folder", adoptedDestination(crds.LayoutExisting, &crds.ExistingLayout{NewFiles: "../{name}.yaml"}), []string{"inside baseFolder"}},
 		{"absolute newFiles", adoptedDestination(crds.LayoutExisting, &crds.ExistingLayout{NewFiles: "/{name}.yaml"}), []string{"inside baseFolder"}},
+		{"kustomization out of the folder", adoptedDestination(crds.LayoutExisting, &crds.ExistingLayout{Kustomization: "../production"}), []string{"spec.existing.kustomization must be a relative path inside baseFolder"}},
+		{"absolute kustomization", adoptedDestination(crds.LayoutExisting, &crds.ExistingLayout{Kustomization: "/apps/production"}), []string{"spec.existing.kustomization must be a relative path"}},
+		{"overlay accepted", adoptedDestination(crds.LayoutExisting, &crds.ExistingLayout{Kustomization: "apps/production"}), nil},
 		{"adopted folder accepted", adoptedDestination(crds.LayoutExisting, &crds.ExistingLayout{NewFiles: "{namespace}/{name}-{kind}.yml", Prune: true}), nil},
 		{"dots inside names accepted", destination("main", ".config/a..b/v1.2"), nil},
 		// spec.branch

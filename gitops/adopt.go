@@ -363,16 +363,18 @@ func (w *Worker) kustomizationEdit(f *adoptedFolder, fs files, c *Change, p stri
 }
 
 // Document is the text of the document that holds object k in the adopted folder, as the branch
-// the worker builds on holds it (its built commits included). A nil document: no file holds k.
-// An error names a duplicate or an unreadable folder; ErrStopped when the worker stopped.
-func (w *Worker) Document(ctx context.Context, folder string, k placement.Key) ([]byte, error) {
+// the worker builds on holds it (its built commits included); when overlay is set and its
+// kustomization renders k, k as rendered. A nil document: no file holds k. An error names a
+// duplicate, an unreadable folder or an overlay that does not render; ErrStopped when the worker
+// stopped.
+func (w *Worker) Document(ctx context.Context, folder, overlay string, k placement.Key) ([]byte, error) {
 	type answer struct {
 		doc []byte
 		err error
 	}
 	got := make(chan answer, 1) // the worker may answer after ctx ended
 	if err := w.call(ctx, func(context.Context) {
-		doc, err := w.document(folder, k)
+		doc, err := w.document(folder, overlay, k)
 		got <- answer{doc, err}
 	}); err != nil {
 		return nil, err
@@ -381,7 +383,7 @@ func (w *Worker) Document(ctx context.Context, folder string, k placement.Key) (
 	return a.doc, a.err
 }
 
-func (w *Worker) document(folder string, k placement.Key) ([]byte, error) {
+func (w *Worker) document(folder, overlay string, k placement.Key) ([]byte, error) {
 	tip := w.base
 	if w.built.valid {
 		tip = w.built.tip
@@ -389,6 +391,11 @@ func (w *Worker) document(folder string, k placement.Key) ([]byte, error) {
 	tree, err := w.store.CommitTree(tip)
 	if err != nil && !tip.IsZero() {
 		return nil, err
+	}
+	if overlay != "" {
+		if doc, err := w.rendered(tree, overlay, k); doc != nil || err != nil {
+			return doc, err
+		}
 	}
 	f, err := w.folderIndex(folder, tree, 0)
 	if err != nil {

@@ -61,7 +61,7 @@ func TestPendingNamesTheFileOfAnAdoptedChange(t *testing.T) {
 	}
 	w := StartWorker(t, url, "", BatchLimits{MaxWait: time.Hour, Quiet: time.Hour, IdleQuiet: time.Hour})
 	key := placement.Key{Kind: "ConfigMap", Namespace: "team", Name: "a"}
-	if got, err := w.Document(context.Background(), "apps", key); err != nil || string(got) != doc {
+	if got, err := w.Document(context.Background(), "apps", "", key); err != nil || string(got) != doc {
 		t.Fatalf("Document = %q, %v", got, err)
 	}
 	MustEnqueue(t, w, Change{Path: cmPath("a"), Summary: "update a", Adopt: &Adoption{Folder: "apps", Key: key,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/configbutler/gitops-reverser/gitstore"
 	"github.com/configbutler/gitops-reverser/placement"
 )
 
@@ -34,7 +35,7 @@ func (t treeFiles) IsDir(p string) bool {
 }
 
 // overlay is the render of the overlay in dir as fs leaves it: the one the run's last change
-// left, or a render of fs.
+// left, or a render of fs; nil when dir holds no kustomization.
 func (w *Worker) overlay(fs files, dir string) (*overlayState, error) {
 	if w.overlays == nil {
 		w.overlays = map[string]*overlayState{}
@@ -48,7 +49,11 @@ func (w *Worker) overlay(fs files, dir string) (*overlayState, error) {
 		s.run = fs.run
 		return s, nil
 	}
-	o, err := placement.RenderOverlay(placement.FilesOf(treeFiles{fs}, dir), dir)
+	found := placement.FilesOf(treeFiles{fs}, dir)
+	if !through(found, dir) {
+		return nil, nil // no kustomization there: the folder's documents are edited as they are
+	}
+	o, err := placement.RenderOverlay(found, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +80,9 @@ func (w *Worker) adoptOverlay(fs files, c *Change) ([]Change, bool, error) {
 	s, err := w.overlay(fs, a.Overlay)
 	if err != nil {
 		return nil, true, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: fmt.Errorf("render the overlay: %w", err)}
+	}
+	if s == nil {
+		return nil, false, nil
 	}
 	if _, ok := s.render.Objects[a.Key]; !ok {
 		return nil, false, nil
@@ -190,4 +198,19 @@ func through(files map[string][]byte, dir string) bool {
 		}
 	}
 	return false
+}
+
+// rendered is object k as the overlay in dir renders it on tree, as a document; nil when the
+// overlay does not render it or dir holds no kustomization.
+func (w *Worker) rendered(tree plumbing.Hash, dir string, k placement.Key) ([]byte, error) {
+	fs := files{w: w, tree: tree, ops: func(string) (*gitstore.Op, bool) { return nil, false }}
+	s, err := w.overlay(fs, dir)
+	if err != nil || s == nil {
+		return nil, err
+	}
+	obj, ok := s.render.Objects[k]
+	if !ok {
+		return nil, nil
+	}
+	return placement.Render(obj)
 }

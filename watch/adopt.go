@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,13 +23,14 @@ import (
 // with only what people changed (DESIGN.md §11).
 type adoptedTarget struct {
 	folder   string // the destination's baseFolder
+	overlay  string // the folder of the kustomization it renders: folder, or its spec.existing.kustomization
 	newFiles string // the template of a new object's file, inside folder; "" = none
 	prune    bool
 }
 
 // documents reads the document that holds an object of an adopted folder (gitops.Worker.Document).
 type documents interface {
-	Document(ctx context.Context, folder string, k placement.Key) ([]byte, error)
+	Document(ctx context.Context, folder, overlay string, k placement.Key) ([]byte, error)
 }
 
 // baselines caches, by the document's own text and namespace, the document's object as the
@@ -76,8 +78,8 @@ func (w *watcher) toAdopted(ctx context.Context, t target, e *event, credit gito
 	if !ok {
 		return nil // a stopped worker
 	}
-	a := &gitops.Adoption{Folder: t.adopted.folder, Key: w.objectKey(e.obj)}
-	doc, err := docs.Document(ctx, t.adopted.folder, a.Key)
+	a := &gitops.Adoption{Folder: t.adopted.folder, Overlay: t.adopted.overlay, Key: w.objectKey(e.obj)}
+	doc, err := docs.Document(ctx, t.adopted.folder, t.adopted.overlay, a.Key)
 	switch {
 	case errors.Is(err, gitops.ErrStopped):
 		return err
@@ -237,9 +239,12 @@ func adoptedOf(d *crds.GitDestination) *adoptedTarget {
 	if !d.Adopted() {
 		return nil
 	}
-	t := &adoptedTarget{folder: d.Spec.BaseFolder}
+	t := &adoptedTarget{folder: d.Spec.BaseFolder, overlay: d.Spec.BaseFolder}
 	if e := d.Spec.Existing; e != nil {
 		t.newFiles, t.prune = e.NewFiles, e.Prune
+		if e.Kustomization != "" {
+			t.overlay = path.Join(d.Spec.BaseFolder, e.Kustomization)
+		}
 	}
 	return t
 }
@@ -249,5 +254,5 @@ func (t *adoptedTarget) String() string {
 	if t == nil {
 		return ""
 	}
-	return fmt.Sprintf("adopted:%s:%s:%t", t.folder, t.newFiles, t.prune)
+	return fmt.Sprintf("adopted:%s:%s:%t:%s", t.folder, t.newFiles, t.prune, t.overlay)
 }

@@ -267,7 +267,7 @@ func (w *watcher) handle(ctx context.Context, typ watch.EventType, obj *unstruct
 			}
 			c := gitops.Change{Path: w.path(t, obj), Credit: credit, Summary: "delete " + w.describe(obj)}
 			if t.adopted != nil {
-				c.Adopt = &gitops.Adoption{Folder: t.adopted.folder, Key: w.objectKey(obj), Delete: true}
+				c.Adopt = &gitops.Adoption{Folder: t.adopted.folder, Overlay: t.adopted.overlay, Key: w.objectKey(obj), Delete: true}
 			}
 			if err := t.sink.Enqueue(c); err != nil {
 				return err
@@ -360,7 +360,7 @@ func (w *watcher) toTarget(ctx context.Context, i int, t target, e *event, paths
 		}
 		c := gitops.Change{Path: w.path(t, obj), Credit: credit, Summary: "delete " + w.describe(obj) + " (no longer selected)"}
 		if t.adopted != nil {
-			c.Adopt = &gitops.Adoption{Folder: t.adopted.folder, Key: w.objectKey(obj), Delete: true}
+			c.Adopt = &gitops.Adoption{Folder: t.adopted.folder, Overlay: t.adopted.overlay, Key: w.objectKey(obj), Delete: true}
 		}
 		return t.sink.Enqueue(c)
 	}

@@ -1,0 +1,173 @@
+package watch
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/placement"
+	"github.com/configbutler/gitops-reverser/sanitize"
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+// overlayFixture pushes placement's testdata/overlays (a base, a staging and a production
+// overlay, as flux2-kustomize-helm-example lays them out) with production's namespace the
+// test's, applies production's render as Flux's kustomize-controller would (server-side apply,
+// its field manager; the HelmRelease aside, its kind is not installed here), and points the
+// destination at apps/production with layout Existing.
+func overlayFixture(e *env) *adopted {
+	e.t.Helper()
+	a := &adopted{e: e, files: map[string]string{}}
+	root := filepath.Join("..", "placement", "testdata", "overlays")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
+		a.files[filepath.ToSlash(rel)] = strings.ReplaceAll(string(data), "namespace: production", "namespace: "+e.ns)
+		return err
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := gitSrv.PushCommit(e.repo, "main", testenv.Signature{Name: "Team", Email: "team@example.com"}, "the team's apps", a.files, nil); err != nil {
+		e.t.Fatal(err)
+	}
+	a.seen = 1
+	for _, obj := range a.render("apps/production") {
+		if u := (&unstructured.Unstructured{Object: obj}); u.GetKind() != "HelmRelease" {
+			a.applyAs("kustomize-controller", u)
+		}
+	}
+	e.apply(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "dest", Namespace: e.ns},
+		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: "main", BaseFolder: "apps/production",
+			Layout: crds.LayoutExisting}})
+	e.watchRule("apps", "deployments", "services", "configmaps")
+	return a
+}
+
+// render is the kustomization in dir as the remote holds it, rendered in process.
+func (a *adopted) render(dir string) map[placement.Key]map[string]any {
+	a.e.t.Helper()
+	files := map[string][]byte{}
+	for p, content := range a.files {
+		files[p] = []byte(content)
+	}
+	objects, err := placement.Build(files, dir)
+	if err != nil {
+		a.e.t.Fatalf("render %s: %v", dir, err)
+	}
+	return objects
+}
+
+// overlayRendersLive checks that production's render, as the remote holds it, gives every live
+// object every value it renders: what Flux would apply is what runs.
+func (a *adopted) overlayRendersLive() {
+	a.e.t.Helper()
+	for k, rendered := range a.render("apps/production") {
+		if k.Kind == "HelmRelease" {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: rendered}
+		live, err := a.e.resource(gvrOf(u), k.Namespace).Get(a.e.ctx, k.Name, metav1.GetOptions{})
+		if err != nil {
+			a.e.t.Fatalf("%s rendered but not live: %v", k, err)
+		}
+		if p, want, got := firstDifference(rendered, sanitize.Object(live.Object), ""); p != "" {
+			a.e.t.Errorf("%s renders %s = %v, live has %v", k, p, want, got)
+		}
+	}
+}
+
+// TestALiveChangeLandsInTheOverlayWhereAPersonWouldMakeIt: each change a person makes to the
+// production cluster is one commit in the production overlay, where a person would have made
+// it (the replicas: entry, the images: entry, the patch that sets the field, a new patch, a
+// delete patch, the overlay's own document), the base and staging untouched, the overlay's
+// render equal to the live objects after each; a change only the base could say is not written,
+// and the destination says why.
+func TestALiveChangeLandsInTheOverlayWhereAPersonWouldMakeIt(t *testing.T) {
+	e := newEnv(t)
+	a := overlayFixture(e)
+	staging := a.render("apps/staging")
+	e.startManager()
+	const kust, patch = "apps/production/kustomization.yaml", "apps/production/podinfo-patch.yaml"
+
+	a.patchAs("kubectl-scale", deployments, "podinfo", types.MergePatchType, `{"spec":{"replicas":3}}`, "scale")
+	a.expect(a.nextCommit(), map[string]*string{kust: a.edit(kust, "    count: 2\n", "    count: 3\n")})
+	a.overlayRendersLive()
+
+	a.patchAs("kubectl-set", deployments, "podinfo", types.StrategicMergePatchType,
+		`{"spec":{"template":{"spec":{"containers":[{"name":"podinfod","image":"ghcr.io/stefanprodan/podinfo:6.5.5"}]}}}}`)
+	a.expect(a.nextCommit(), map[string]*string{kust: a.edit(kust, "newTag: 6.5.4 #", "newTag: 6.5.5 #")})
+	a.overlayRendersLive()
+
+	a.patchAs("kubectl-edit", deployments, "podinfo", types.StrategicMergePatchType,
+		`{"spec":{"template":{"spec":{"containers":[{"name":"podinfod","resources":{"limits":{"memory":"1Gi"}}}]}}}}`)
+	a.expect(a.nextCommit(), map[string]*string{patch: a.edit(patch, "memory: 512Mi #", "memory: 1Gi #")})
+	a.overlayRendersLive()
+
+	a.patchAs("kubectl-edit", deployments, "podinfo", types.StrategicMergePatchType,
+		`{"spec":{"template":{"spec":{"containers":[{"name":"podinfod","env":[{"name":"PODINFO_UI_COLOR","value":"#ff0000"}]}]}}}}`)
+	a.expect(a.nextCommit(), map[string]*string{patch: a.edit(patch, "# production's traffic\n",
+		"# production's traffic\n          env:\n            - name: PODINFO_UI_COLOR\n              value: '#ff0000'\n")})
+	a.overlayRendersLive()
+
+	a.patchAs("kubectl-edit", services, "podinfo", types.MergePatchType, `{"spec":{"publishNotReadyAddresses":true}}`)
+	const svcPatch = "apps/production/podinfo-service-patch.yaml"
+	newPatch := "apiVersion: v1\nkind: Service\nmetadata:\n  name: podinfo\nspec:\n  publishNotReadyAddresses: true\n"
+	a.expect(a.nextCommit(), map[string]*string{svcPatch: &newPatch,
+		kust: a.edit(kust, "      name: redis\n", "      name: redis\n  - path: podinfo-service-patch.yaml\n")})
+	a.overlayRendersLive()
+
+	const cache = "apps/production/cache.yaml"
+	a.patchAs("kubectl-set", deployments, "cache", types.StrategicMergePatchType,
+		`{"spec":{"template":{"spec":{"containers":[{"name":"memcached","image":"memcached:1.6.22"}]}}}}`)
+	a.expect(a.nextCommit(), map[string]*string{cache: a.edit(cache, "memcached:1.6.21", "memcached:1.6.22")})
+	a.overlayRendersLive()
+
+	if got := a.render("apps/staging"); !reflect.DeepEqual(got, staging) {
+		t.Errorf("staging's render changed with production's changes")
+	}
+	a.expectRemote()
+
+	var generated string
+	for k := range a.render("apps/production") {
+		if k.Kind == "ConfigMap" {
+			generated = k.Name
+		}
+	}
+	a.patchAs("kubectl-edit", configMaps, generated, types.MergePatchType, `{"data":{"PODINFO_UI_MESSAGE":"hi"}}`)
+	testenv.Eventually(t, time.Minute, "status.adopted says why the generated ConfigMap's change is not written", func() (bool, string) {
+		got := e.adoptedStatus()
+		for _, u := range got.Unwritten {
+			if strings.Contains(u, "ConfigMap "+e.ns+"/"+generated) && strings.Contains(u, "apps/base/podinfo/kustomization.yaml") &&
+				strings.Contains(u, "behavior: merge") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%q", got.Unwritten)
+	})
+
+	if err := e.resource(services, e.ns).Delete(e.ctx, "podinfo", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const deletePatch = "apps/production/podinfo-service-delete.yaml"
+	del := "apiVersion: v1\nkind: Service\nmetadata:\n  name: podinfo\n$patch: delete\n"
+	a.expect(a.nextCommit(), map[string]*string{deletePatch: &del,
+		kust: a.edit(kust, "  - path: podinfo-service-patch.yaml\n", "  - path: podinfo-service-patch.yaml\n  - path: podinfo-service-delete.yaml\n")})
+	if _, gone := a.render("apps/production")[placement.Key{Kind: "Service", Namespace: e.ns, Name: "podinfo"}]; gone {
+		t.Error("production still renders the deleted Service")
+	}
+	a.expectRemote()
+}
