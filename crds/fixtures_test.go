@@ -97,7 +97,7 @@ func fullFixtures(namespace string) []fixture {
 				Branch:     "main",
 				BaseFolder: "clusters/prod",
 				Layout:     crds.LayoutExisting,
-				Existing:   &crds.ExistingLayout{NewFiles: "{namespace}/{name}-{kind}.yaml", Prune: true},
+				Existing:   &crds.ExistingLayout{NewFiles: "{namespace}/{name}-{kind}.yaml", Prune: true, Kustomization: "production"},
 				WriteBack:  &crds.WriteBack{Enabled: true, AutoApply: true, Suspend: true},
 				Encryption: &crds.Encryption{Provider: crds.EncryptionSOPS, Age: &crds.AgeRecipients{
 					Recipients:          []string{testRecipient},

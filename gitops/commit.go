@@ -149,7 +149,7 @@ func (w *Worker) resolveOps(tree plumbing.Hash, r run) (runOps, error) {
 			} else if err == nil {
 				w.adoptedWritten(it.change.Adopt)
 			}
-			if a := it.change.Adopt; err == nil && len(changes) > 0 && len(a.Ops) > 0 && a.Overlay == "" {
+			if a := it.change.Adopt; err == nil && len(changes) > 0 && len(a.Ops) > 0 && !w.placedInOverlay(a) {
 				checks = append(checks, renderCheck{adoption: a, path: changes[0].Path})
 			}
 			for _, c := range changes {

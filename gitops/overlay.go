@@ -214,3 +214,17 @@ func (w *Worker) rendered(tree plumbing.Hash, dir string, k placement.Key) ([]by
 	}
 	return placement.Render(obj)
 }
+
+// placedInOverlay reports whether a's object is one its overlay renders: its change was placed
+// and checked by rendering the overlay (adoptOverlay), and needs no other check.
+func (w *Worker) placedInOverlay(a *Adoption) bool {
+	if a.Overlay == "" {
+		return false
+	}
+	s := w.overlays[a.Overlay]
+	if s == nil || s.render == nil {
+		return false
+	}
+	_, ok := s.render.Objects[a.Key]
+	return ok
+}

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"io/fs"
 	"maps"
-	"slices"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
