@@ -171,3 +171,36 @@ func TestALiveChangeLandsInTheOverlayWhereAPersonWouldMakeIt(t *testing.T) {
 	}
 	a.expectRemote()
 }
+
+// TestAChangeToWhatAHelmReleaseRenderedIsReported: an object Flux's helm-controller rendered,
+// which no document holds, is not written as a new file when a person changes it: the
+// destination names the release, whose values are where the change belongs.
+func TestAChangeToWhatAHelmReleaseRenderedIsReported(t *testing.T) {
+	e := newEnv(t)
+	a := overlayFixture(e)
+	e.startManager()
+	redis := object(t, `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: redis-configuration
+  labels:
+    app.kubernetes.io/managed-by: Helm
+    helm.toolkit.fluxcd.io/name: redis
+    helm.toolkit.fluxcd.io/namespace: `+e.ns+`
+  annotations:
+    meta.helm.sh/release-name: redis
+data:
+  redis.conf: "maxmemory 64mb"
+`)
+	a.applyAs("helm-controller", redis)
+	a.patchAs("kubectl-edit", configMaps, "redis-configuration", types.MergePatchType, `{"data":{"redis.conf":"maxmemory 128mb"}}`)
+	testenv.Eventually(t, time.Minute, "status.adopted names the release", func() (bool, string) {
+		for _, u := range e.adoptedStatus().Unwritten {
+			if strings.Contains(u, "ConfigMap "+e.ns+"/redis-configuration") && strings.Contains(u, "rendered by the HelmRelease "+e.ns+"/redis") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%q", e.adoptedStatus().Unwritten)
+	})
+	a.expectRemote() // nothing written
+}
