@@ -116,7 +116,7 @@ test: ## vet and run every test against a real apiserver and real git remotes
 	  exit $$status
 
 # later-tools are the tools the tests run that not every test package needs.
-later-tools: clitools gitea
+later-tools: clitools gitea flux
 
 # Debian's packages are installed one after the other: two apt-get at once would fight over
 # dpkg's lock.
@@ -158,6 +158,14 @@ $(GITEA): | testenv-cmd
 # $(TOOLS_CACHE)/clitools-<key>/.
 clitools: testenv-cmd ## build (once) the pinned sops, cosign 3 and 2, and crane the tests check with
 	$(STEP) 'sops, cosign 3 and 2, crane' $(TESTENV) -clitools
+
+# Flux's source-controller and kustomize-controller, pinned by the module testenv/flux, built
+# together with their CRDs beside them, as the tests build them (testenv.EnsureFlux), into
+# $(TOOLS_CACHE)/flux-<key>/ (testenv/flux_build.go).
+.PHONY: flux
+flux: ## build (once) the pinned Flux controllers the Flux tests run
+	@mkdir -p bin
+	$(STEP) 'flux controllers' env TOOLS_CACHE=$(TOOLS_CACHE) go run ./testenv/flux_build.go
 
 browser: playwright chromium ## install (once) the headless Chromium and playwright-core the browser tests drive
 
