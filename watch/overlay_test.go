@@ -27,20 +27,7 @@ import (
 // destination at apps/production with layout Existing.
 func overlayFixture(e *env) *adopted {
 	e.t.Helper()
-	a := &adopted{e: e, files: map[string]string{}}
-	root := filepath.Join("..", "placement", "testdata", "overlays")
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(root, p)
-		a.files[filepath.ToSlash(rel)] = strings.ReplaceAll(string(data), "namespace: production", "namespace: "+e.ns)
-		return err
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	a := &adopted{e: e, files: readOverlayFixture(e.t, e.ns)}
 	if _, err := gitSrv.PushCommit(e.repo, "main", testenv.Signature{Name: "Team", Email: "team@example.com"}, "the team's apps", a.files, nil); err != nil {
 		e.t.Fatal(err)
 	}
@@ -55,6 +42,26 @@ func overlayFixture(e *env) *adopted {
 			Layout: crds.LayoutExisting}})
 	e.watchRule("apps", "deployments", "services", "configmaps")
 	return a
+}
+
+// readOverlayFixture is placement's testdata/overlays, with production's namespace ns.
+func readOverlayFixture(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	root := filepath.Join("..", "placement", "testdata", "overlays")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
+		files[filepath.ToSlash(rel)] = strings.ReplaceAll(string(data), "namespace: production", "namespace: "+ns)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
 
 // render is the kustomization in dir as the remote holds it, rendered in process.
