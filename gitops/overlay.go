@@ -112,7 +112,7 @@ func (w *Worker) adoptOverlay(fs files, c *Change) ([]Change, bool, error) {
 	for _, e := range edits {
 		out = append(out, w.edited(f, c, e.Path, e.Data))
 	}
-	s.render = after
+	s.render, w.placed = after, a
 	return out, true, nil
 }
 
@@ -215,16 +215,8 @@ func (w *Worker) rendered(tree plumbing.Hash, dir string, k placement.Key) ([]by
 	return placement.Render(obj)
 }
 
-// placedInOverlay reports whether a's object is one its overlay renders: its change was placed
-// and checked by rendering the overlay (adoptOverlay), and needs no other check.
+// placedInOverlay reports whether a's change was placed and checked by rendering its overlay
+// (adoptOverlay, just before), and needs no other check.
 func (w *Worker) placedInOverlay(a *Adoption) bool {
-	if a.Overlay == "" {
-		return false
-	}
-	s := w.overlays[a.Overlay]
-	if s == nil || s.render == nil {
-		return false
-	}
-	_, ok := s.render.Objects[a.Key]
-	return ok
+	return a != nil && w.placed == a
 }

@@ -17,9 +17,6 @@ func (l *landing) generated(o Origin, ops []Op) error {
 	if o.Generator != "ConfigMapGenerator" {
 		return fmt.Errorf("%s is made by a %s in %s, which is never written (its values are secret): %w", l.k, o.Generator, o.ConfiguredIn, ErrNotExpressible)
 	}
-	if !l.own(o.ConfiguredIn) {
-		return fmt.Errorf("%s is generated in %s, which the destination does not own: add a configMapGenerator with behavior: merge to the overlay: %w", l.k, o.ConfiguredIn, ErrNotExpressible)
-	}
 	data, _ := l.read(o.ConfiguredIn)
 	var k types.Kustomization
 	if err := k.Unmarshal(data); err != nil {
@@ -30,6 +27,9 @@ func (l *landing) generated(o Origin, ops []Op) error {
 		return fmt.Errorf("%s: no configMapGenerator of %s: %w", o.ConfiguredIn, l.k.Name, ErrNotExpressible)
 	}
 	g := k.ConfigMapGenerator[i]
+	if !l.own(o.ConfiguredIn) {
+		return l.mergeGenerator(o, g.Name, ops)
+	}
 	literals := slices.Clone(g.LiteralSources)
 	for _, op := range ops {
 		if len(op.Path) != 2 || op.Path[0].Field != "data" {
@@ -99,4 +99,34 @@ func setLiteral(literals []string, key, value string, remove bool) []string {
 		return literals
 	}
 	return append(literals, key+"="+value)
+}
+
+// mergeGenerator places changed data of a ConfigMap a base generates as a person would in the
+// overlay: its configMapGenerator of the same name with behavior: merge, its literals set or
+// added. A removed key cannot be merged away: not expressible.
+func (l *landing) mergeGenerator(o Origin, name string, ops []Op) error {
+	var literals []string
+	at := -1
+	for i, g := range l.o.k.ConfigMapGenerator {
+		if g.Name == name && g.Behavior == "merge" {
+			literals, at = slices.Clone(g.LiteralSources), i
+		}
+	}
+	for _, op := range ops {
+		if op.Remove || len(op.Path) != 2 || op.Path[0].Field != "data" {
+			return fmt.Errorf("%s of %s, generated in %s: an overlay's merge can only set data: %w", op.Path, l.k, o.ConfiguredIn, ErrNotExpressible)
+		}
+		value, _ := op.Value.(string)
+		literals = setLiteral(literals, op.Path[1].Field, value, false)
+	}
+	list := make([]any, len(literals))
+	for j, s := range literals {
+		list[j] = s
+	}
+	if at < 0 {
+		return l.addListItem("configMapGenerator", "name", map[string]any{"name": name, "behavior": "merge", "literals": list},
+			"a configMapGenerator of "+name+" with behavior: merge")
+	}
+	return l.editKustomization([]Op{{Path: Path{{Field: "configMapGenerator"}, {Match: "name", Value: name}, {Field: "literals"}}, Value: list}},
+		"the configMapGenerator of "+name)
 }

@@ -158,7 +158,7 @@ func TestAnObjectOnlyTheOverlayDeclaresIsEditedInPlace(t *testing.T) {
 	}})
 }
 
-func TestAGeneratedConfigMapOfABaseIsNotExpressible(t *testing.T) {
+func TestAGeneratedConfigMapOfABaseGetsAMergeGeneratorInTheOverlay(t *testing.T) {
 	o := productionOverlay(t)
 	var cm Key
 	for k := range o.Objects {
@@ -166,9 +166,13 @@ func TestAGeneratedConfigMapOfABaseIsNotExpressible(t *testing.T) {
 			cm = k
 		}
 	}
-	_, err := o.Land(cm, []Op{{Path: Path{{Field: "data"}, {Field: "PODINFO_UI_MESSAGE"}}, Value: "hi"}}, underProduction, false)
+	got := landed(t, o, cm, Op{Path: Path{{Field: "data"}, {Field: "PODINFO_UI_MESSAGE"}}, Value: "hi"})
+	expectEdits(t, got, map[string][]string{"apps/production/kustomization.yaml": {
+		"+22:configMapGenerator:", "+23:  - name: podinfo-config", "+24:    behavior: merge", "+25:    literals:", "+26:      - PODINFO_UI_MESSAGE=hi",
+	}})
+	_, err := o.Land(cm, []Op{{Path: Path{{Field: "data"}, {Field: "PODINFO_UI_MESSAGE"}}, Remove: true}}, underProduction, false)
 	if !errors.Is(err, ErrNotExpressible) {
-		t.Fatalf("err = %v, want ErrNotExpressible", err)
+		t.Fatalf("removing a key of a base's generator: err = %v, want ErrNotExpressible", err)
 	}
 }
 
