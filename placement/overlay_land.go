@@ -122,7 +122,11 @@ func (l *landing) editDoc(p string, doc int, ops []Op, what string) error {
 		return fmt.Errorf("%s is %s, which the destination does not own (a base others render, or outside its folder): %w", what, p, ErrNotExpressible)
 	}
 	data, _ := l.read(p)
-	edited, err := Edit(data, doc, ops)
+	edit := Edit
+	if len(ops) > 0 && len(ops[0].Path) > 0 && ops[0].Path[0].Field == "" {
+		edit = editList // a JSON 6902 patch: a list of ops
+	}
+	edited, err := edit(data, doc, ops)
 	if err != nil {
 		return fmt.Errorf("edit %s: %w", p, err)
 	}
@@ -215,4 +219,36 @@ func kindFile(name, kind, what string) string {
 // overlayPath is the repository path of a file of the overlay's folder.
 func (o *Overlay) overlayPath(name string) string {
 	return strings.TrimPrefix(path.Join(o.Dir, name), "/")
+}
+
+// editList is Edit for a file whose one document is a list (a JSON 6902 patch), which Edit
+// refuses: the list is edited as the value of a key, each of its lines indented under it, and
+// taken out again. Every byte Edit keeps comes back as it was.
+func editList(file []byte, doc int, ops []Op) ([]byte, error) {
+	if doc != 0 || len(spans(file)) != 1 {
+		return nil, errors.New("a list document is edited only as the one document of its file")
+	}
+	const key = "ops:\n"
+	lines := strings.SplitAfter(string(file), "\n")
+	var wrapped strings.Builder
+	wrapped.WriteString(key)
+	for _, line := range lines {
+		if strings.TrimSpace(line) != "" {
+			wrapped.WriteString("  ")
+		}
+		wrapped.WriteString(line)
+	}
+	under := make([]Op, len(ops))
+	for i, op := range ops {
+		under[i] = Op{Path: append(Path{{Field: "ops"}}, op.Path...), Value: op.Value, Remove: op.Remove}
+	}
+	edited, err := Edit([]byte(wrapped.String()), 0, under)
+	if err != nil {
+		return nil, err
+	}
+	var out strings.Builder
+	for _, line := range strings.SplitAfter(strings.TrimPrefix(string(edited), key), "\n") {
+		out.WriteString(strings.TrimPrefix(line, "  "))
+	}
+	return []byte(out.String()), nil
 }

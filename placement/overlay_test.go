@@ -197,3 +197,70 @@ func TestADeletedBaseObjectGetsADeletePatch(t *testing.T) {
 		},
 	})
 }
+
+// overlayWith is production's overlay with files replaced or added.
+func overlayWith(t *testing.T, changed map[string]string) *Overlay {
+	t.Helper()
+	files := overlayFiles(t)
+	for p, s := range changed {
+		files[p] = []byte(s)
+	}
+	o, err := RenderOverlay(FilesOf(mapTree(files), "apps/production"), "apps/production")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func TestAFieldAJSONPatchSetsLandsInThatOp(t *testing.T) {
+	kust := string(overlayFiles(t)["apps/production/kustomization.yaml"]) +
+		"  - path: cache-replicas.yaml\n    target: {group: apps, version: v1, kind: Deployment, name: cache}\n"
+	o := overlayWith(t, map[string]string{"apps/production/kustomization.yaml": kust,
+		"apps/production/cache-replicas.yaml": "- op: replace\n  path: /spec/replicas\n  value: 2 # two for production\n"})
+	cache := Key{Group: "apps", Kind: "Deployment", Namespace: "production", Name: "cache"}
+	got := landed(t, o, cache, Op{Path: Path{{Field: "spec"}, {Field: "replicas"}}, Value: int64(4)})
+	expectEdits(t, got, map[string][]string{"apps/production/cache-replicas.yaml": {
+		"-3:  value: 2 # two for production", "+3:  value: 4 # two for production",
+	}})
+}
+
+func TestAnInlinePatchIsTracedAndNotEdited(t *testing.T) {
+	kust := string(overlayFiles(t)["apps/production/kustomization.yaml"]) +
+		"  - patch: |-\n      - op: replace\n        path: /spec/replicas\n        value: 2\n    target: {kind: Deployment, name: cache}\n"
+	o := overlayWith(t, map[string]string{"apps/production/kustomization.yaml": kust})
+	cache := Key{Group: "apps", Kind: "Deployment", Namespace: "production", Name: "cache"}
+	_, err := o.Land(cache, []Op{{Path: Path{{Field: "spec"}, {Field: "replicas"}}, Value: int64(4)}}, underProduction, false)
+	if !errors.Is(err, ErrNotExpressible) || !strings.Contains(err.Error(), "inline patch") {
+		t.Fatalf("err = %v, want an inline patch, not expressible", err)
+	}
+}
+
+// A base inside the destination's folder that another overlay renders too is never written:
+// the change goes into the overlay.
+func TestABaseAnotherOverlaySharesIsNotWritten(t *testing.T) {
+	o := productionOverlay(t)
+	underApps := func(p string) bool { return strings.HasPrefix(p, "apps/") && !strings.HasPrefix(p, "apps/base/") }
+	svc := Key{Kind: "Service", Namespace: "production", Name: "podinfo"}
+	edits, err := o.Land(svc, []Op{{Path: Path{{Field: "spec"}, {Field: "type"}}, Value: "NodePort"}}, underApps, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range edits {
+		if strings.HasPrefix(e.Path, "apps/base/") {
+			t.Errorf("wrote the shared base file %s", e.Path)
+		}
+	}
+}
+
+func TestAnOverlayWithARemoteBaseIsNeverRendered(t *testing.T) {
+	files := overlayFiles(t)
+	files["apps/production/kustomization.yaml"] = []byte("resources:\n  - https://github.com/stefanprodan/podinfo//kustomize?ref=6.5.4\n")
+	_, err := RenderOverlay(files, "apps/production")
+	if !errors.Is(err, ErrRemote) {
+		t.Fatalf("err = %v, want ErrRemote", err)
+	}
+	files["apps/production/kustomization.yaml"] = []byte("helmCharts:\n  - name: podinfo\n    repo: https://stefanprodan.github.io/podinfo\n")
+	if _, err = RenderOverlay(files, "apps/production"); !errors.Is(err, ErrHelm) {
+		t.Fatalf("err = %v, want ErrHelm", err)
+	}
+}
