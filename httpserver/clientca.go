@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -59,7 +60,18 @@ func (c *ClientCA) fingerprint() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read client CA: %w", err)
 	}
-	return fmt.Sprintf("%d:%d", fi.ModTime().UnixNano(), fi.Size()), nil
+	return fileStamp(fi), nil
+}
+
+// fileStamp tells one version of a file from the next: its modification time and size, and its
+// inode, which a replacement by rename (how Kubernetes updates a mounted Secret) always changes,
+// even within the file system's timestamp granularity and at the same size.
+func fileStamp(fi os.FileInfo) string {
+	var inode uint64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		inode = st.Ino
+	}
+	return fmt.Sprintf("%d:%d:%d", fi.ModTime().UnixNano(), fi.Size(), inode)
 }
 
 func (c *ClientCA) load(stamp string) error {

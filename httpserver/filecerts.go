@@ -78,7 +78,7 @@ func (f *FileCerts) fingerprint() string {
 	var b bytes.Buffer
 	for _, name := range []string{fileTLSCert, fileTLSKey, fileCACert} {
 		if fi, err := os.Stat(filepath.Join(f.dir, name)); err == nil {
-			fmt.Fprintf(&b, "%s:%d:%d;", name, fi.ModTime().UnixNano(), fi.Size())
+			fmt.Fprintf(&b, "%s:%s;", name, fileStamp(fi))
 		}
 	}
 	return b.String()
