@@ -155,8 +155,12 @@ func sameContent(a, b []byte) bool {
 
 // adoptedFromGit checks that an adopted folder's proposal says what Git holds at its source
 // commit: for a create or update, a document of its file with exactly the proposal's text holds
-// its target; for a destroy, no document of the file holds it any more.
+// its target; for a destroy, no document of the file holds it any more. An overlay's proposal
+// is checked against the overlay's render (overlayFromGit).
 func (c *Controller) adoptedFromGit(ctx context.Context, d *dest, p *crds.Proposal) error {
+	if placement.IsKustomization(p.Spec.Path) { // no document's proposal names one: the overlay's
+		return c.overlayFromGit(ctx, d, p)
+	}
 	v, err := c.readVersion(ctx, d, p.Spec.SourceCommit, p.Spec.Path, nil)
 	if err != nil {
 		return err

@@ -25,9 +25,11 @@ func considered(d *dest, path string) bool {
 	return strings.HasSuffix(path, ".yaml")
 }
 
-// edited says whether people changed a file write-back reads.
+// edited says whether people changed a file write-back reads. In an adopted folder that may be
+// any file: the destination's overlay reads its kustomizations, patches and generators' files,
+// whatever their names (evaluateOverlay tells which).
 func edited(d *dest, edits []gitedits.Edit) bool {
-	return slices.ContainsFunc(edits, func(e gitedits.Edit) bool { return considered(d, e.Path) })
+	return d.obj.Adopted() && len(edits) > 0 || slices.ContainsFunc(edits, func(e gitedits.Edit) bool { return considered(d, e.Path) })
 }
 
 // recordIdle says whether a run of the destination ("namespace/name") that found no edit is

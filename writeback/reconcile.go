@@ -139,9 +139,22 @@ func (c *Controller) consider(ctx context.Context, d *dest, run *runRecord, base
 		return
 	}
 	sels := c.cfg.Selections(d.key)
+	overlay, err := c.evaluateOverlay(ctx, d, cl, sels, base, edits)
+	if err != nil {
+		run.fail(fmt.Errorf("the overlay of GitDestination %s: %w", d.key, err))
+		return
+	}
+	for _, r := range overlay.refused {
+		c.refuse(run, overlay.path, r)
+	}
+	for _, cand := range overlay.cands {
+		if !c.propose(ctx, d, run, cand, len(edits)) {
+			return
+		}
+	}
 	for i, e := range edits {
-		if !considered(d, e.Path) {
-			continue // a README or the like: the mirror writes only .yaml files
+		if !considered(d, e.Path) || overlay.reads[e.Path] {
+			continue // a README or the like (the mirror writes only .yaml files), or a file the overlay's render read
 		}
 		cands, refused, err := c.evaluateEdit(ctx, d, cl, sels, e, base)
 		for _, r := range refused {
@@ -152,6 +165,9 @@ func (c *Controller) consider(ctx context.Context, d *dest, run *runRecord, base
 			continue
 		}
 		for _, cand := range cands { // none when Git already says what the cluster says
+			if overlay.decided[cand.object] {
+				continue // an object the overlay renders: its render decides it, not a document elsewhere
+			}
 			if !c.propose(ctx, d, run, cand, len(edits)-i) {
 				return
 			}
