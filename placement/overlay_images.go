@@ -70,9 +70,9 @@ func imageOps(name, newName, newTag, digest string, now imageRef) []Op {
 	at := func(field string) Path { return Path{{Field: "images"}, {Match: "name", Value: name}, {Field: field}} }
 	var ops []Op
 	set := func(field, had, want string) {
-		switch {
-		case want == had:
-		case want == "":
+		switch want {
+		case had:
+		case "":
 			ops = append(ops, Op{Path: at(field), Remove: true})
 		default:
 			ops = append(ops, Op{Path: at(field), Value: want})
