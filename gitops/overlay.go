@@ -45,12 +45,12 @@ func (w *Worker) overlay(fs files, dir string) (*overlayState, error) {
 		s = &overlayState{}
 		w.overlays[dir] = s
 	}
-	if s.render != nil && s.tree == fs.tree && (s.run == fs.run || s.run == 0 && !fs.editedUnder(dir)) {
+	if s.render != nil && s.tree == fs.tree && (s.run == fs.run || s.run == 0 && !fs.changedAny()) {
 		s.run = fs.run
 		return s, nil
 	}
 	found := placement.FilesOf(treeFiles{fs}, dir)
-	if !through(found, dir) {
+	if !holdsKustomizationOf(found, dir) {
 		return nil, nil // no kustomization there: the folder's documents are edited as they are
 	}
 	o, err := placement.RenderOverlay(found, dir)
@@ -61,9 +61,9 @@ func (w *Worker) overlay(fs files, dir string) (*overlayState, error) {
 	return s, nil
 }
 
-// editedUnder reports whether the run changed a file so far (any: a run's edits may reach an
+// changedAny reports whether the run changed a file so far (any: a run's edits may reach an
 // overlay through a base anywhere).
-func (fs files) editedUnder(string) bool {
+func (fs files) changedAny() bool {
 	edited := false
 	if fs.each != nil {
 		fs.each(func(string, []byte) { edited = true })
@@ -99,7 +99,7 @@ func (w *Worker) adoptOverlay(fs files, c *Change) ([]Change, bool, error) {
 	case len(a.Ops) == 0:
 		return nil, true, nil
 	default:
-		edits, after, err = landChecked(s.render, a.Key, a.Ops, own)
+		edits, after, err = s.render.Place(a.Key, a.Ops, own)
 	}
 	if err != nil {
 		return nil, true, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: err}
@@ -114,27 +114,6 @@ func (w *Worker) adoptOverlay(fs files, c *Change) ([]Change, bool, error) {
 	}
 	s.render, w.placed = after, a
 	return out, true, nil
-}
-
-// landChecked lands ops and checks the render; when an images: entry would change other objects
-// too (they share the image), the image goes into the object's own patch instead.
-func landChecked(o *placement.Overlay, k placement.Key, ops []placement.Op, own func(string) bool) ([]placement.FileEdit, *placement.Overlay, error) {
-	edits, err := o.Land(k, ops, own, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	after, err := o.Check(k, ops, edits)
-	if err == nil {
-		return edits, after, nil
-	}
-	literal, lerr := o.Land(k, ops, own, true)
-	if lerr != nil {
-		return nil, nil, err
-	}
-	if after, lerr = o.Check(k, ops, literal); lerr != nil {
-		return nil, nil, err
-	}
-	return literal, after, nil
 }
 
 // owner is what the destination may write: files under its folder that no kustomization of the
@@ -172,7 +151,7 @@ func (w *Worker) sharedFiles(fs files, overlay string) map[string]bool {
 			return // a kustomization the overlay itself renders
 		}
 		theirs := placement.FilesOf(t, dir)
-		if through(theirs, overlay) {
+		if holdsKustomizationOf(theirs, overlay) {
 			return // it renders the overlay whole (a cluster's kustomization of its apps)
 		}
 		for q := range theirs {
@@ -187,7 +166,7 @@ func (w *Worker) sharedFiles(fs files, overlay string) map[string]bool {
 // through reports whether files, what another kustomization renders, hold the kustomization of
 // the overlay in dir: that one renders the overlay itself (a cluster's kustomization of its
 // apps), not beside it.
-func through(files map[string][]byte, dir string) bool {
+func holdsKustomizationOf(files map[string][]byte, dir string) bool {
 	want := path.Clean(dir) // "." for the top, as path.Dir names it
 	if dir == "" {
 		want = "."

@@ -70,11 +70,7 @@ patches:
 	for b.Loop() {
 		n++
 		ops := []Op{{Path: Path{{Field: "spec"}, {Field: "replicas"}}, Value: int64(4 + n%5)}}
-		edits, err := o.Land(k, ops, own, false)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := o.Check(k, ops, edits); err != nil {
+		if _, _, err := o.Place(k, ops, own); err != nil {
 			b.Fatal(err)
 		}
 	}

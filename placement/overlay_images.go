@@ -91,7 +91,7 @@ func imageOps(name, newName, newTag, digest string, now imageRef) []Op {
 // replicas places a new replica count in the overlay's replicas: entry for the object, or in a
 // new one.
 func (l *landing) replicas(n int64) error {
-	names := []string{l.k.Name, l.sourceName()}
+	names := []string{l.k.Name, l.name}
 	for _, e := range l.o.k.Replicas {
 		for _, name := range names {
 			if e.Name == name {

@@ -22,11 +22,22 @@ var ErrNotExpressible = errors.New("cannot be written in the overlay")
 
 // landing is one change being placed: the files it edited so far over the overlay's.
 type landing struct {
-	o     *Overlay
-	k     Key
-	own   func(p string) bool
-	edits map[string][]byte
-	order []string
+	o    *Overlay
+	k    Key
+	own  func(p string) bool
+	name string // k's name as its document writes it (sourceName), read once
+	// literal leaves images: alone: the image goes where any other field goes. imaged says an
+	// image went into images:, which other objects may share.
+	literal, imaged bool
+	edits           map[string][]byte
+	order           []string
+}
+
+// newLanding starts placing a change of k in o.
+func newLanding(o *Overlay, k Key, own func(p string) bool) *landing {
+	l := &landing{o: o, k: k, own: own, edits: map[string][]byte{}}
+	l.name = l.sourceName()
+	return l
 }
 
 func (l *landing) read(p string) ([]byte, bool) {
@@ -65,15 +76,47 @@ func (l *landing) result() []FileEdit {
 //
 // own reports whether the destination may write a file: under its folder, and rendered by no
 // other kustomization of the repository. Where a change needs a file it does not own, Land
-// returns ErrNotExpressible. Nothing is checked here: Check renders the result.
-func (o *Overlay) Land(k Key, ops []Op, own func(p string) bool, literal bool) ([]FileEdit, error) {
+// returns ErrNotExpressible. Nothing is checked here: Check renders the result, and Place does
+// both.
+func (o *Overlay) Land(k Key, ops []Op, own func(p string) bool) ([]FileEdit, error) {
+	l, err := o.land(k, ops, own, false)
+	if err != nil {
+		return nil, err
+	}
+	return l.result(), nil
+}
+
+// Place lands ops (Land) and checks the render (Check), and returns the edits and the render
+// with them. When an images: entry would change other objects too (they share the image), the
+// image goes into the object's own patch instead.
+func (o *Overlay) Place(k Key, ops []Op, own func(p string) bool) ([]FileEdit, *Overlay, error) {
+	l, err := o.land(k, ops, own, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	after, err := o.Check(k, ops, l.result())
+	if err == nil || !l.imaged {
+		return l.result(), after, err
+	}
+	literal, lerr := o.land(k, ops, own, true)
+	if lerr != nil {
+		return nil, nil, err
+	}
+	if after, lerr = o.Check(k, ops, literal.result()); lerr != nil {
+		return nil, nil, err
+	}
+	return literal.result(), after, nil
+}
+
+func (o *Overlay) land(k Key, ops []Op, own func(p string) bool, literal bool) (*landing, error) {
 	if _, ok := o.Objects[k]; !ok {
 		return nil, fmt.Errorf("%s: the overlay %s does not render it", k, showDir(o.Dir))
 	}
-	l := &landing{o: o, k: k, own: own, edits: map[string][]byte{}}
+	l := newLanding(o, k, own)
+	l.literal = literal
 	var rest []Op
 	for _, op := range ops {
-		placed, err := l.special(op, literal)
+		placed, err := l.special(op)
 		if err != nil {
 			return nil, err
 		}
@@ -86,13 +129,12 @@ func (o *Overlay) Land(k Key, ops []Op, own func(p string) bool, literal bool) (
 			return nil, err
 		}
 	}
-	return l.result(), nil
+	return l, nil
 }
 
 // special places op in the overlay's images:, replicas: or in a patch that sets it already, and
-// reports whether it did. Literal (a retry after the images: entry changed other objects too)
-// leaves images: alone.
-func (l *landing) special(op Op, literal bool) (bool, error) {
+// reports whether it did.
+func (l *landing) special(op Op) (bool, error) {
 	if p, doc, at, ok, err := l.patchSetting(op.Path); ok || err != nil {
 		if err != nil {
 			return false, err
@@ -103,8 +145,9 @@ func (l *landing) special(op Op, literal bool) (bool, error) {
 	if o := l.o.Origins[l.k]; o.Path != "" && l.own(o.Path) {
 		return false, nil // its own document: edited there (fields), unless a patch decides it
 	}
-	if !literal && !op.Remove && isImagePath(op.Path) {
+	if !l.literal && !op.Remove && isImagePath(op.Path) {
 		if s, ok := op.Value.(string); ok {
+			l.imaged = true
 			return true, l.image(op.Path, s)
 		}
 	}

@@ -58,12 +58,12 @@ func (l *landing) selects(t *types.Selector, doc map[string]any) bool {
 			return false
 		}
 		key, err := keyOfObject(doc)
-		return err == nil && key.Group == l.k.Group && key.Kind == l.k.Kind && (key.Name == l.k.Name || key.Name == l.sourceName())
+		return err == nil && key.Group == l.k.Group && key.Kind == l.k.Kind && (key.Name == l.k.Name || key.Name == l.name)
 	}
 	if t.Kind != "" && t.Kind != l.k.Kind || t.Group != "" && t.Group != l.k.Group {
 		return false
 	}
-	if t.Name != "" && !fullMatch(t.Name, l.k.Name) && !fullMatch(t.Name, l.sourceName()) {
+	if t.Name != "" && !fullMatch(t.Name, l.k.Name) && !fullMatch(t.Name, l.name) {
 		return false
 	}
 	if t.Namespace != "" && !fullMatch(t.Namespace, l.k.Namespace) {

@@ -20,12 +20,12 @@ func (l *landing) patch(ops []Op) error {
 	if !l.own(l.o.kpath) {
 		return fmt.Errorf("a patch of %s needs the overlay's kustomization %s, which the destination does not own: %w", l.k, l.o.kpath, ErrNotExpressible)
 	}
-	name := kindFile(l.sourceName(), l.k.Kind, "patch")
+	name := kindFile(l.name, l.k.Kind, "patch")
 	file := l.o.overlayPath(name)
 	if _, taken := l.read(file); taken {
 		return fmt.Errorf("a new patch of %s: %s exists already and is not its patch: %w", l.k, file, ErrNotExpressible)
 	}
-	obj := map[string]any{"apiVersion": l.apiVersion(), "kind": l.k.Kind, "metadata": map[string]any{"name": l.sourceName()}}
+	obj := map[string]any{"apiVersion": l.apiVersion(), "kind": l.k.Kind, "metadata": map[string]any{"name": l.name}}
 	var err error
 	for _, op := range smp {
 		if obj, err = applyPatchOp(obj, op); err != nil {

@@ -61,12 +61,9 @@ var podinfo = Key{Group: "apps", Kind: "Deployment", Namespace: "production", Na
 // differ from the file before: "-old" and "+new", in order.
 func landed(t *testing.T, o *Overlay, k Key, ops ...Op) map[string][]string {
 	t.Helper()
-	edits, err := o.Land(k, ops, underProduction, false)
+	edits, _, err := o.Place(k, ops, underProduction)
 	if err != nil {
-		t.Fatalf("land: %v", err)
-	}
-	if _, err := o.Check(k, ops, edits); err != nil {
-		t.Fatalf("check: %v", err)
+		t.Fatalf("place: %v", err)
 	}
 	out := map[string][]string{}
 	for _, e := range edits {
@@ -170,7 +167,7 @@ func TestAGeneratedConfigMapOfABaseGetsAMergeGeneratorInTheOverlay(t *testing.T)
 	expectEdits(t, got, map[string][]string{"apps/production/kustomization.yaml": {
 		"+22:configMapGenerator:", "+23:  - name: podinfo-config", "+24:    behavior: merge", "+25:    literals:", "+26:      - PODINFO_UI_MESSAGE=hi",
 	}})
-	_, err := o.Land(cm, []Op{{Path: Path{{Field: "data"}, {Field: "PODINFO_UI_MESSAGE"}}, Remove: true}}, underProduction, false)
+	_, err := o.Land(cm, []Op{{Path: Path{{Field: "data"}, {Field: "PODINFO_UI_MESSAGE"}}, Remove: true}}, underProduction)
 	if !errors.Is(err, ErrNotExpressible) {
 		t.Fatalf("removing a key of a base's generator: err = %v, want ErrNotExpressible", err)
 	}
@@ -229,7 +226,7 @@ func TestAnInlinePatchIsTracedAndNotEdited(t *testing.T) {
 		"  - patch: |-\n      - op: replace\n        path: /spec/replicas\n        value: 2\n    target: {kind: Deployment, name: cache}\n"
 	o := overlayWith(t, map[string]string{"apps/production/kustomization.yaml": kust})
 	cache := Key{Group: "apps", Kind: "Deployment", Namespace: "production", Name: "cache"}
-	_, err := o.Land(cache, []Op{{Path: Path{{Field: "spec"}, {Field: "replicas"}}, Value: int64(4)}}, underProduction, false)
+	_, err := o.Land(cache, []Op{{Path: Path{{Field: "spec"}, {Field: "replicas"}}, Value: int64(4)}}, underProduction)
 	if !errors.Is(err, ErrNotExpressible) || !strings.Contains(err.Error(), "inline patch") {
 		t.Fatalf("err = %v, want an inline patch, not expressible", err)
 	}
@@ -241,7 +238,7 @@ func TestABaseAnotherOverlaySharesIsNotWritten(t *testing.T) {
 	o := productionOverlay(t)
 	underApps := func(p string) bool { return strings.HasPrefix(p, "apps/") && !strings.HasPrefix(p, "apps/base/") }
 	svc := Key{Kind: "Service", Namespace: "production", Name: "podinfo"}
-	edits, err := o.Land(svc, []Op{{Path: Path{{Field: "spec"}, {Field: "type"}}, Value: "NodePort"}}, underApps, false)
+	edits, err := o.Land(svc, []Op{{Path: Path{{Field: "spec"}, {Field: "type"}}, Value: "NodePort"}}, underApps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,5 +259,23 @@ func TestAnOverlayWithARemoteBaseIsNeverRendered(t *testing.T) {
 	files["apps/production/kustomization.yaml"] = []byte("helmCharts:\n  - name: podinfo\n    repo: https://stefanprodan.github.io/podinfo\n")
 	if _, err = RenderOverlay(files, "apps/production"); !errors.Is(err, ErrHelm) {
 		t.Fatalf("err = %v, want ErrHelm", err)
+	}
+}
+
+// An image the overlay's images: entry sets for two objects is changed for the one a person
+// changed only: a new image name goes into its own patch (the entry, which would change the
+// other too, does not match the new name); a new tag, which the entry would put back over any
+// patch, is not written, and the reason names the other object.
+func TestAnImageOthersShareLandsInTheObjectsPatch(t *testing.T) {
+	cache := string(overlayFiles(t)["apps/production/cache.yaml"])
+	o := overlayWith(t, map[string]string{"apps/production/cache.yaml": strings.Replace(cache,
+		"- name: memcached\n          image: memcached:1.6.21", "- name: memcached\n          image: ghcr.io/stefanprodan/podinfo:6.5.0", 1)})
+	got := landed(t, o, podinfo, Op{Path: image, Value: "registry.example/podinfo:6.5.5"})
+	expectEdits(t, got, map[string][]string{"apps/production/podinfo-patch.yaml": {
+		"+13:          image: registry.example/podinfo:6.5.5",
+	}})
+	_, _, err := o.Place(podinfo, []Op{{Path: image, Value: "ghcr.io/stefanprodan/podinfo:6.5.5"}}, underProduction)
+	if err == nil || !strings.Contains(err.Error(), "also change Deployment.apps production/cache") {
+		t.Fatalf("a new tag of a shared images: entry: err = %v, want it refused naming the cache", err)
 	}
 }
