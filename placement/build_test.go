@@ -214,15 +214,17 @@ immutable: true
 	}
 }
 
-// BenchmarkBuild renders a kustomization of 50 objects (25 Deployments, 25 Services) with a
-// namespace, a label and an image override.
-func BenchmarkBuild(b *testing.B) {
-	files := map[string][]byte{}
+// benchApps writes n apps into dir of files, each a Deployment (its image image(name)) and a
+// Service in one file, and returns the files' names, for a kustomization's resources.
+func benchApps(files map[string][]byte, dir string, n int, image func(name string) string) []string {
 	var resources []string
-	for i := range 25 {
+	for i := range n {
 		name := fmt.Sprintf("app-%02d", i)
+		if n >= 100 {
+			name = fmt.Sprintf("app-%03d", i)
+		}
 		resources = append(resources, name+".yaml")
-		files["bench/"+name+".yaml"] = fmt.Appendf(nil, `apiVersion: apps/v1
+		files[dir+"/"+name+".yaml"] = fmt.Appendf(nil, `apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: %[1]s
@@ -236,7 +238,7 @@ spec:
     spec:
       containers:
         - name: web
-          image: nginx:1.27
+          image: %[2]s
           ports: [{containerPort: 8080, name: http}]
           resources: {requests: {cpu: 100m, memory: 64Mi}}
 ---
@@ -247,8 +249,16 @@ metadata:
 spec:
   selector: {app: %[1]s}
   ports: [{port: 80, targetPort: http}]
-`, name)
+`, name, image(name))
 	}
+	return resources
+}
+
+// BenchmarkBuild renders a kustomization of 50 objects (25 Deployments, 25 Services) with a
+// namespace, a label and an image override.
+func BenchmarkBuild(b *testing.B) {
+	files := map[string][]byte{}
+	resources := benchApps(files, "bench", 25, func(string) string { return "nginx:1.27" })
 	files["bench/kustomization.yaml"] = []byte("namespace: bench\nlabels:\n  - pairs: {team: bench}\nimages:\n  - name: nginx\n    newTag: \"1.28\"\nresources: [" + strings.Join(resources, ", ") + "]\n")
 	if objs := MustBuild(b, files, "bench"); len(objs) != 50 {
 		b.Fatalf("rendered %d objects, want 50", len(objs))

@@ -86,10 +86,11 @@ func (w *watcher) toAdopted(ctx context.Context, t target, e *event, credit gito
 	case err != nil: // the worker says why in the folder's status
 		a.Unwritten = err.Error()
 		return send(a)
-	case doc == nil && releaseOf(e.obj) != "":
-		a.Unwritten = fmt.Sprintf("rendered by %s: a live change to what a chart rendered is not translated into the release's values; change them in the release (docs/layouts.md, \"Helm\")", releaseOf(e.obj))
-		return send(a)
 	case doc == nil:
+		if release := releaseOf(e.obj); release != "" {
+			a.Unwritten = fmt.Sprintf("rendered by %s: a live change to what a chart rendered is not translated into the release's values; change them in the release (docs/layouts.md, \"Helm\")", release)
+			return send(a)
+		}
 		return send(w.newAdoption(ctx, t, e, a))
 	}
 	return send(w.editAdoption(ctx, e, a, doc))
