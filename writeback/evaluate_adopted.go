@@ -134,20 +134,30 @@ func (c *Controller) evaluateDocument(ctx context.Context, d *dest, cl *cluster,
 	if err != nil {
 		return nil, inDocument(doc, err)
 	}
-	live, err := cl.get(ctx, gvr, obj.GetNamespace(), obj.GetName())
+	var was []byte
+	if prev != nil {
+		was = prev.text
+	}
+	return c.proposeApply(ctx, cl, e, gvr, obj, doc.text, was, documentLabel(e.Path, doc))
+}
+
+// proposeApply is the create of u (of resource gvr), admitted, as desired, when the cluster has
+// no such object, else its update, whose diff runs from was, what Git said before (nil: nothing),
+// to desired; label names desired in the diff.
+func (c *Controller) proposeApply(ctx context.Context, cl *cluster, e gitedits.Edit, gvr schema.GroupVersionResource, u *unstructured.Unstructured, desired, was []byte, label string) (*candidate, error) {
+	live, err := cl.get(ctx, gvr, u.GetNamespace(), u.GetName())
 	if err != nil {
 		return nil, err
 	}
-	key := placement.Key{Group: gvr.Group, Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	key := placement.Key{Group: gvr.Group, Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
 	cand := &candidate{
-		edit: e, desired: doc.text, object: key.String(),
-		target: crds.ProposalTarget{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Resource: gvr.Resource,
-			Namespace: obj.GetNamespace(), Name: obj.GetName()},
+		edit: e, desired: desired, object: key.String(),
+		target: crds.ProposalTarget{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Resource: gvr.Resource,
+			Namespace: u.GetNamespace(), Name: u.GetName()},
 	}
-	label := documentLabel(e.Path, doc)
 	if live == nil {
 		cand.change = crds.ChangeCreate
-		cand.diff = UnifiedDiff(nil, doc.text, "live (absent)", label)
+		cand.diff = UnifiedDiff(nil, desired, "live (absent)", label)
 		return cand, nil
 	}
 	liveYAML, err := sanitize.YAML(sanitize.Object(live.Object))
@@ -156,11 +166,7 @@ func (c *Controller) evaluateDocument(ctx context.Context, d *dest, cl *cluster,
 	}
 	cand.change = crds.ChangeUpdate
 	cand.liveRV, cand.liveDigest = live.GetResourceVersion(), digest(liveYAML)
-	var was []byte
-	if prev != nil {
-		was = prev.text
-	}
-	cand.diff = UnifiedDiff(was, doc.text, label+" before", label)
+	cand.diff = UnifiedDiff(was, desired, label+" before", label)
 	return cand, nil
 }
 
@@ -171,12 +177,16 @@ func (c *Controller) evaluateRemoved(ctx context.Context, d *dest, cl *cluster, 
 	if err != nil {
 		return nil, inDocument(prev, err)
 	}
-	name := prev.Key.Name
+	return c.proposeDestroy(ctx, d, cl, e, sel, ns, prev.Key.Name, documentLabel(e.Path, prev), " (removed)")
+}
+
+// proposeDestroy is the destroy of the object name of sel in ns, gone from Git (label says
+// where, gone how), if the cluster has it and the rules select its live labels.
+func (c *Controller) proposeDestroy(ctx context.Context, d *dest, cl *cluster, e gitedits.Edit, sel *Selection, ns, name, label, gone string) (*candidate, error) {
 	live, err := cl.get(ctx, sel.GVR, ns, name)
 	if err != nil || live == nil {
 		return nil, err
 	}
-	label := documentLabel(e.Path, prev)
 	if !sel.selectsLabels(live) {
 		return nil, labelsNotSelected(d, label, "the live object's")
 	}
@@ -190,7 +200,7 @@ func (c *Controller) evaluateRemoved(ctx context.Context, d *dest, cl *cluster, 
 		target: crds.ProposalTarget{APIVersion: sel.GVR.GroupVersion().String(), Kind: sel.Kind, Resource: sel.GVR.Resource,
 			Namespace: ns, Name: name},
 		liveRV: live.GetResourceVersion(), liveDigest: digest(liveYAML),
-		diff: UnifiedDiff(liveYAML, nil, "live", label+" (removed)"),
+		diff: UnifiedDiff(liveYAML, nil, "live", label+gone),
 	}, nil
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/gitedits"
 	"github.com/configbutler/gitops-reverser/placement"
-	"github.com/configbutler/gitops-reverser/sanitize"
 )
 
 // renderOverlay renders the kustomization in dir of files (placement.Build: in process, nothing
@@ -60,38 +59,17 @@ func (c *Controller) renderedObject(ctx context.Context, d *dest, cl *cluster, s
 	}
 	u := doc.Object
 	u.SetNamespace(ns) // where it is applied: the namespace its label selectors are read in
-	key := placement.Key{Group: sel.GVR.Group, Kind: k.Kind, Namespace: ns, Name: k.Name}
-	label := fmt.Sprintf("%s (rendered %s)", e.Path, key)
+	label := renderedLabel(e, sel, ns, k)
 	if !sel.selectsLabels(u) {
 		return nil, labelsNotSelected(d, label, "the rendered object's")
 	}
-	live, err := cl.get(ctx, sel.GVR, ns, k.Name)
-	if err != nil {
-		return nil, err
-	}
-	cand := &candidate{
-		edit: e, desired: text, object: key.String(),
-		target: crds.ProposalTarget{APIVersion: u.GetAPIVersion(), Kind: k.Kind, Resource: sel.GVR.Resource, Namespace: ns, Name: k.Name},
-	}
-	if live == nil {
-		cand.change = crds.ChangeCreate
-		cand.diff = UnifiedDiff(nil, text, "live (absent)", label)
-		return cand, nil
-	}
-	liveYAML, err := sanitize.YAML(sanitize.Object(live.Object))
-	if err != nil {
-		return nil, fmt.Errorf("render the live object: %w", err)
-	}
-	cand.change = crds.ChangeUpdate
-	cand.liveRV, cand.liveDigest = live.GetResourceVersion(), digest(liveYAML)
 	var was []byte
 	if prev != nil {
 		if was, err = placement.Render(prev); err != nil {
 			was = nil // the diff then shows the whole object
 		}
 	}
-	cand.diff = UnifiedDiff(was, text, label+" before", label)
-	return cand, nil
+	return c.proposeApply(ctx, cl, e, sel.GVR, u, text, was, label)
 }
 
 // unrenderedObject proposes the destroy of the object k the overlay rendered before the edit and
@@ -101,25 +79,12 @@ func (c *Controller) unrenderedObject(ctx context.Context, d *dest, cl *cluster,
 	if err != nil {
 		return nil, renderedRefusal(k, err)
 	}
-	live, err := cl.get(ctx, sel.GVR, ns, k.Name)
-	if err != nil || live == nil {
-		return nil, err
-	}
-	key := placement.Key{Group: sel.GVR.Group, Kind: k.Kind, Namespace: ns, Name: k.Name}
-	label := fmt.Sprintf("%s (rendered %s)", e.Path, key)
-	if !sel.selectsLabels(live) {
-		return nil, labelsNotSelected(d, label, "the live object's")
-	}
-	liveYAML, err := sanitize.YAML(sanitize.Object(live.Object))
-	if err != nil {
-		return nil, fmt.Errorf("render the live object: %w", err)
-	}
-	return &candidate{
-		edit: e, change: crds.ChangeDestroy, object: key.String(),
-		target: crds.ProposalTarget{APIVersion: sel.GVR.GroupVersion().String(), Kind: k.Kind, Resource: sel.GVR.Resource, Namespace: ns, Name: k.Name},
-		liveRV: live.GetResourceVersion(), liveDigest: digest(liveYAML),
-		diff: UnifiedDiff(liveYAML, nil, "live", label+" (no longer rendered)"),
-	}, nil
+	return c.proposeDestroy(ctx, d, cl, e, sel, ns, k.Name, renderedLabel(e, sel, ns, k), " (no longer rendered)")
+}
+
+// renderedLabel names the rendered object k, applied in ns, for messages and diffs.
+func renderedLabel(e gitedits.Edit, sel *Selection, ns string, k placement.Key) string {
+	return fmt.Sprintf("%s (rendered %s)", e.Path, placement.Key{Group: sel.GVR.Group, Kind: k.Kind, Namespace: ns, Name: k.Name})
 }
 
 // overlayFromGit checks that an overlay's proposal (its path is the overlay's kustomization
