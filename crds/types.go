@@ -1,6 +1,7 @@
 package crds
 
 import (
+	"path"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -196,6 +197,23 @@ type ExistingLayout struct {
 
 // Adopted reports whether the destination's folder is the team's own (LayoutExisting).
 func (d *GitDestination) Adopted() bool { return d.Spec.Layout == LayoutExisting }
+
+// OverlayFolder is the folder, repository-relative ("" for the top), of the kustomization an
+// adopted destination renders when it holds one: baseFolder joined with
+// spec.existing.kustomization, or baseFolder itself. A kustomization path that leaves baseFolder
+// (the CRD refuses one) is never followed: baseFolder it is.
+func (d *GitDestination) OverlayFolder() string {
+	folder := strings.Trim(path.Clean("/"+d.Spec.BaseFolder), "/")
+	e := d.Spec.Existing
+	if e == nil || e.Kustomization == "" {
+		return folder
+	}
+	dir := path.Join(folder, e.Kustomization)
+	if strings.HasPrefix(dir, "..") || folder != "" && !strings.HasPrefix(dir, folder+"/") && dir != folder {
+		return folder
+	}
+	return dir
+}
 
 // The modes of Push.
 const (

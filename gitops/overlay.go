@@ -50,7 +50,7 @@ func (w *Worker) overlay(fs files, dir string) (*overlayState, error) {
 		return s, nil
 	}
 	found := placement.FilesOf(treeFiles{fs}, dir)
-	if !holdsKustomizationOf(found, dir) {
+	if placement.KustomizationIn(found, dir) == "" {
 		return nil, nil // no kustomization there: the folder's documents are edited as they are
 	}
 	o, err := placement.RenderOverlay(found, dir)
@@ -151,7 +151,7 @@ func (w *Worker) sharedFiles(fs files, overlay string) map[string]bool {
 			return // a kustomization the overlay itself renders
 		}
 		theirs := placement.FilesOf(t, dir)
-		if holdsKustomizationOf(theirs, overlay) {
+		if placement.KustomizationIn(theirs, overlay) != "" {
 			return // it renders the overlay whole (a cluster's kustomization of its apps)
 		}
 		for q := range theirs {
@@ -161,22 +161,6 @@ func (w *Worker) sharedFiles(fs files, overlay string) map[string]bool {
 		}
 	})
 	return shared
-}
-
-// through reports whether files, what another kustomization renders, hold the kustomization of
-// the overlay in dir: that one renders the overlay itself (a cluster's kustomization of its
-// apps), not beside it.
-func holdsKustomizationOf(files map[string][]byte, dir string) bool {
-	want := path.Clean(dir) // "." for the top, as path.Dir names it
-	if dir == "" {
-		want = "."
-	}
-	for p := range files {
-		if placement.IsKustomization(p) && path.Dir(p) == want {
-			return true
-		}
-	}
-	return false
 }
 
 // rendered is object k as the overlay in dir renders it on tree, as a document; nil when the

@@ -135,3 +135,15 @@ func hasString(list []string, s string) bool {
 
 // IsKustomization reports whether kustomize reads the file at p as a kustomization.
 func IsKustomization(p string) bool { return isKustomizationFile(p) }
+
+// KustomizationIn is the path of the kustomization file of folder dir among files (by
+// repository path); "" when they hold none.
+func KustomizationIn(files map[string][]byte, dir string) string {
+	dir = cleanDir(dir)
+	for p := range files {
+		if isKustomizationFile(p) && dirOf(p) == dir {
+			return p
+		}
+	}
+	return ""
+}

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -243,12 +242,9 @@ func adoptedOf(d *crds.GitDestination) *adoptedTarget {
 	if !d.Adopted() {
 		return nil
 	}
-	t := &adoptedTarget{folder: d.Spec.BaseFolder, overlay: d.Spec.BaseFolder}
+	t := &adoptedTarget{folder: d.Spec.BaseFolder, overlay: d.OverlayFolder()}
 	if e := d.Spec.Existing; e != nil {
 		t.newFiles, t.prune = e.NewFiles, e.Prune
-		if e.Kustomization != "" {
-			t.overlay = path.Join(d.Spec.BaseFolder, e.Kustomization)
-		}
 	}
 	return t
 }

@@ -3,10 +3,8 @@ package writeback
 import (
 	"context"
 	"errors"
-	"path"
 	"reflect"
 	"slices"
-	"strings"
 
 	"github.com/configbutler/gitops-reverser/gitedits"
 	"github.com/configbutler/gitops-reverser/placement"
@@ -45,21 +43,6 @@ type overlayOutcome struct {
 	decided map[string]bool
 }
 
-// overlayDir is the folder of the kustomization an adopted destination renders: baseFolder
-// joined with spec.existing.kustomization, or baseFolder itself (which then renders only when it
-// holds a kustomization at its top).
-func overlayDir(d *dest) string {
-	e := d.obj.Spec.Existing
-	if e == nil || e.Kustomization == "" {
-		return d.folder
-	}
-	dir := path.Join(d.folder, e.Kustomization)
-	if d.folder != "" && dir != d.folder && !strings.HasPrefix(dir, d.folder+"/") || strings.HasPrefix(dir, "..") {
-		return d.folder // the CRD refuses one outside baseFolder; never read past it
-	}
-	return cleanFolder(dir)
-}
-
 // evaluateOverlay reads the edits of a run through the destination's overlay: nothing when the
 // destination renders none, or when no edited file is one the overlay reads (at base or after the
 // edits). Otherwise the overlay is rendered at base and at the newest commit of those edits, and
@@ -70,7 +53,7 @@ func (c *Controller) evaluateOverlay(ctx context.Context, d *dest, cl *cluster, 
 	if !d.obj.Adopted() || len(edits) == 0 {
 		return out, nil
 	}
-	dir := overlayDir(d)
+	dir := d.obj.OverlayFolder()
 	newest := newestEdit(edits)
 	after, err := c.overlayFiles(ctx, d, newest.Commit, dir)
 	if err != nil {
@@ -101,9 +84,9 @@ func (c *Controller) evaluateOverlay(ctx context.Context, d *dest, cl *cluster, 
 			return nil, err
 		}
 	}
-	out.path = kustomizationIn(after, dir)
+	out.path = placement.KustomizationIn(after, dir)
 	if out.path == "" {
-		out.path = kustomizationIn(before, dir)
+		out.path = placement.KustomizationIn(before, dir)
 	}
 	e := gitedits.Edit{Path: out.path, Commit: src.Commit, Author: src.Author, When: src.When}
 	if err := c.renderedChanges(ctx, d, cl, sels, e, dir, before, after, out); err != nil {
@@ -169,16 +152,6 @@ func (c *Controller) overlayBefore(ctx context.Context, d *dest, base, dir strin
 // it): the revision after the person's commits.
 func newestEdit(edits []gitedits.Edit) gitedits.Edit {
 	return slices.MaxFunc(edits, func(a, b gitedits.Edit) int { return a.When.Compare(b.When) })
-}
-
-// kustomizationIn is the path of the kustomization file of dir among files; "" when none.
-func kustomizationIn(files map[string][]byte, dir string) string {
-	for p := range files {
-		if placement.IsKustomization(p) && cleanFolder(path.Dir(p)) == dir {
-			return p
-		}
-	}
-	return ""
 }
 
 // showFolder names a repository folder in messages: "/" for its top.
