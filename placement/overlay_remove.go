@@ -33,21 +33,9 @@ func (o *Overlay) Remove(k Key, own func(p string) bool) ([]FileEdit, error) {
 		}
 		return l.result(), nil
 	}
-	if !own(o.kpath) {
-		return nil, fmt.Errorf("a delete patch of %s needs the overlay's kustomization %s, which the destination does not own: %w", k, o.kpath, ErrNotExpressible)
-	}
-	name := kindFile(l.name, k.Kind, "delete")
-	file := o.overlayPath(name)
-	if _, taken := l.read(file); taken {
-		return nil, fmt.Errorf("a delete patch of %s: %s exists already: %w", k, file, ErrNotExpressible)
-	}
-	text, err := Render(map[string]any{"apiVersion": l.apiVersion(), "kind": k.Kind,
-		"metadata": map[string]any{"name": l.name}, "$patch": "delete"})
-	if err != nil {
-		return nil, err
-	}
-	l.write(file, text)
-	if err := l.addListItem("patches", "path", map[string]any{"path": name}, "the patches: entry of "+name); err != nil {
+	obj := l.patchHead()
+	obj["$patch"] = "delete"
+	if err := l.newPatchFile("delete", obj); err != nil {
 		return nil, err
 	}
 	return l.result(), nil

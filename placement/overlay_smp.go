@@ -17,20 +17,32 @@ func (l *landing) patch(ops []Op) error {
 	if file, doc, ok := l.ownPatchFile(); ok {
 		return l.editDoc(file, doc, smp, "the patch of "+l.k.String())
 	}
-	if !l.own(l.o.kpath) {
-		return fmt.Errorf("a patch of %s needs the overlay's kustomization %s, which the destination does not own: %w", l.k, l.o.kpath, ErrNotExpressible)
-	}
-	name := kindFile(l.name, l.k.Kind, "patch")
-	file := l.o.overlayPath(name)
-	if _, taken := l.read(file); taken {
-		return fmt.Errorf("a new patch of %s: %s exists already and is not its patch: %w", l.k, file, ErrNotExpressible)
-	}
-	obj := map[string]any{"apiVersion": l.apiVersion(), "kind": l.k.Kind, "metadata": map[string]any{"name": l.name}}
+	obj := l.patchHead()
 	var err error
 	for _, op := range smp {
 		if obj, err = applyPatchOp(obj, op); err != nil {
 			return fmt.Errorf("a new patch of %s: %w", l.k, err)
 		}
+	}
+	return l.newPatchFile("patch", obj)
+}
+
+// patchHead is the start of a new strategic-merge patch of k: its apiVersion, kind and name.
+func (l *landing) patchHead() map[string]any {
+	return map[string]any{"apiVersion": l.apiVersion(), "kind": l.k.Kind, "metadata": map[string]any{"name": l.name}}
+}
+
+// newPatchFile writes obj, a strategic-merge patch of k, to a new file of the overlay's folder
+// named for k and what ({name}-{kind}-{what}.yaml), and registers it in the kustomization's
+// patches:.
+func (l *landing) newPatchFile(what string, obj map[string]any) error {
+	name := kindFile(l.name, l.k.Kind, what)
+	file := l.o.overlayPath(name)
+	if !l.own(l.o.kpath) {
+		return fmt.Errorf("a new patch of %s, %s, needs the overlay's kustomization %s, which the destination does not own: %w", l.k, file, l.o.kpath, ErrNotExpressible)
+	}
+	if _, taken := l.read(file); taken {
+		return fmt.Errorf("a new patch of %s: %s exists already and is not its patch: %w", l.k, file, ErrNotExpressible)
 	}
 	text, err := Render(obj)
 	if err != nil {
