@@ -43,7 +43,7 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
 VERSION_LDFLAGS = -X github.com/configbutler/gitops-reverser/daemon.Version=$(VERSION)
 
-.PHONY: all build image release publish test later-tools clitools testenv-cmd debian-packages vet lint helm-lint gitea browser playwright chromium signing-tools testenv testenv-bins demo bench clean
+.PHONY: all build image release publish test later-tools clitools flux testenv-cmd debian-packages vet lint helm-lint gitea browser playwright chromium signing-tools testenv testenv-bins demo bench clean
 
 all: build
 
@@ -161,11 +161,9 @@ clitools: testenv-cmd ## build (once) the pinned sops, cosign 3 and 2, and crane
 
 # Flux's source-controller and kustomize-controller, pinned by the module testenv/flux, built
 # together with their CRDs beside them, as the tests build them (testenv.EnsureFlux), into
-# $(TOOLS_CACHE)/flux-<key>/ (testenv/flux_build.go).
-.PHONY: flux
-flux: ## build (once) the pinned Flux controllers the Flux tests run
-	@mkdir -p bin
-	$(STEP) 'flux controllers' env TOOLS_CACHE=$(TOOLS_CACHE) go run ./testenv/flux_build.go
+# $(TOOLS_CACHE)/flux-<key>/.
+flux: testenv-cmd ## build (once) the pinned Flux controllers the Flux tests run
+	$(STEP) 'flux controllers' $(TESTENV) -flux
 
 browser: playwright chromium ## install (once) the headless Chromium and playwright-core the browser tests drive
 

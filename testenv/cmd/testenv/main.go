@@ -27,7 +27,16 @@ func run() error {
 	buildOnly := flag.Bool("build", false, "only build (or find cached) the control-plane binaries, helm and promtool, and print their paths")
 	giteaOnly := flag.Bool("gitea", false, "only build (or find cached) the pinned Gitea and print its directory")
 	cliOnly := flag.Bool("clitools", false, "only build (or find cached) the pinned sops, cosign 3 and 2, and crane, and print their paths")
+	fluxOnly := flag.Bool("flux", false, "only build (or find cached) the pinned Flux source-controller and kustomize-controller, and print their paths")
 	flag.Parse()
+	if *fluxOnly {
+		bins, err := testenv.EnsureFlux()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("source-controller:    %s\nkustomize-controller: %s\nCRDs:                 %s\n", bins.SourceController, bins.KustomizeController, bins.CRDs)
+		return nil
+	}
 	if *cliOnly {
 		tools, err := testenv.EnsureCLITools()
 		if err != nil {
