@@ -107,16 +107,26 @@ func newAdoptedEnv(t *testing.T, autoApply bool, rules []rbacv1.PolicyRule) *ado
 		"apps/README.md":           "# podinfo\n",
 		"apps/podinfo/values.yaml": "replicaCount: 1\nimage:\n  tag: 6.5.0\n",
 	})
+	e.startController(base, func(writer []Writer) []Selection {
+		return []Selection{
+			{GVR: deployments, Kind: "Deployment", Namespaced: true, Namespace: e.ns, Writers: writer},
+			{GVR: services, Kind: "Service", Namespaced: true, Namespace: e.ns, Writers: writer},
+			{GVR: configMaps, Kind: "ConfigMap", Namespaced: true, Namespace: e.ns, Writers: writer},
+		}
+	})
+	return e
+}
+
+// startController starts the Git pool on the test's repository and the controller, its rules'
+// selections those selections gives for the writer ServiceAccount, and waits for its first run
+// to take base as its baseline; carol approves.
+func (e *adoptedEnv) startController(base string, selections func(writer []Writer) []Selection) {
+	r := e.runsEnv
 	e.pool = r.startPool()
 	e.pool.SetRepositories([]gitops.Repository{{Name: r.ns + "/repo", URL: r.git.RepoURL("repo"),
 		Credentials: gitops.Credentials{Auth: &githttp.BasicAuth{Username: r.git.Username, Password: r.git.Password}, Key: "test"}}})
 	e.pool.SetWorkers([]gitops.Branch{{Repo: r.ns + "/repo", Branch: "main"}})
-	writer := []Writer{{Rule: "WatchRule " + e.ns + "/apps", ServiceAccount: crds.ServiceAccountReference{Namespace: e.ns, Name: "writer"}}}
-	sels := []Selection{
-		{GVR: deployments, Kind: "Deployment", Namespaced: true, Namespace: e.ns, Writers: writer},
-		{GVR: services, Kind: "Service", Namespaced: true, Namespace: e.ns, Writers: writer},
-		{GVR: configMaps, Kind: "ConfigMap", Namespaced: true, Namespace: e.ns, Writers: writer},
-	}
+	sels := selections([]Writer{{Rule: "WatchRule " + e.ns + "/apps", ServiceAccount: crds.ServiceAccountReference{Namespace: e.ns, Name: "writer"}}})
 	cfg := Config{Kube: cp.AdminConfig(), Git: e.pool, Ours: isOurs, Interval: time.Hour, Log: slog.New(slog.DiscardHandler),
 		Selections: func(string) []Selection { return sels },
 		Approvers: func(types.UID, string) (authenticationv1.UserInfo, bool) {
@@ -124,7 +134,6 @@ func newAdoptedEnv(t *testing.T, autoApply bool, rules []rbacv1.PolicyRule) *ado
 		}}
 	r.c = r.start(cfg, func(c *Controller) { c.clock = r.clock.Now })
 	r.waitRevision(base)
-	return e
 }
 
 // patch merge-patches an object as the admin.

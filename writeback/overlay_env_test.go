@@ -4,21 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/configbutler/gitops-reverser/crds"
-	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/placement"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
@@ -58,19 +53,9 @@ func newOverlayEnv(t *testing.T, autoApply bool, rules []rbacv1.PolicyRule, labe
 		e.createDoc(e.ns, doc)
 	}
 	base := r.push(true, e.files)
-	e.pool = r.startPool()
-	e.pool.SetRepositories([]gitops.Repository{{Name: r.ns + "/repo", URL: r.git.RepoURL("repo"),
-		Credentials: gitops.Credentials{Auth: &githttp.BasicAuth{Username: r.git.Username, Password: r.git.Password}, Key: "test"}}})
-	e.pool.SetWorkers([]gitops.Branch{{Repo: r.ns + "/repo", Branch: "main"}})
-	writer := []Writer{{Rule: "WatchRule " + e.ns + "/apps", ServiceAccount: crds.ServiceAccountReference{Namespace: e.ns, Name: "writer"}}}
-	sels := []Selection{{GVR: deployments, Kind: "Deployment", Namespaced: true, Namespace: e.ns, Labels: labels, Writers: writer}}
-	cfg := Config{Kube: cp.AdminConfig(), Git: e.pool, Ours: isOurs, Interval: time.Hour, Log: slog.New(slog.DiscardHandler),
-		Selections: func(string) []Selection { return sels },
-		Approvers: func(types.UID, string) (authenticationv1.UserInfo, bool) {
-			return authenticationv1.UserInfo{Username: "carol", Groups: testenv.Users["carol"]}, true
-		}}
-	r.c = r.start(cfg, func(c *Controller) { c.clock = r.clock.Now })
-	r.waitRevision(base)
+	e.startController(base, func(writer []Writer) []Selection {
+		return []Selection{{GVR: deployments, Kind: "Deployment", Namespaced: true, Namespace: e.ns, Labels: labels, Writers: writer}}
+	})
 	return e
 }
 
