@@ -213,24 +213,34 @@ func (fs files) read(p string) ([]byte, error) {
 }
 
 // adopt turns an adopted change into the file changes it makes in fs: its document edited, added
-// or removed, and the kustomization that lists a new or removed file.
-func (w *Worker) adopt(fs files, c *Change) ([]Change, error) {
+// or removed, and the kustomization that lists a new or removed file; or, for an object its
+// overlay renders, the overlay's files a person would change (adoptOverlay), checked by rendering
+// the overlay, which checked reports.
+func (w *Worker) adopt(fs files, c *Change) (changes []Change, checked bool, err error) {
 	a := c.Adopt
 	f, err := w.folderIndex(a.Folder, fs.tree, fs.run)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if a.Unwritten != "" {
-		return nil, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: errors.New(a.Unwritten)}
+		return nil, false, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: errors.New(a.Unwritten)}
 	}
 	if why, refused := w.unrenderable[a.Key]; refused {
-		return nil, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: errors.New(why)}
+		return nil, false, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: errors.New(why)}
 	}
 	if a.Overlay != "" && a.Whole == nil {
 		if changes, rendered, err := w.adoptOverlay(fs, c); rendered {
-			return changes, err
+			return changes, true, err
 		}
 	}
+	changes, err = w.adoptDocument(fs, c, f)
+	return changes, false, err
+}
+
+// adoptDocument is adopt for an object of the folder's index: its document edited, added or
+// removed.
+func (w *Worker) adoptDocument(fs files, c *Change, f *adoptedFolder) ([]Change, error) {
+	a := c.Adopt
 	loc, err := f.index.Lookup(a.Key)
 	switch {
 	case errors.Is(err, placement.ErrNotFound):

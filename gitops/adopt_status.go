@@ -66,7 +66,7 @@ func (w *Worker) absent(fs files, s *AdoptedLive) ([]Change, error) {
 		delete(f.state.absent, k)
 		c := Change{Summary: "prune " + k.String() + " (absent from the cluster)",
 			Adopt: &Adoption{Folder: s.Folder, Key: k, Delete: true}}
-		changes, err := w.adopt(fs, &c)
+		changes, _, err := w.adopt(fs, &c)
 		if w.adoptionFailed(err) {
 			return nil, err
 		}

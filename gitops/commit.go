@@ -143,13 +143,13 @@ func (w *Worker) resolveOps(tree plumbing.Hash, r run) (runOps, error) {
 			}
 			continue
 		case it.sync == nil && it.change.Adopt != nil:
-			changes, err := w.adopt(fs, &it.change)
+			changes, checked, err := w.adopt(fs, &it.change)
 			if w.adoptionFailed(err) {
 				return runOps{}, err
 			} else if err == nil {
 				w.adoptedWritten(it.change.Adopt)
 			}
-			if a := it.change.Adopt; err == nil && len(changes) > 0 && len(a.Ops) > 0 && !w.placedInOverlay(a) {
+			if a := it.change.Adopt; err == nil && len(changes) > 0 && len(a.Ops) > 0 && !checked {
 				checks = append(checks, renderCheck{adoption: a, path: changes[0].Path})
 			}
 			for _, c := range changes {

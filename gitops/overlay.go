@@ -112,7 +112,7 @@ func (w *Worker) adoptOverlay(fs files, c *Change) ([]Change, bool, error) {
 	for _, e := range edits {
 		out = append(out, w.edited(f, c, e.Path, e.Data))
 	}
-	s.render, w.placed = after, a
+	s.render = after
 	return out, true, nil
 }
 
@@ -176,10 +176,4 @@ func (w *Worker) rendered(tree plumbing.Hash, dir string, k placement.Key) ([]by
 		return nil, nil
 	}
 	return placement.Render(obj)
-}
-
-// placedInOverlay reports whether a's change was placed and checked by rendering its overlay
-// (adoptOverlay, just before), and needs no other check.
-func (w *Worker) placedInOverlay(a *Adoption) bool {
-	return a != nil && w.placed == a
 }

@@ -77,7 +77,6 @@ type Worker struct {
 	renew         renewal
 	adopted       map[string]*adoptedFolder // the index of each adopted folder, made on its first change
 	overlays      map[string]*overlayState  // the render of each overlay a destination points at, by its folder
-	placed        *Adoption                 // the change adoptOverlay placed last, checked by its render
 	unrenderable  map[placement.Key]string  // while a run is resolved again: the edits its render refused
 	runs          uint64                    // the runs resolved so far, numbering them for the indexes
 	lastRead      struct {                  // the file Document read last, which its next call likely reads again
