@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
@@ -73,23 +74,16 @@ func (f *buildFolder) render(dir string) (map[Key]map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kustomize: %w", err)
 	}
-	text, err := m.AsYaml()
-	if err != nil {
-		return nil, fmt.Errorf("write the rendered objects: %w", err)
-	}
-	return renderedObjects(text)
+	return resourceObjects(m.Resources())
 }
 
-// renderedObjects reads kustomize's output as objects by Key, through sanitize's reader so that
-// they hold the same Go types as a document read from a file.
-func renderedObjects(text []byte) (map[Key]map[string]any, error) {
-	docs, err := sanitize.Documents(text)
-	if err != nil {
-		return nil, fmt.Errorf("read the rendered objects: %w", err)
-	}
-	out := make(map[Key]map[string]any, len(docs))
-	for i, doc := range docs {
-		obj, err := sanitize.ObjectOf(doc)
+// resourceObjects reads kustomize's rendered resources as objects by Key, from their YAML nodes
+// through sanitize's reader (the Go types of a document read from a file), without writing them
+// out as text first: kustomize's own writer goes through JSON and back, a third of a render.
+func resourceObjects(resources []*resource.Resource) (map[Key]map[string]any, error) {
+	out := make(map[Key]map[string]any, len(resources))
+	for i, r := range resources {
+		obj, err := sanitize.ObjectOf(r.YNode())
 		if err != nil {
 			return nil, fmt.Errorf("read rendered object %d: %w", i+1, err)
 		}
