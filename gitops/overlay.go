@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"strings"
@@ -11,12 +12,11 @@ import (
 	"github.com/configbutler/gitops-reverser/placement"
 )
 
-// overlayState is the worker's render of one overlay: as a tree holds it (for Rendered), and as
+// overlayState is the worker's render of one overlay: as a tree holds it (for Document), and as
 // the run being resolved leaves it, each change's check rendering the next.
 type overlayState struct {
-	tree       plumbing.Hash
+	tree       plumbing.Hash // the tree render was read from, before the run's edits
 	render     *placement.Overlay
-	run        uint64 // the run whose edits render holds; 0: the tree's
 	shared     map[string]bool
 	sharedTree plumbing.Hash
 }
@@ -34,8 +34,10 @@ func (t treeFiles) IsDir(p string) bool {
 	return err == nil && entries != nil
 }
 
-// overlay is the render of the overlay in dir as fs leaves it: the one the run's last change
-// left, or a render of fs; nil when dir holds no kustomization.
+// overlay is the render of the overlay in dir as fs leaves it, nil when dir holds no
+// kustomization. The render the last change left (each change's check renders the next) is kept
+// while the files it read are those of fs: through the rest of the run, and into the tree the
+// run is committed as, whose files are the run's. Only other files cost a render.
 func (w *Worker) overlay(fs files, dir string) (*overlayState, error) {
 	if w.overlays == nil {
 		w.overlays = map[string]*overlayState{}
@@ -45,30 +47,51 @@ func (w *Worker) overlay(fs files, dir string) (*overlayState, error) {
 		s = &overlayState{}
 		w.overlays[dir] = s
 	}
-	if s.render != nil && s.tree == fs.tree && (s.run == fs.run || s.run == 0 && !fs.changedAny()) {
-		s.run = fs.run
+	if s.render != nil && s.tree == fs.tree && s.holds(fs) {
 		return s, nil
 	}
 	found := placement.FilesOf(treeFiles{fs}, dir)
 	if placement.KustomizationIn(found, dir) == "" {
 		return nil, nil // no kustomization there: the folder's documents are edited as they are
 	}
+	if s.render != nil && sameFiles(found, s.render.Files) {
+		s.tree = fs.tree // the tree a run was committed as, which the render holds
+		return s, nil
+	}
 	o, err := placement.RenderOverlay(found, dir)
 	if err != nil {
 		return nil, err
 	}
-	s.tree, s.render, s.run = fs.tree, o, fs.run
+	s.tree, s.render = fs.tree, o
 	return s, nil
 }
 
-// changedAny reports whether the run changed a file so far (any: a run's edits may reach an
-// overlay through a base anywhere).
-func (fs files) changedAny() bool {
-	edited := false
+// holds reports whether the render holds each file of the overlay that the run changed so far
+// as the run has it: the run changed them only through this render (another change of the run,
+// a new object's file listed in a kustomization, would need a render of its own).
+func (s *overlayState) holds(fs files) bool {
+	held := true
 	if fs.each != nil {
-		fs.each(func(string, []byte) { edited = true })
+		fs.each(func(p string, data []byte) {
+			if have, read := s.render.Files[p]; read && !bytes.Equal(have, data) {
+				held = false
+			}
+		})
 	}
-	return edited
+	return held
+}
+
+// sameFiles reports whether a and b hold the same files with the same content.
+func sameFiles(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for p, data := range a {
+		if other, ok := b[p]; !ok || !bytes.Equal(data, other) {
+			return false
+		}
+	}
+	return true
 }
 
 // adoptOverlay places the change of an object the destination's overlay renders where a person
