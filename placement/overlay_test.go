@@ -279,3 +279,21 @@ func TestAnImageOthersShareLandsInTheObjectsPatch(t *testing.T) {
 		t.Fatalf("a new tag of a shared images: entry: err = %v, want it refused naming the cache", err)
 	}
 }
+
+// With a namePrefix, an object is found, and named in a new patch and in replicas:, by the name
+// its document writes: what kustomize matches them by.
+func TestANamePrefixIsTracedToTheDocumentsName(t *testing.T) {
+	kust := strings.Replace(string(overlayFiles(t)["apps/production/kustomization.yaml"]), "namespace: production\n", "namespace: production\nnamePrefix: prod-\n", 1)
+	kust = strings.Replace(kust, "replicas:\n  - name: podinfo\n    count: 2\n", "", 1)
+	o := overlayWith(t, map[string]string{"apps/production/kustomization.yaml": kust})
+	deploy := Key{Group: "apps", Kind: "Deployment", Namespace: "production", Name: "prod-podinfo"}
+	got := landed(t, o, deploy, Op{Path: Path{{Field: "spec"}, {Field: "replicas"}}, Value: int64(3)})
+	expectEdits(t, got, map[string][]string{"apps/production/kustomization.yaml": {
+		"+20:replicas:", "+21:  - name: podinfo", "+22:    count: 3",
+	}})
+	svc := Key{Kind: "Service", Namespace: "production", Name: "prod-podinfo"}
+	got = landed(t, o, svc, Op{Path: Path{{Field: "spec"}, {Field: "type"}}, Value: "NodePort"})
+	if !slices.Contains(got["apps/production/podinfo-service-patch.yaml"], "+4:  name: podinfo") {
+		t.Errorf("the new patch names the Service %q, want podinfo", got["apps/production/podinfo-service-patch.yaml"])
+	}
+}

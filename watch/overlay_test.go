@@ -138,6 +138,12 @@ func TestALiveChangeLandsInTheOverlayWhereAPersonWouldMakeIt(t *testing.T) {
 	a.expect(a.nextCommit(), map[string]*string{kust: a.edit(kust, "  - path: podinfo-service-patch.yaml\n",
 		"  - path: podinfo-service-patch.yaml\nconfigMapGenerator:\n  - name: podinfo-config\n    behavior: merge\n    literals:\n      - PODINFO_UI_MESSAGE=hi\n")})
 
+	a.createAs("kubectl-create", object(t, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: feature-flags\n  namespace: "+e.ns+"\ndata:\n  beta: \"on\"\n"))
+	const flags = "apps/production/feature-flags-configmap.yaml"
+	flagsDoc := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: feature-flags\n  namespace: " + e.ns + "\ndata:\n  beta: \"on\"\n"
+	a.expect(a.nextCommit(), map[string]*string{flags: &flagsDoc,
+		kust: a.edit(kust, "  - cache.yaml\n", "  - cache.yaml\n  - feature-flags-configmap.yaml\n")})
+
 	if err := e.resource(services, e.ns).Delete(e.ctx, "podinfo", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
