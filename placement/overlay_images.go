@@ -39,17 +39,27 @@ func parseImage(s string) imageRef {
 	return r
 }
 
-// image places a container's new image in the overlay's images: entry for the image the render
-// has now (the entry whose newName, or else name, is that image's name), or in a new entry.
-func (l *landing) image(p Path, value string) error {
+// imageEntry is the overlay's images: entry for the image at p as the render has it now (the
+// entry whose newName, or else name, is that image's name), and that image; -1 when none.
+func (l *landing) imageEntry(p Path) (int, imageRef) {
 	cur, _ := ValueAt(l.o.Objects[l.k], p)
 	curImage, _ := cur.(string)
-	was, now := parseImage(curImage), parseImage(value)
-	entries := l.o.k.Images
-	for _, e := range entries {
+	was := parseImage(curImage)
+	for i, e := range l.o.k.Images {
 		if e.NewName == was.name || e.NewName == "" && e.Name == was.name {
-			return l.editKustomization(imageOps(e.Name, e.NewName, e.NewTag, e.Digest, now), "the images: entry of "+e.Name)
+			return i, was
 		}
+	}
+	return -1, was
+}
+
+// image places a container's new image in the overlay's images: entry for it, or in a new entry.
+func (l *landing) image(p Path, value string) error {
+	i, was := l.imageEntry(p)
+	now := parseImage(value)
+	if i >= 0 {
+		e := l.o.k.Images[i]
+		return l.editKustomization(imageOps(e.Name, e.NewName, e.NewTag, e.Digest, now), "the images: entry of "+e.Name)
 	}
 	entry := map[string]any{"name": was.name}
 	if now.name != was.name {
@@ -88,19 +98,25 @@ func imageOps(name, newName, newTag, digest string, now imageRef) []Op {
 	return ops
 }
 
+// replicasEntry is the name of the overlay's replicas: entry for the object (by its rendered
+// name or its document's); "" when none.
+func (l *landing) replicasEntry() string {
+	for _, e := range l.o.k.Replicas {
+		if e.Name == l.k.Name || e.Name == l.name {
+			return e.Name
+		}
+	}
+	return ""
+}
+
 // replicas places a new replica count in the overlay's replicas: entry for the object, or in a
 // new one.
 func (l *landing) replicas(n int64) error {
-	names := []string{l.k.Name, l.name}
-	for _, e := range l.o.k.Replicas {
-		for _, name := range names {
-			if e.Name == name {
-				return l.editKustomization([]Op{{Path: Path{{Field: "replicas"}, {Match: "name", Value: name}, {Field: "count"}}, Value: n}},
-					"the replicas: entry of "+name)
-			}
-		}
+	if name := l.replicasEntry(); name != "" {
+		return l.editKustomization([]Op{{Path: Path{{Field: "replicas"}, {Match: "name", Value: name}, {Field: "count"}}, Value: n}},
+			"the replicas: entry of "+name)
 	}
-	return l.addListItem("replicas", "name", map[string]any{"name": names[1], "count": n}, "a new replicas: entry")
+	return l.addListItem("replicas", "name", map[string]any{"name": l.name, "count": n}, "a new replicas: entry")
 }
 
 // addListItem appends item to the list field of the overlay's kustomization (named by key),

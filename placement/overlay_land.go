@@ -142,17 +142,20 @@ func (l *landing) special(op Op) (bool, error) {
 		op.Path = at
 		return true, l.editDoc(p, doc, []Op{op}, "the patch that sets "+at.String())
 	}
-	if o := l.o.Origins[l.k]; o.Path != "" && l.own(o.Path) {
-		return false, nil // its own document: edited there (fields), unless a patch decides it
-	}
+	// An object whose document the destination owns keeps its image and replicas there, unless
+	// an images: or replicas: entry of the overlay decides them already.
+	o := l.o.Origins[l.k]
+	ownDoc := o.Path != "" && l.own(o.Path)
 	if !l.literal && !op.Remove && isImagePath(op.Path) {
 		if s, ok := op.Value.(string); ok {
-			l.imaged = true
-			return true, l.image(op.Path, s)
+			if i, _ := l.imageEntry(op.Path); !ownDoc || i >= 0 {
+				l.imaged = true
+				return true, l.image(op.Path, s)
+			}
 		}
 	}
 	if !op.Remove && isReplicasPath(op.Path) {
-		if n, ok := op.Value.(int64); ok {
+		if n, ok := op.Value.(int64); ok && (!ownDoc || l.replicasEntry() != "") {
 			return true, l.replicas(n)
 		}
 	}

@@ -297,3 +297,27 @@ func TestANamePrefixIsTracedToTheDocumentsName(t *testing.T) {
 		t.Errorf("the new patch names the Service %q, want podinfo", got["apps/production/podinfo-service-patch.yaml"])
 	}
 }
+
+// A base only this overlay renders, inside the destination's folder, is the object's own
+// document: a field there is edited in place, but an image an images: entry decides still lands
+// in that entry.
+func TestABaseOnlyThisOverlayRendersIsEditedButItsImagesEntryDecides(t *testing.T) {
+	o := productionOverlay(t)
+	underApps := func(p string) bool { return strings.HasPrefix(p, "apps/") }
+	edits, _, err := o.Place(podinfo, []Op{{Path: image, Value: "ghcr.io/stefanprodan/podinfo:6.5.5"}}, underApps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(edits) != 1 || edits[0].Path != "apps/production/kustomization.yaml" {
+		t.Errorf("the image went to %v, want the overlay's images: entry", edits)
+	}
+	svc := Key{Kind: "Service", Namespace: "production", Name: "podinfo"}
+	edits, _, err = o.Place(svc, []Op{{Path: Path{{Field: "spec"}, {Field: "type"}}, Value: "NodePort"}}, underApps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lineDiff(string(o.Files["apps/base/podinfo/service.yaml"]), string(edits[0].Data)); len(edits) != 1 ||
+		!slices.Equal(got, []string{"+12:  type: NodePort"}) {
+		t.Errorf("the Service's type: %v %q, want its own document, that one line", edits[0].Path, got)
+	}
+}
