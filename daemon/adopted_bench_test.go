@@ -205,13 +205,23 @@ func canonicalBench(b *testing.B, ns string) *layoutBench {
 // adoptedBench is the adopted run: the team's folder pushed to repository "team" as a person
 // pushes it, and a destination of layout Existing on its folder apps/.
 func adoptedBench(b *testing.B, ns string) *layoutBench {
+	srv, dyn := teamRepository(b, ns, teamFolder(ns), crds.GitDestinationSpec{BaseFolder: "apps", Layout: crds.LayoutExisting}, "configmaps")
+	r := &teamRemote{tb: b, srv: srv, dir: filepath.Join(srv.Root, teamRepo+".git"), want: map[string]map[string]string{}, blobs: map[string]map[string]map[string]string{}}
+	return &layoutBench{tb: b, ns: ns, srv: srv, repo: teamRepo, dyn: dyn.Resource(configMaps).Namespace(ns), writers: &mirrorBench{tb: b},
+		expect: r.expect, landed: r.mustLand}
+}
+
+// teamRepository pushes files to a new repository "team" as a person pushes them, and points a
+// destination of spec (its repository and branch set here) at it, in a new namespace ns, whose
+// rule selects resources: a team's repository as the daemon finds it.
+func teamRepository(b *testing.B, ns string, files map[string]string, spec crds.GitDestinationSpec, resources ...string) (*testenv.GitServer, dynamic.Interface) {
 	cp := planes.Of(b)
 	ctx := context.Background()
 	srv := testenv.MustGitServer(b, "daemon", "pw", teamRepo)
 	if err := srv.UpkeepByHand(teamRepo); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := srv.PushCommit(teamRepo, "main", testenv.Signature{Name: "Team", Email: "team@example.com"}, "the team's apps", teamFolder(ns), nil); err != nil {
+	if _, err := srv.PushCommit(teamRepo, "main", testenv.Signature{Name: "Team", Email: "team@example.com"}, "the team's apps", files, nil); err != nil {
 		b.Fatal(err)
 	}
 	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
@@ -227,16 +237,16 @@ func adoptedBench(b *testing.B, ns string) *layoutBench {
 	if err := crds.Install(ctx, cp.AdminConfig(), discardLogger()); err != nil {
 		b.Fatal(err)
 	}
+	spec.RepoRef, spec.Branch = crds.NamespacedReference{Name: "repo"}, "main"
 	for _, o := range []struct {
 		gvr schema.GroupVersionResource
 		obj any
 	}{
 		{crds.GitRepoConfigs, &crds.GitRepoConfig{ObjectMeta: metav1.ObjectMeta{Name: "repo", Namespace: ns},
 			Spec: crds.GitRepoConfigSpec{RepoURL: srv.RepoURL(teamRepo), AllowedBranches: []string{"main"}, SecretRef: &crds.LocalReference{Name: "git"}}}},
-		{crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "dest", Namespace: ns},
-			Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: "main", BaseFolder: "apps", Layout: crds.LayoutExisting}}},
-		{crds.WatchRules, &crds.WatchRule{ObjectMeta: metav1.ObjectMeta{Name: "cms", Namespace: ns},
-			Spec: crds.WatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "dest"}, Rules: []crds.ResourceRule{{Resources: []string{"configmaps"}}}}}},
+		{crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "dest", Namespace: ns}, Spec: spec}},
+		{crds.WatchRules, &crds.WatchRule{ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: ns},
+			Spec: crds.WatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "dest"}, Rules: []crds.ResourceRule{{Resources: resources}}}}},
 	} {
 		u, err := crds.ToUnstructured(o.obj)
 		if err != nil {
@@ -251,9 +261,7 @@ func adoptedBench(b *testing.B, ns string) *layoutBench {
 			_ = dyn.Resource(gvr).Namespace(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 		}
 	})
-	r := &teamRemote{tb: b, srv: srv, dir: filepath.Join(srv.Root, teamRepo+".git"), want: map[string]map[string]string{}, blobs: map[string]map[string]map[string]string{}}
-	return &layoutBench{tb: b, ns: ns, srv: srv, repo: teamRepo, dyn: dyn.Resource(configMaps).Namespace(ns), writers: &mirrorBench{tb: b},
-		expect: r.expect, landed: r.mustLand}
+	return srv, dyn
 }
 
 // teamRemote checks the team's folder on the remote: every object's document holds the data

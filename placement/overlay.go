@@ -2,10 +2,7 @@ package placement
 
 import (
 	"fmt"
-	"path"
-	"strings"
 
-	"go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/types"
 )
 
@@ -28,109 +25,32 @@ type Origin struct {
 	Generator, ConfiguredIn string
 }
 
-// originAnnotation is the annotation kustomize writes on each object it renders when the
-// kustomization asks for buildMetadata: [originAnnotations].
-const originAnnotation = "config.kubernetes.io/origin"
-
 // RenderOverlay renders the kustomization in dir of files (Build: in process, nothing fetched,
-// no Helm, no plugin) and traces each object to its origin: kustomize is asked, in the render's
-// own in-memory copy of the kustomization (never in the file), to annotate every object with the
-// file or generator it comes from. The annotations are taken off the objects again, unless the
-// kustomization asked for them itself.
+// no Helm, no plugin) and traces each object to its origin (traceOrigins).
 func RenderOverlay(files map[string][]byte, dir string) (*Overlay, error) {
-	dir = cleanDir(dir)
-	f := newBuildFolder(files)
-	if err := f.check(dir); err != nil {
-		return nil, fmt.Errorf("render the kustomization in %s: %w", showDir(dir), err)
-	}
-	kpath, k, err := f.kustomization(dir)
+	o, f, err := renderOnly(files, cleanDir(dir))
 	if err != nil {
 		return nil, fmt.Errorf("render the kustomization in %s: %w", showDir(dir), err)
 	}
-	asked := hasString(k.BuildMetadata, types.OriginAnnotations)
-	marked, err := withOriginAnnotations(files[kpath], asked)
-	if err != nil {
-		return nil, fmt.Errorf("render the kustomization in %s: %w", showDir(dir), err)
-	}
-	f.files = overlaid(files, kpath, marked)
-	objects, err := f.render(dir)
-	if err != nil {
-		return nil, fmt.Errorf("render the kustomization in %s: %w", showDir(dir), err)
-	}
-	o := &Overlay{Dir: dir, Objects: objects, Origins: make(map[Key]Origin, len(objects)), Files: files, k: k, kpath: kpath}
-	for key, obj := range objects {
-		o.Origins[key] = originOf(obj, dir, !asked)
-	}
+	o.Origins = f.traceOrigins(o.Dir, o.Objects)
 	return o, nil
 }
 
-// withOriginAnnotations is the kustomization text with buildMetadata asking for origin
-// annotations; the same text when it asks already.
-func withOriginAnnotations(text []byte, asked bool) ([]byte, error) {
-	if asked {
-		return text, nil
+// renderOnly is the render of the kustomization in dir of files, its origins not traced.
+func renderOnly(files map[string][]byte, dir string) (*Overlay, *buildFolder, error) {
+	f := newBuildFolder(files)
+	if err := f.check(dir); err != nil {
+		return nil, nil, err
 	}
-	var fields map[string]any
-	if err := yaml.Unmarshal(text, &fields); err != nil {
-		return nil, err
+	kpath, k, err := f.kustomization(dir)
+	if err != nil {
+		return nil, nil, err
 	}
-	if fields == nil {
-		fields = map[string]any{}
+	objects, err := f.render(dir)
+	if err != nil {
+		return nil, nil, err
 	}
-	list, _ := fields["buildMetadata"].([]any)
-	fields["buildMetadata"] = append(list, types.OriginAnnotations)
-	return yaml.Marshal(fields)
-}
-
-// overlaid is files with p's content replaced by data, files itself untouched.
-func overlaid(files map[string][]byte, p string, data []byte) map[string][]byte {
-	out := make(map[string][]byte, len(files))
-	for k, v := range files {
-		out[k] = v
-	}
-	out[p] = data
-	return out
-}
-
-// originOf reads obj's origin annotation, its paths made repository-relative (kustomize writes
-// them relative to the rendered folder), and takes the annotation off when strip is set.
-func originOf(obj map[string]any, dir string, strip bool) Origin {
-	meta, _ := obj["metadata"].(map[string]any)
-	annotations, _ := meta["annotations"].(map[string]any)
-	text, _ := annotations[originAnnotation].(string)
-	if strip && annotations != nil {
-		delete(annotations, originAnnotation)
-		if len(annotations) == 0 {
-			delete(meta, "annotations")
-		}
-	}
-	var raw struct {
-		Path         string `yaml:"path"`
-		ConfiguredIn string `yaml:"configuredIn"`
-		ConfiguredBy struct {
-			Kind string `yaml:"kind"`
-		} `yaml:"configuredBy"`
-	}
-	if yaml.Unmarshal([]byte(text), &raw) != nil {
-		return Origin{}
-	}
-	var o Origin
-	if raw.Path != "" {
-		o.Path = cleanDir(path.Join(dir, raw.Path))
-	}
-	if raw.ConfiguredIn != "" {
-		o.Generator, o.ConfiguredIn = raw.ConfiguredBy.Kind, cleanDir(path.Join(dir, raw.ConfiguredIn))
-	}
-	return o
-}
-
-func hasString(list []string, s string) bool {
-	for _, v := range list {
-		if strings.TrimSpace(v) == s {
-			return true
-		}
-	}
-	return false
+	return &Overlay{Dir: dir, Objects: objects, Files: files, k: k, kpath: kpath}, f, nil
 }
 
 // IsKustomization reports whether kustomize reads the file at p as a kustomization.

@@ -43,24 +43,16 @@ func (o *Overlay) render(edits []FileEdit) (*Overlay, error) {
 	return after, nil
 }
 
-// renderCarried renders files, the overlay o with a change's edits, without asking kustomize for
-// origins (that costs a third of a render): an edit never moves a document to another file, so
-// each object keeps the origin it had in o (Check gives a generated object's new name its own).
+// renderCarried renders files, the overlay o with a change's edits, and carries each object's
+// origin over from o rather than tracing it anew (reading every document again): an edit never
+// moves a document to another file. Check gives a generated object's new name its origin.
 func renderCarried(files map[string][]byte, o *Overlay) (*Overlay, error) {
-	f := newBuildFolder(files)
-	if err := f.check(o.Dir); err != nil {
-		return nil, err
-	}
-	kpath, k, err := f.kustomization(o.Dir)
+	after, _, err := renderOnly(files, o.Dir)
 	if err != nil {
 		return nil, err
 	}
-	objects, err := f.render(o.Dir)
-	if err != nil {
-		return nil, err
-	}
-	after := &Overlay{Dir: o.Dir, Objects: objects, Origins: make(map[Key]Origin, len(objects)), Files: files, k: k, kpath: kpath}
-	for key := range objects {
+	after.Origins = make(map[Key]Origin, len(after.Objects))
+	for key := range after.Objects {
 		if origin, ok := o.Origins[key]; ok {
 			after.Origins[key] = origin
 		}

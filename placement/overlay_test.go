@@ -321,3 +321,22 @@ func TestABaseOnlyThisOverlayRendersIsEditedButItsImagesEntryDecides(t *testing.
 		t.Errorf("the Service's type: %v %q, want its own document, that one line", edits[0].Path, got)
 	}
 }
+
+// The trace names the file or generator each object of production's render comes from.
+func TestTheTraceNamesWhereEachObjectComesFrom(t *testing.T) {
+	o := productionOverlay(t)
+	got := map[string]Origin{}
+	for k, origin := range o.Origins {
+		got[k.Kind+"/"+hashStem(k.Name)] = origin
+	}
+	want := map[string]Origin{
+		"Deployment/podinfo":       {Path: "apps/base/podinfo/deployment.yaml"},
+		"Service/podinfo":          {Path: "apps/base/podinfo/service.yaml"},
+		"HelmRelease/redis":        {Path: "apps/base/podinfo/release.yaml"},
+		"Deployment/cache":         {Path: "apps/production/cache.yaml"},
+		"ConfigMap/podinfo-config": {Generator: "ConfigMapGenerator", ConfiguredIn: "apps/base/podinfo/kustomization.yaml"},
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("origins %v, want %v", got, want)
+	}
+}
