@@ -143,16 +143,29 @@ func (w *Worker) adoptOverlay(fs files, c *Change) ([]Change, bool, error) {
 // repository renders but through the overlay (a base staging and production share is written
 // only through each overlay).
 func (w *Worker) owner(fs files, s *overlayState, folder, overlay string) func(string) bool {
-	if s.shared == nil || s.sharedTree != fs.tree {
-		s.shared, s.sharedTree = w.sharedFiles(fs, overlay), fs.tree
+	if s.shared == nil || s.sharedTree != fs.tree && w.kustomizationsDiffer(s.sharedTree, fs.tree) {
+		s.shared = w.sharedFiles(fs, overlay)
 	}
+	s.sharedTree = fs.tree
 	return func(p string) bool {
 		return (folder == "" || p == folder || strings.HasPrefix(p, folder+"/")) && !s.shared[p]
 	}
 }
 
+// kustomizationsDiffer reports whether a kustomization file differs between trees a and b (or
+// they cannot be compared): what another kustomization renders changes only with one, so the
+// shared files of a tree are those of the tree before a commit that changed none (a change the
+// daemon placed in an overlay's patch or images:, a person's edit of a document).
+func (w *Worker) kustomizationsDiffer(a, b plumbing.Hash) bool {
+	differ := false
+	err := w.store.DiffFiles(a, b, "", func(p string, _, _ *gitstore.TreeEntry) {
+		differ = differ || placement.IsKustomization(p)
+	})
+	return differ || err != nil
+}
+
 // sharedFiles is every file that a kustomization of the repository outside the overlay's own
-// graph renders: every kustomization file of the tree is read, once per tree.
+// graph renders: every kustomization file of the tree is read, when one changed.
 func (w *Worker) sharedFiles(fs files, overlay string) map[string]bool {
 	t := treeFiles{fs}
 	mine := placement.FilesOf(t, overlay)
