@@ -340,3 +340,26 @@ func TestTheTraceNamesWhereEachObjectComesFrom(t *testing.T) {
 		t.Errorf("origins %v, want %v", got, want)
 	}
 }
+
+// A label the overlay gives every object is the overlay's: a person's other value of it on one
+// object cannot be said in a patch (the overlay's labels win over it), and is never written into
+// the base.
+func TestALabelTheOverlayAddsIsNotWrittenAnywhere(t *testing.T) {
+	o := productionOverlay(t)
+	env := Path{{Field: "metadata"}, {Field: "labels"}, {Field: "env"}}
+	edits, _, err := o.Place(podinfo, []Op{{Path: env, Value: "hotfix"}}, underProduction)
+	if err == nil || !strings.Contains(err.Error(), "metadata.labels.env") {
+		t.Fatalf("edits %v, err %v: want the change refused, naming the label", edits, err)
+	}
+}
+
+// A HelmRelease is a document like any other: a change of its values lands in the overlay's
+// patch that sets them.
+func TestAHelmReleasesValuesLandInThePatchThatSetsThem(t *testing.T) {
+	redis := Key{Group: "helm.toolkit.fluxcd.io", Kind: "HelmRelease", Namespace: "production", Name: "redis"}
+	architecture := Path{{Field: "spec"}, {Field: "values"}, {Field: "architecture"}}
+	got := landed(t, productionOverlay(t), redis, Op{Path: architecture, Value: "standalone"})
+	expectEdits(t, got, map[string][]string{"apps/production/redis-values.yaml": {
+		"-7:    architecture: replication", "+7:    architecture: standalone",
+	}})
+}

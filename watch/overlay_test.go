@@ -2,6 +2,7 @@ package watch
 
 import (
 	"fmt"
+	"maps"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -182,6 +183,32 @@ data:
 	testenv.Eventually(t, time.Minute, "status.adopted names the release", func() (bool, string) {
 		for _, u := range e.adoptedStatus().Unwritten {
 			if strings.Contains(u, "ConfigMap "+e.ns+"/redis-configuration") && strings.Contains(u, "rendered by the HelmRelease "+e.ns+"/redis") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%q", e.adoptedStatus().Unwritten)
+	})
+	a.expectRemote() // nothing written
+}
+
+// TestAnOverlayWithARemoteBaseIsNeverFetched: an overlay that names a remote base is not
+// rendered (nothing is fetched); a live change of its objects is not written, and the
+// destination says what the overlay met.
+func TestAnOverlayWithARemoteBaseIsNeverFetched(t *testing.T) {
+	e := newEnv(t)
+	a := overlayFixture(e)
+	const kust = "apps/production/kustomization.yaml"
+	remote := map[string]string{kust: strings.Replace(a.files[kust], "  - cache.yaml\n", "  - cache.yaml\n  - https://github.com/stefanprodan/podinfo//kustomize?ref=6.5.4\n", 1)}
+	if _, err := gitSrv.PushCommit(e.repo, "main", testenv.Signature{Name: "Team", Email: "team@example.com"}, "a remote base", remote, nil); err != nil {
+		t.Fatal(err)
+	}
+	maps.Copy(a.files, remote)
+	a.seen++
+	e.startManager()
+	a.patchAs("kubectl-scale", deployments, "podinfo", types.MergePatchType, `{"spec":{"replicas":3}}`, "scale")
+	testenv.Eventually(t, time.Minute, "status.adopted says the overlay names a remote base", func() (bool, string) {
+		for _, u := range e.adoptedStatus().Unwritten {
+			if strings.Contains(u, "Deployment.apps "+e.ns+"/podinfo") && strings.Contains(u, "a remote base or file") {
 				return true, ""
 			}
 		}
