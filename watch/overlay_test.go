@@ -2,8 +2,8 @@ package watch
 
 import (
 	"fmt"
-	"maps"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
