@@ -2,7 +2,6 @@ package placement
 
 import (
 	"fmt"
-	"path"
 )
 
 // patch places ops in the overlay's strategic-merge patch of k: the patch file that patches k
@@ -79,7 +78,7 @@ func mergePatchOp(op Op) Op {
 // if any, names k, and whose one document is a strategic-merge patch of k.
 func (l *landing) ownPatchFile() (string, int, bool) {
 	for _, pt := range l.patches() {
-		if pt.file == "" || !l.own(pt.file) || path.Dir(pt.file) == "" {
+		if pt.file == "" || !l.own(pt.file) {
 			continue
 		}
 		if pt.target != nil && pt.target.Name == "" {
