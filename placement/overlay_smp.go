@@ -1,8 +1,6 @@
 package placement
 
-import (
-	"fmt"
-)
+import "fmt"
 
 // patch places ops in the overlay's strategic-merge patch of k: the patch file that patches k
 // alone (no target, or one naming k, and one document of k), else a new file beside the
