@@ -363,3 +363,34 @@ func TestAHelmReleasesValuesLandInThePatchThatSetsThem(t *testing.T) {
 		"-7:    architecture: replication", "+7:    architecture: standalone",
 	}})
 }
+
+func TestAnImageWithoutAnEntryGetsANewImagesEntry(t *testing.T) {
+	kust := strings.Replace(string(overlayFiles(t)["apps/production/kustomization.yaml"]),
+		"images:\n  - name: ghcr.io/stefanprodan/podinfo\n    newTag: 6.5.4 # bump with care: see the runbook\n", "", 1)
+	o := overlayWith(t, map[string]string{"apps/production/kustomization.yaml": kust})
+	got := landed(t, o, podinfo, Op{Path: image, Value: "ghcr.io/stefanprodan/podinfo:6.5.5"})
+	expectEdits(t, got, map[string][]string{"apps/production/kustomization.yaml": {
+		"+19:images:", "+20:  - name: ghcr.io/stefanprodan/podinfo", "+21:    newTag: 6.5.5",
+	}})
+}
+
+// The data of a ConfigMap the overlay generates lands in its generator: a literal in place, and
+// a key read from a file in that file.
+func TestAGeneratedConfigMapsDataLandsInItsGenerator(t *testing.T) {
+	kust := string(overlayFiles(t)["apps/production/kustomization.yaml"]) +
+		"configMapGenerator:\n  - name: limits\n    literals:\n      - MAX_CONNS=100 # per pod\n    files:\n      - banner.txt\n"
+	o := overlayWith(t, map[string]string{"apps/production/kustomization.yaml": kust, "apps/production/banner.txt": "Welcome\n"})
+	var limits Key
+	for k := range o.Objects {
+		if k.Kind == "ConfigMap" && strings.HasPrefix(k.Name, "limits-") {
+			limits = k
+		}
+	}
+	got := landed(t, o, limits,
+		Op{Path: Path{{Field: "data"}, {Field: "MAX_CONNS"}}, Value: "200"},
+		Op{Path: Path{{Field: "data"}, {Field: "banner.txt"}}, Value: "Maintenance at noon\n"})
+	expectEdits(t, got, map[string][]string{
+		"apps/production/kustomization.yaml": {"-25:      - MAX_CONNS=100 # per pod", "+25:      - MAX_CONNS=200 # per pod"},
+		"apps/production/banner.txt":         {"-1:Welcome", "+1:Maintenance at noon"},
+	})
+}
