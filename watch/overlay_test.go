@@ -26,6 +26,11 @@ import (
 // its field manager; the HelmRelease aside, its kind is not installed here), and points the
 // destination at apps/production with layout Existing.
 func overlayFixture(e *env) *adopted {
+	return overlayFixtureAt(e, "apps/production", nil)
+}
+
+// overlayFixtureAt is overlayFixture with the destination on folder, tuned by existing.
+func overlayFixtureAt(e *env, folder string, existing *crds.ExistingLayout) *adopted {
 	e.t.Helper()
 	a := &adopted{e: e, files: readOverlayFixture(e.t, e.ns)}
 	if _, err := gitSrv.PushCommit(e.repo, "main", testenv.Signature{Name: "Team", Email: "team@example.com"}, "the team's apps", a.files, nil); err != nil {
@@ -38,8 +43,8 @@ func overlayFixture(e *env) *adopted {
 		}
 	}
 	e.apply(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "dest", Namespace: e.ns},
-		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: "main", BaseFolder: "apps/production",
-			Layout: crds.LayoutExisting}})
+		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: "main", BaseFolder: folder,
+			Layout: crds.LayoutExisting, Existing: existing}})
 	e.watchRule("apps", "deployments", "services", "configmaps")
 	return a
 }
@@ -215,4 +220,20 @@ func TestAnOverlayWithARemoteBaseIsNeverFetched(t *testing.T) {
 		return false, fmt.Sprintf("%q", e.adoptedStatus().Unwritten)
 	})
 	a.expectRemote() // nothing written
+}
+
+// TestABaseStagingSharesIsNeverWrittenForProduction: with the destination on apps, a folder that
+// holds the base staging and production share, a change to an object of production's render
+// that comes from the base goes into production's overlay, and the base stays as it was.
+func TestABaseStagingSharesIsNeverWrittenForProduction(t *testing.T) {
+	e := newEnv(t)
+	a := overlayFixtureAt(e, "apps", &crds.ExistingLayout{Kustomization: "production"})
+	e.startManager()
+	const kust = "apps/production/kustomization.yaml"
+	a.patchAs("kubectl-edit", services, "podinfo", types.MergePatchType, `{"spec":{"publishNotReadyAddresses":true}}`)
+	newPatch := "apiVersion: v1\nkind: Service\nmetadata:\n  name: podinfo\nspec:\n  publishNotReadyAddresses: true\n"
+	a.expect(a.nextCommit(), map[string]*string{"apps/production/podinfo-service-patch.yaml": &newPatch,
+		kust: a.edit(kust, "      name: redis\n", "      name: redis\n  - path: podinfo-service-patch.yaml\n")})
+	a.rendersLive("apps/production")
+	a.expectRemote()
 }
