@@ -228,7 +228,7 @@ func (w *Worker) adopt(fs files, c *Change) (changes []Change, checked bool, err
 	if why, refused := w.unrenderable[a.Key]; refused {
 		return nil, false, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: errors.New(why)}
 	}
-	if a.Overlay != "" && a.Whole == nil {
+	if a.Overlay != "" {
 		if changes, rendered, err := w.adoptOverlay(fs, c); rendered {
 			return changes, true, err
 		}

@@ -111,6 +111,15 @@ func (w *Worker) adoptOverlay(fs files, c *Change) ([]Change, bool, error) {
 		return nil, false, nil
 	}
 	own := w.owner(fs, s, a.Folder, a.Overlay)
+	if a.Whole != nil { // a Secret, replaced whole: only in a document of the destination's own
+		origin := s.render.Origins[a.Key]
+		if origin.Path != "" && own(origin.Path) {
+			return nil, false, nil
+		}
+		return nil, true, &AdoptionError{Key: a.Key, Folder: a.Folder, Err: fmt.Errorf(
+			"the overlay renders it from %s, which the destination does not own: a Secret is replaced whole in its own document, never added beside a base's (the overlay would render it twice): %w",
+			originName(origin), placement.ErrNotExpressible)}
+	}
 	var edits []placement.FileEdit
 	var after *placement.Overlay
 	switch {
@@ -212,4 +221,15 @@ func (w *Worker) rendered(tree plumbing.Hash, dir string, k placement.Key) ([]by
 		return nil, nil
 	}
 	return placement.Render(obj)
+}
+
+// originName names where a rendered object comes from, for messages.
+func originName(o placement.Origin) string {
+	switch {
+	case o.Path != "":
+		return o.Path
+	case o.Generator != "":
+		return "a " + o.Generator + " in " + o.ConfiguredIn
+	}
+	return "a document that cannot be told (two would do)"
 }
