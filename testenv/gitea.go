@@ -142,7 +142,10 @@ func StartGitea(tb testing.TB) *Gitea {
 }
 
 // giteaConfig is the app.ini StartGitea writes; writeConfig fills in the %[n]s. Gitea refuses to
-// run as root unless I_AM_BEING_UNSAFE_RUNNING_AS_ROOT (test machines often are root). Every secret
+// run as root unless I_AM_BEING_UNSAFE_RUNNING_AS_ROOT (test machines often are root). With SSH
+// off it still rewrites an authorized_keys file at start, by default the user's ~/.ssh one: two
+// servers starting at once raced on it (one failed to rename its temporary file away), and a
+// test has no business there, so it writes none, and its SSH folder is its own. Every secret
 // is set, JWT_SECRET too (oauth2 off or not): Gitea writes a missing one back into app.ini, and its
 // CLI, which reads the same file, runs beside the server.
 const giteaConfig = `APP_NAME = gitops-reverser tests
@@ -154,6 +157,8 @@ HTTP_ADDR = 127.0.0.1
 HTTP_PORT = %[2]s
 ROOT_URL = %[3]s/
 DISABLE_SSH = true
+SSH_CREATE_AUTHORIZED_KEYS_FILE = false
+SSH_ROOT_PATH = %[1]s/ssh
 OFFLINE_MODE = true
 LFS_START_SERVER = false
 APP_DATA_PATH = %[1]s/data
