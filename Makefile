@@ -115,15 +115,8 @@ test: ## vet and run every test against a real apiserver and real git remotes
 	  scripts/steptime --report $(STEP_LOG) $$(( EPOCHSECONDS - $$(cat bin/test-started) )); \
 	  exit $$status
 
-# later-tools are the tools the tests run that not every test package needs, built one after
-# the other: their builds share the standard library and many modules (cloud SDKs, gRPC,
-# client-go), which builds at the same time would each compile. Measured from an empty build
-# cache, Flux's controllers built after the CLI tools took 163 CPU-s instead of 234, and Gitea
-# after both 139 instead of 170.
-later-tools:
-	@$(MAKE) --no-print-directory clitools
-	@$(MAKE) --no-print-directory flux
-	@$(MAKE) --no-print-directory gitea
+# later-tools are the tools the tests run that not every test package needs.
+later-tools: clitools gitea flux
 
 # Debian's packages are installed one after the other: two apt-get at once would fight over
 # dpkg's lock.
