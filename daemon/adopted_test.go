@@ -75,15 +75,7 @@ func TestAdoptedFolderWithAttributionAndSecrets(t *testing.T) {
 		Data: map[string][]byte{"password": []byte("first-horse-battery")}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rule, err := crds.ToUnstructured(&crds.WatchRule{ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: ns},
-		Spec: crds.WatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "dest"}, ServiceAccountName: "reader",
-			Rules: []crds.ResourceRule{{Resources: []string{"deployments", "secrets"}}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dyn.Resource(crds.WatchRules).Namespace(ns).Create(ctx, rule, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	readerRule(t, dyn, ns, "deployments", "secrets")
 	setEncryption(t, dyn, ns, `{"spec":{"baseFolder":"apps","layout":"Existing","encryption":{"provider":"sops","age":{"recipients":["`+key.Recipient().String()+`"]}}}}`)
 
 	d := startAttributingDaemon(t, "")
@@ -187,5 +179,20 @@ func TestAdoptedFolderDeliversByPullRequest(t *testing.T) {
 	}, d.FailFast())
 	if mainFiles, _, _ := w.branch("main"); slices.Contains(mainFiles, "apps/settings-configmap.yaml") {
 		t.Errorf("main holds a second copy: %v", mainFiles)
+	}
+}
+
+// readerRule creates the WatchRule apps of namespace ns, for the destination dest and the
+// ServiceAccount reader, selecting resources.
+func readerRule(t testing.TB, dyn dynamic.Interface, ns string, resources ...string) {
+	t.Helper()
+	rule, err := crds.ToUnstructured(&crds.WatchRule{ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: ns},
+		Spec: crds.WatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "dest"}, ServiceAccountName: "reader",
+			Rules: []crds.ResourceRule{{Resources: resources}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(crds.WatchRules).Namespace(ns).Create(context.Background(), rule, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -87,7 +87,7 @@ func BenchmarkOverlay200(b *testing.B) {
 		files := overlayBenchRepo(ns)
 		srv, dyn := teamRepository(b, ns, files, crds.GitDestinationSpec{BaseFolder: "apps", Layout: crds.LayoutExisting,
 			Existing: &crds.ExistingLayout{Kustomization: "production"}}, "deployments", "services")
-		applyOverlay(b, dyn, files)
+		applyRender(b, dyn, files, "apps/production")
 		landed := func(i int, tag string) time.Time {
 			return overlayLanded(b, srv, overlayEntry(i, tag))
 		}
@@ -120,13 +120,15 @@ func BenchmarkOverlay200(b *testing.B) {
 	}
 }
 
-// applyOverlay applies production's render as Flux's kustomize-controller does.
-func applyOverlay(b *testing.B, dyn dynamic.Interface, files map[string]string) {
+// applyRender applies the render of the kustomization in dir of files (Deployments and
+// Services) as Flux's kustomize-controller does.
+func applyRender(b testing.TB, dyn dynamic.Interface, files map[string]string, dir string) {
+	b.Helper()
 	data := map[string][]byte{}
 	for p, s := range files {
 		data[p] = []byte(s)
 	}
-	objects, err := placement.Build(data, "apps/production")
+	objects, err := placement.Build(data, dir)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,12 +11,9 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/testenv"
 )
 
@@ -71,26 +68,8 @@ func TestOverlayChangeIsCommittedUnderThePersonsName(t *testing.T) {
 	if _, err := srv.PushCommit("state", "main", testenv.Signature{Name: "Team", Email: "team@example.com"}, "the team's apps", team, nil); err != nil {
 		t.Fatal(err)
 	}
-	live := &unstructured.Unstructured{}
-	live.SetUnstructuredContent(map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
-		"metadata": map[string]any{"name": "web", "namespace": ns},
-		"spec": map[string]any{"replicas": int64(1), "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
-			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
-				"spec": map[string]any{"containers": []any{map[string]any{"name": "web", "image": "nginx:1.27.1"}}}}}})
-	body, _ := live.MarshalJSON()
-	deployments := dyn.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace(ns)
-	if _, err := deployments.Patch(ctx, "web", types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "kustomize-controller"}); err != nil {
-		t.Fatal(err)
-	}
-	rule, err := crds.ToUnstructured(&crds.WatchRule{ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: ns},
-		Spec: crds.WatchRuleSpec{DestinationRef: crds.NamespacedReference{Name: "dest"}, ServiceAccountName: "reader",
-			Rules: []crds.ResourceRule{{Resources: []string{"deployments"}}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dyn.Resource(crds.WatchRules).Namespace(ns).Create(ctx, rule, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	applyRender(t, dyn, team, "apps/production")
+	readerRule(t, dyn, ns, "deployments")
 	setEncryption(t, dyn, ns, `{"spec":{"baseFolder":"apps","layout":"Existing","existing":{"kustomization":"production"}}}`)
 
 	d := startAttributingDaemon(t, "")
