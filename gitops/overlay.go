@@ -19,6 +19,9 @@ type overlayState struct {
 	render     *placement.Overlay
 	shared     map[string]bool
 	sharedTree plumbing.Hash
+	// failed is why failedFiles, the overlay's files last read, did not render.
+	failed      error
+	failedFiles map[string][]byte
 }
 
 // treeFiles reads the files of a run (its edits over its tree) for placement.FilesOf.
@@ -58,11 +61,15 @@ func (w *Worker) overlay(fs files, dir string) (*overlayState, error) {
 		s.tree = fs.tree // the tree a run was committed as, which the render holds
 		return s, nil
 	}
+	if s.failed != nil && sameFiles(found, s.failedFiles) {
+		return nil, s.failed // the same files do not render: every object's lookup need not try again
+	}
 	o, err := placement.RenderOverlay(found, dir)
 	if err != nil {
+		s.failed, s.failedFiles = err, found
 		return nil, err
 	}
-	s.tree, s.render = fs.tree, o
+	s.tree, s.render, s.failed, s.failedFiles = fs.tree, o, nil, nil
 	return s, nil
 }
 
