@@ -33,6 +33,36 @@ func TestToolsShareTheModuleVersions(t *testing.T) {
 	}
 }
 
+// TestCLIToolsShareFluxsModuleVersions: every module that testenv/clitools (sops, cosign, crane) and
+// testenv/flux (the Flux controllers) both require is required at one version, with the same
+// replacements. Both are built with the same flags into the same build cache, so the packages they
+// share (the cloud KMS and registry clients, Sigstore, go-containerregistry, client-go) compile once
+// for the two builds, not once for each. After a go get in one module, run the same go get in the
+// other.
+func TestCLIToolsShareFluxsModuleVersions(t *testing.T) {
+	cli, err := moduleDir("clitools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flux, err := moduleDir("flux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fluxs := requirements(t, flux)
+	shared := 0
+	for path, version := range requirements(t, cli) {
+		if theirs, ok := fluxs[path]; ok {
+			shared++
+			if theirs != version {
+				t.Errorf("%s: testenv/clitools/go.mod requires %s, testenv/flux/go.mod %s: require one version in both", path, version, theirs)
+			}
+		}
+	}
+	if shared < 200 {
+		t.Errorf("testenv/clitools and testenv/flux share %d modules; want more than 200", shared)
+	}
+}
+
 // requirements are the modules the go.mod in dir requires (replacements applied), by path.
 func requirements(t *testing.T, dir string) map[string]string {
 	t.Helper()
