@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +38,7 @@ type Events struct {
 	client dynamic.Interface // nil: nothing is sent
 	log    *slog.Logger
 	queue  chan *corev1.Event
+	tap    atomic.Pointer[func(*corev1.Event)]
 }
 
 // NewEvents builds a recorder that sends through client; Run sends.
@@ -46,6 +48,10 @@ func NewEvents(client dynamic.Interface, log *slog.Logger) *Events {
 	}
 	return &Events{client: client, log: log, queue: make(chan *corev1.Event, maxQueuedEvents)}
 }
+
+// Tap has f see a copy of every Event recorded from now on, as it is recorded (before it is
+// sent). f must not block: it runs in the recording goroutine (notify.Notifier.Offer queues).
+func (e *Events) Tap(f func(*corev1.Event)) { e.tap.Store(&f) }
 
 // Event records an Event about object (a *corev1.ObjectReference, or an object that carries its
 // apiVersion and kind).
@@ -82,6 +88,9 @@ func (e *Events) record(object runtime.Object, annotations map[string]string, ev
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 		Source:              corev1.EventSource{Component: Component},
 		ReportingController: Component,
+	}
+	if tap := e.tap.Load(); tap != nil {
+		(*tap)(ev.DeepCopy())
 	}
 	select {
 	case e.queue <- ev:

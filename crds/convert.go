@@ -64,6 +64,10 @@ func kindOf(obj any) string {
 		return KindReceiver
 	case RemoteCluster, *RemoteCluster:
 		return KindRemoteCluster
+	case NotifyChannel, *NotifyChannel:
+		return KindNotifyChannel
+	case NotifyRule, *NotifyRule:
+		return KindNotifyRule
 	}
 	return ""
 }

@@ -168,7 +168,34 @@ func fullFixtures(namespace string) []fixture {
 				}},
 			},
 		}, status: remoteClusterStatus, decode: decodeAs[crds.RemoteCluster]},
+		{kind: crds.KindNotifyChannel, gvr: crds.NotifyChannels, obj: &crds.NotifyChannel{
+			ObjectMeta: meta("statuses"),
+			Spec: crds.NotifyChannelSpec{
+				Type: crds.ChannelCommitStatus, SecretRef: crds.LocalReference{Name: "gitea-token"},
+				Provider: crds.ProviderGitea, APIURL: "https://git.example.com/api/v1",
+				Timeout: &metav1.Duration{Duration: 15 * time.Second}, PerMinute: 120, Suspend: true,
+			},
+		}, status: channelStatus, decode: decodeAs[crds.NotifyChannel]},
+		{kind: crds.KindNotifyRule, gvr: crds.NotifyRules, obj: &crds.NotifyRule{
+			ObjectMeta: meta("reviews"),
+			Spec: crds.NotifyRuleSpec{
+				ChannelRef: crds.LocalReference{Name: "statuses"},
+				Events: []crds.NotifyEventSelector{{Kind: crds.KindProposal, Reasons: []string{"Opened", "Applied"}},
+					{Kind: crds.KindGitDestination}},
+				Severity: crds.SeverityError, Destinations: []string{"dest"}, Namespaces: []string{"team-a"},
+				Include: []string{"^update "}, Exclude: []string{"kube-system"}, Summary: "production",
+				DuplicateWindow: &metav1.Duration{Duration: 10 * time.Minute}, Suspend: true,
+			},
+		}, status: ruleStatus, decode: decodeAs[crds.NotifyRule]},
 	}
+}
+
+func channelStatus(generation int64) any {
+	return crds.NotifyChannelStatus{Status: fullStatus(generation), LastSentTime: &fixtureTime, Sent: 12, Failed: 1, Dropped: 3}
+}
+
+func ruleStatus(generation int64) any {
+	return crds.NotifyRuleStatus{Status: fullStatus(generation), LastMatchTime: &fixtureTime}
 }
 
 // webhookPath is a well-formed status.webhookPath.

@@ -57,8 +57,8 @@ func walkSchema(path string, s apiextensionsv1.JSONSchemaProps, visit func(path 
 
 func TestCRDsMatchTheGoAPI(t *testing.T) {
 	byKind := mustCRDs(t)
-	if len(byKind) != 8 {
-		t.Fatalf("got %d CRDs, want 8", len(byKind))
+	if len(byKind) != 10 {
+		t.Fatalf("got %d CRDs, want 10", len(byKind))
 	}
 	cases := []struct {
 		kind  string
@@ -77,6 +77,8 @@ func TestCRDsMatchTheGoAPI(t *testing.T) {
 		{crds.KindSyncRun, crds.SyncRuns, apiextensionsv1.NamespaceScoped, "sr", false},
 		{crds.KindReceiver, crds.Receivers, apiextensionsv1.NamespaceScoped, "rcv", true},
 		{crds.KindRemoteCluster, crds.RemoteClusters, apiextensionsv1.NamespaceScoped, "rcl", true},
+		{crds.KindNotifyChannel, crds.NotifyChannels, apiextensionsv1.NamespaceScoped, "nch", true},
+		{crds.KindNotifyRule, crds.NotifyRules, apiextensionsv1.NamespaceScoped, "nrl", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.kind, func(t *testing.T) {
@@ -133,7 +135,7 @@ func TestEverySchemaPropertyHasDescription(t *testing.T) {
 
 // configKinds are the kinds a person writes to configure the daemon; each reports Ready.
 var configKinds = []string{crds.KindGitRepoConfig, crds.KindGitDestination, crds.KindWatchRule, crds.KindClusterWatchRule, crds.KindReceiver,
-	crds.KindRemoteCluster}
+	crds.KindRemoteCluster, crds.KindNotifyChannel, crds.KindNotifyRule}
 
 func TestEveryConfigKindHasReadyPrinterColumn(t *testing.T) {
 	byKind := mustCRDs(t)
@@ -203,6 +205,19 @@ func TestWriteBackPrinterColumns(t *testing.T) {
 			{"Server", "string", ".status.server", 0},
 			{"Watches", "integer", ".status.watches", 0},
 			{"Attribution", "string", ".status.attribution", 0},
+			{"Age", "date", ".metadata.creationTimestamp", 0},
+		},
+		crds.KindNotifyChannel: {
+			{"Ready", "string", `.status.conditions[?(@.type=="Ready")].status`, 0},
+			{"Type", "string", ".spec.type", 0},
+			{"Last Sent", "date", ".status.lastSentTime", 0},
+			{"Failed", "integer", ".status.failed", 0},
+			{"Age", "date", ".metadata.creationTimestamp", 0},
+		},
+		crds.KindNotifyRule: {
+			{"Ready", "string", `.status.conditions[?(@.type=="Ready")].status`, 0},
+			{"Channel", "string", ".spec.channelRef.name", 0},
+			{"Last Match", "date", ".status.lastMatchTime", 0},
 			{"Age", "date", ".metadata.creationTimestamp", 0},
 		},
 	}
@@ -335,6 +350,9 @@ func TestEnumsMatchTheGoConstants(t *testing.T) {
 		want []string
 	}{
 		{"Receiver spec.type", enum(spec(crds.KindReceiver).Properties["type"]), crds.ReceiverTypes},
+		{"NotifyChannel spec.type", enum(spec(crds.KindNotifyChannel).Properties["type"]), crds.ChannelTypes},
+		{"NotifyChannel spec.provider", enum(spec(crds.KindNotifyChannel).Properties["provider"]), []string{crds.ProviderGitea, crds.ProviderGitHub, crds.ProviderGitLab}},
+		{"NotifyRule spec.severity", enum(spec(crds.KindNotifyRule).Properties["severity"]), []string{crds.SeverityInfo, crds.SeverityError}},
 		{"GitRepoConfig spec.receiver.type", enum(spec(crds.KindGitRepoConfig).Properties["receiver"].Properties["type"]), crds.ReceiverTypes},
 		{"GitRepoConfig spec.commitSigning.format", enum(spec(crds.KindGitRepoConfig).Properties["commitSigning"].Properties["format"]), crds.SigningFormats},
 		{"GitRepoConfig status.signingKey.format", enum(rootSchema(byKind[crds.KindGitRepoConfig]).Properties["status"].Properties["signingKey"].Properties["format"]),

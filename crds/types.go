@@ -2,9 +2,11 @@ package crds
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -309,6 +311,25 @@ type AccessPolicy struct {
 	Namespaces []string `json:"namespaces,omitempty"`
 	// NamespaceSelector admits the namespaces whose labels match; an empty one matches all.
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+}
+
+// Admits says whether the policy admits namespace from, by name or by its labels (nil when
+// unknown: then only a name admits it). A nil policy admits nobody.
+func (p *AccessPolicy) Admits(from string, labels map[string]string) bool {
+	if p == nil {
+		return false
+	}
+	if slices.Contains(p.Namespaces, from) {
+		return true
+	}
+	if p.NamespaceSelector == nil || labels == nil {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(p.NamespaceSelector)
+	if err != nil {
+		return false // the apiserver's schema refuses most; what it lets through admits nobody
+	}
+	return sel.Matches(k8slabels.Set(labels))
 }
 
 // EncryptionSOPS is the one Encryption provider: SOPS documents (values of data and stringData

@@ -539,6 +539,10 @@ func gvrOf(tb testing.TB, kind string) schema.GroupVersionResource {
 		return crds.Receivers
 	case crds.KindRemoteCluster:
 		return crds.RemoteClusters
+	case crds.KindNotifyChannel:
+		return crds.NotifyChannels
+	case crds.KindNotifyRule:
+		return crds.NotifyRules
 	}
 	tb.Fatalf("unknown kind %q", kind)
 	return schema.GroupVersionResource{}

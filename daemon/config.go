@@ -42,6 +42,7 @@ type Config struct {
 	WriteBack WriteBackConfig
 	Receivers ServerConfig
 	UI        UIConfig
+	Notify    NotifyConfig
 	Leader    LeaderConfig
 }
 

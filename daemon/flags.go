@@ -59,6 +59,8 @@ const (
 	keyUIBindAddress        = "ui-bind-address"
 	keyUIAuth               = "ui-auth"
 	keyUICertDir            = "ui-cert-dir"
+	keyNotifications        = "notifications"
+	keyPageURL              = "page-url"
 	keyLeaderElect          = "leader-elect"
 	keyLeaderElectionNS     = "leader-election-namespace"
 	keyLeaderElectionID     = "leader-election-id"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/configbutler/gitops-reverser/controller"
 	"github.com/configbutler/gitops-reverser/gitops"
 	"github.com/configbutler/gitops-reverser/kube"
 	"github.com/configbutler/gitops-reverser/shard"
@@ -20,7 +21,8 @@ type part interface {
 
 // leaderParts are what runs while this replica leads: the cluster → Git mirror, and beside it the
 // admission webhook crediting authors (unless disabled), write-back, the Receivers' webhooks (when
-// --receiver-bind-address is set) and the operator page (when --ui-bind-address is set).
+// --receiver-bind-address is set), the operator page (when --ui-bind-address is set) and
+// notifications (unless --notifications=false).
 type leaderParts struct {
 	attr   *attribution // nil without the webhook
 	mirror *mirror
@@ -83,9 +85,9 @@ func buildLeaderParts(ctx context.Context, s shared, cfg Config, d leaderDeps) (
 		return nil, err
 	}
 	p.beside = []part{p.wb}
+	var rcv *receivers
 	if cfg.Receivers.BindAddress != "" {
-		rcv, err := newReceivers(s, cfg.Receivers, p.wb)
-		if err != nil {
+		if rcv, err = newReceivers(s, cfg.Receivers, p.wb); err != nil {
 			return nil, err
 		}
 		p.beside = append(p.beside, rcv)
@@ -96,6 +98,17 @@ func buildLeaderParts(ctx context.Context, s shared, cfg Config, d leaderDeps) (
 			return nil, err
 		}
 		p.beside = append(p.beside, page)
+	}
+	if cfg.Notify.Enabled {
+		recorders := []*controller.Events{p.mirror.manager.Recorder(), p.wb.ctl.Recorder()}
+		if rcv != nil {
+			recorders = append(recorders, rcv.ctl.Recorder())
+		}
+		n, err := newNotifications(s, cfg.Notify, p.mirror.manager.Consents, recorders...)
+		if err != nil {
+			return nil, err
+		}
+		p.beside = append(p.beside, n)
 	}
 	// Connected once both exist: the mirror tells write-back when it wanted to write a held file.
 	p.mirror.pool.OnHeldChange(p.wb.ctl.HeldChanged)

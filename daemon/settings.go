@@ -209,6 +209,15 @@ func settings(cfg *Config, raw *rawSettings) []setting {
 		stringKey(keyUIAuth, &cfg.UI.Auth, uiAuthToken,
 			"who may see the operator page: token (a Kubernetes bearer token, checked with a TokenReview and SubjectAccessReviews) or none (everything read-only, loopback addresses only)", nil),
 		stringKey(keyUICertDir, &cfg.UI.CertDir, "", "directory with tls.crt and tls.key for the operator page; empty means plain HTTP, for an Ingress with TLS in front", nil),
+		boolKey(keyNotifications, &cfg.Notify.Enabled, true,
+			"send the daemon's Events that NotifyRules select to their NotifyChannels (Slack, Teams, webhooks, CloudEvents, commit statuses); off: no informer, no goroutine"),
+		stringKey(keyPageURL, &cfg.Notify.PageURL, "",
+			"the operator page's address as people reach it (https://gitops.example.com), for the links of notifications and commit statuses; empty: messages carry no link",
+			func() string {
+				u, err := url.Parse(cfg.Notify.PageURL)
+				return must(cfg.Notify.PageURL == "" || err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "",
+					"must be an http(s) URL, got %q", cfg.Notify.PageURL)
+			}),
 		boolKey(keyLeaderElect, &l.Elect, false, "run as one of several replicas: only the holder of a Lease mirrors, pushes, applies and serves webhooks; the others stand by"),
 		stringKey(keyLeaderElectionNS, &l.Namespace, "", "namespace of the leader election Lease; empty means the daemon's namespace", nil),
 		stringKey(keyLeaderElectionID, &l.ID, "gitops-reverser-leader", "name of the leader election Lease", nil),

@@ -193,6 +193,11 @@ var notExercised = map[string]string{
 	"list watchrules.configbutler.ai":        "the configuration informers, on apiservers without WatchList",
 	"list clusterwatchrules.configbutler.ai": "the configuration informers, on apiservers without WatchList",
 	"list secrets":                           "the credentials Secret watch, on apiservers without WatchList",
+	"list notifychannels.configbutler.ai":    "the notifier's informers, on apiservers without WatchList",
+	"list notifyrules.configbutler.ai":       "the notifier's informers, on apiservers without WatchList",
+	// This scenario has no NotifyChannel or NotifyRule: package notify's tests write their status.
+	"patch notifychannels/status.configbutler.ai": "notify.Notifier.writeChannelStatus, for each NotifyChannel",
+	"patch notifyrules/status.configbutler.ai":    "notify.Notifier.reconcileRule, for each NotifyRule",
 	// This scenario mirrors no RemoteCluster: TestHubMirrorsRemoteClusters (package daemon) does.
 	"list remoteclusters.configbutler.ai":         "the RemoteClusters informer, started once a GitDestination names a cluster",
 	"watch remoteclusters.configbutler.ai":        "the RemoteClusters informer, started once a GitDestination names a cluster",

@@ -9,6 +9,7 @@ const (
 	PartReceivers   = "receivers"    // webhooks of Git hosts and CDEvents make destinations reconcile now
 	PartLeaderLabel = "leader-label" // the leader's Pod carries the label its Services select
 	PartUI          = "ui"           // the operator page
+	PartNotify      = "notify"       // NotifyRules tell people through NotifyChannels
 )
 
 // Health are the collectors of the daemon's optional parts: a part that cannot do its job (its

@@ -26,6 +26,7 @@ type Registry struct {
 	Receiver    *Receiver
 	Shards      *Shards
 	Requests    *PullRequests
+	Notify      *Notify
 }
 
 // New creates a registry with the Go runtime and process collectors and a build_info gauge.
@@ -38,7 +39,7 @@ func New() *Registry {
 	)
 	return &Registry{reg: reg, Mirror: newMirror(reg), Attribution: newAttribution(reg), Health: newHealth(reg),
 		WriteBack: newWriteBack(reg), Receiver: newReceiver(reg), Shards: newShards(reg),
-		Requests: newPullRequests(reg)}
+		Requests: newPullRequests(reg), Notify: newNotify(reg)}
 }
 
 // Gather returns the current value of every collector, for tests and benchmarks.

@@ -13,6 +13,7 @@ const (
 	ReasonForbidden          = "Forbidden"          // 403 that is not a rate limit: the token lacks a scope or role
 	ReasonRepositoryNotFound = "RepositoryNotFound" // 404 on find or open: no such repository, or the token cannot see it
 	ReasonRequestNotFound    = "RequestNotFound"    // 404 on get, update or close: no such request (or repository)
+	ReasonCommitNotFound     = "CommitNotFound"     // 404 on status, or the host's own "no such commit": no such commit (or repository)
 	ReasonConflict           = "Conflict"           // 409 or 422 that is not "already exists"
 	ReasonRateLimited        = "RateLimited"        // 429, or a 403 GitHub sends for its primary or secondary rate limit
 	ReasonHostUnavailable    = "HostUnavailable"    // 5xx, or the host could not be reached
@@ -38,7 +39,11 @@ type Error struct {
 // Error tells host, operation, status, the host's message and the hint, on one line.
 func (e *Error) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s pull request: ", e.Host, e.Op)
+	if e.Op == OpStatus {
+		fmt.Fprintf(&b, "%s set commit status: ", e.Host)
+	} else {
+		fmt.Fprintf(&b, "%s %s pull request: ", e.Host, e.Op)
+	}
 	if e.Status != 0 {
 		fmt.Fprintf(&b, "%d %s: ", e.Status, http.StatusText(e.Status))
 	}
@@ -83,6 +88,8 @@ func reasonForStatus(op string, status int) string {
 		return ReasonForbidden
 	case status == http.StatusNotFound && (op == OpGet || op == OpUpdate || op == OpClose):
 		return ReasonRequestNotFound
+	case status == http.StatusNotFound && op == OpStatus:
+		return ReasonCommitNotFound
 	case status == http.StatusNotFound:
 		return ReasonRepositoryNotFound
 	case status == http.StatusConflict || status == http.StatusUnprocessableEntity:
@@ -109,6 +116,8 @@ func hint(kind, reason string) string {
 		return "check the repository URL; a host also answers 404 for a private repository the token cannot read"
 	case ReasonRequestNotFound:
 		return "the request no longer exists (deleted, or its repository moved); find the open one by its branches"
+	case ReasonCommitNotFound:
+		return "the host has no such commit (not pushed yet, or gone with a force push), or check the repository URL; a host also answers 404 for a private repository the token cannot read"
 	case ReasonConflict:
 		return "the host refused the request as it stands (e.g. no difference between the branches, or the branch is missing)"
 	case ReasonRateLimited:
@@ -123,9 +132,10 @@ func hint(kind, reason string) string {
 	return ""
 }
 
-// scopes are the permissions each host's token needs to open, edit and close requests.
+// scopes are the permissions each host's token needs to open, edit and close requests and to
+// set commit statuses.
 var scopes = map[string]string{
 	KindGitea:  "a Gitea token needs the write:repository scope (and read:issue to look labels up), and its user write access to the repository",
-	KindGitHub: `a GitHub fine-grained token needs "Pull requests: read and write" and "Contents: read and write" on the repository (a classic token: the repo scope)`,
+	KindGitHub: `a GitHub fine-grained token needs "Pull requests: read and write", "Contents: read and write" and "Commit statuses: read and write" on the repository (a classic token: the repo scope)`,
 	KindGitLab: "a GitLab token needs the api scope, and its user at least the Developer role in the project",
 }

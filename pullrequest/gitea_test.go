@@ -27,6 +27,8 @@ func TestGitea(t *testing.T) {
 		{"WrongRepositoryIsNotFound", giteaWrongRepository},
 		{"ReaderIsForbidden", giteaReader},
 		{"DeliveryWritesOnlyWhatChanged", giteaDelivery},
+		{"StatusesFollowTheProposal", giteaStatuses},
+		{"StatusRefusalsAreErrors", giteaStatusRefusals},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := strings.ToLower(tc.name)

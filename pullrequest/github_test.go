@@ -373,6 +373,8 @@ func callOp(h Host, op string) error {
 		_, err = h.Get(ctx, 1)
 	case OpClose:
 		err = h.Close(ctx, 1)
+	case OpStatus:
+		err = h.SetStatus(ctx, strings.Repeat("a", 40), Status{State: StatusPending, Context: "gitops-reverser/proposal"})
 	}
 	return err
 }

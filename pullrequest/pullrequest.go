@@ -5,7 +5,8 @@
 // with one file per host: Gitea (and Forgejo, which speaks the same API), GitHub and GitLab,
 // each through its maintained Go client. Every API failure comes back as an *Error that names a
 // condition reason and tells the user what to do; Describe renders the request's title and body
-// from a Summary of the waiting changes, byte for byte the same for the same summary.
+// from a Summary of the waiting changes, byte for byte the same for the same summary. SetStatus
+// marks a commit on the host with a commit status (see status.go).
 package pullrequest
 
 import (
@@ -39,6 +40,13 @@ type Host interface {
 	Get(ctx context.Context, number int64) (*Request, error)
 	// Close closes an open request without merging it.
 	Close(ctx context.Context, number int64) error
+	// SetStatus sets a status on commit sha of this repository: state is StatusPending,
+	// StatusSuccess or StatusFailure; context names it (several statuses of other contexts may sit
+	// on the same commit; a later one of the same context replaces it); description is shown beside
+	// it (cut to MaxStatusDescription characters: keep it short); targetURL is where it links (""
+	// for none). GitLab refuses a pending status on a pending one; SetStatus takes that as done,
+	// and the first one's description stays.
+	SetStatus(ctx context.Context, sha string, s Status) error
 }
 
 // NewRequest is what Open asks for.
@@ -79,4 +87,5 @@ const (
 	OpGet    = "get"
 	OpClose  = "close"
 	OpLabels = "labels" // Gitea's label lookup and GitHub's labelling after Open
+	OpStatus = "status" // SetStatus
 )

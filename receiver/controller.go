@@ -130,3 +130,6 @@ func (c *Controller) sync(ctx context.Context) error {
 	statusErr := c.writeStatuses(ctx, resolved)
 	return errors.Join(genErr, statusErr)
 }
+
+// Recorder records the Receivers' Events; notifications tap it.
+func (c *Controller) Recorder() *controller.Events { return c.recorder }

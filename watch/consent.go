@@ -2,9 +2,11 @@ package watch
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configbutler/gitops-reverser/crds"
@@ -54,22 +56,14 @@ func (m *Manager) admitted(from string, policy *crds.AccessPolicy) bool {
 	if policy == nil {
 		return false
 	}
-	for _, ns := range policy.Namespaces {
-		if ns == from {
-			return true
+	var labels map[string]string
+	if policy.NamespaceSelector != nil && m.namespacesCached() { // not cached (yet): the cache reconciles again once it has filled
+		labels = m.namespaceLabels(from)
+		if labels == nil {
+			labels = map[string]string{}
 		}
 	}
-	if policy.NamespaceSelector == nil {
-		return false
-	}
-	sel, err := metav1.LabelSelectorAsSelector(policy.NamespaceSelector)
-	if err != nil {
-		return false // the apiserver's schema refuses most; what it lets through admits nobody
-	}
-	if !m.namespacesCached() {
-		return false // not cached (yet): the cache reconciles again once it has filled
-	}
-	return sel.Matches(m.namespaceLabels(from))
+	return policy.Admits(from, labels)
 }
 
 // refusedDestination says why a WatchRule of namespace from may not write into dest ("" when it
@@ -120,13 +114,46 @@ func (m *Manager) keep(r *refusals) {
 	}
 }
 
-// publishAdmitted makes what the last reconcile found each destination may use readable by Admits.
+// publishAdmitted makes what the last reconcile found each destination may use readable by Admits,
+// and which namespaces each destination admits readable by Consents.
 func (m *Manager) publishAdmitted(dests []*destination) {
 	admitted := make(map[string]string, len(dests))
+	consents := make(map[string][]string, len(dests))
 	for _, d := range dests {
 		admitted[d.name()] = d.admittedRepo
+		consents[d.name()] = m.consentsOf(d)
 	}
 	m.repoAdmitted.Store(&admitted)
+	m.consents.Store(&consents)
+}
+
+// consentsOf lists the other namespaces destination d admits (its spec.accessPolicy), by name or
+// by the labels they have in the cache of namespaces; none with --cross-namespace-refs=deny.
+func (m *Manager) consentsOf(d *destination) []string {
+	policy := d.obj.Spec.AccessPolicy
+	if policy == nil || m.opts.CrossNamespaceRefs == CrossNamespaceDeny {
+		return nil
+	}
+	out := slices.Clone(policy.Namespaces)
+	if policy.NamespaceSelector != nil && m.namespacesCached() {
+		for _, item := range m.namespaces.GetStore().List() {
+			if ns := item.(*unstructured.Unstructured).GetName(); m.admitted(ns, policy) {
+				out = append(out, ns)
+			}
+		}
+	}
+	return out
+}
+
+// Consents says whether the GitDestination namespace/name admits namespace from, as the last
+// reconcile saw it: its own namespace always, another by its spec.accessPolicy. Safe to call
+// from any goroutine.
+func (m *Manager) Consents(namespace, name, from string) bool {
+	if from == namespace {
+		return true
+	}
+	p := m.consents.Load()
+	return p != nil && slices.Contains((*p)[namespace+"/"+name], from)
 }
 
 // Admits reports whether the destination ("namespace/name") may use the GitRepoConfig repo

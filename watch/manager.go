@@ -152,6 +152,7 @@ type Manager struct {
 	published atomic.Pointer[map[string]*destinationRules]
 	// admitted is, by destination, the GitRepoConfig the last reconcile found it may use: for Admits.
 	repoAdmitted atomic.Pointer[map[string]string]
+	consents     atomic.Pointer[map[string][]string] // by destination (namespace/name): the namespaces it admits
 }
 
 // running is a goroutine the manager started and can stop.
@@ -442,3 +443,7 @@ func list[T any](m *Manager, gvr schema.GroupVersionResource) []*T {
 	}
 	return out
 }
+
+// Recorder records the mirror's Events (destinations, rules, remote clusters); notifications
+// tap it.
+func (m *Manager) Recorder() *controller.Events { return m.reporter.recorder }

@@ -249,3 +249,6 @@ func (c *Controller) Run(ctx context.Context) error { return c.ctl.Run(ctx) }
 // Caching reports whether the caches of GitRepoConfigs and Proposals run: only while some
 // GitDestination enables write-back.
 func (c *Controller) Caching() bool { return c.caches.Running() }
+
+// Recorder records the controller's Events (proposals, SyncRuns); notifications tap it.
+func (c *Controller) Recorder() *controller.Events { return c.recorder }

@@ -1,0 +1,182 @@
+package notify
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/configbutler/gitops-reverser/crds"
+	"github.com/configbutler/gitops-reverser/testenv"
+)
+
+const commitA = "0123456789abcdef0123456789abcdef01234567"
+
+// TestAProposalWaitingReachesTheChannelWithWhatChanged: a proposal opened is told on the channel
+// of the rule that selects it, with its destination, commit, author, file, a link to it on the
+// page and its diff, values that may be secret hidden; signed with the channel's key.
+func TestAProposalWaitingReachesTheChannelWithWhatChanged(t *testing.T) {
+	e := newEnv(t, Config{PageURL: "https://gitops.example.com/"})
+	ns := e.namespace("team")
+	s := newSink(t, nil)
+	e.channel(ns, "hook", crds.ChannelWebhook, s.srv.URL, nil)
+	e.rule(ns, "reviews", "hook", func(r *crds.NotifyRuleSpec) {
+		r.Events = []crds.NotifyEventSelector{{Kind: crds.KindProposal, Reasons: []string{"Opened"}}}
+		r.Summary = "{{ .Secret }} production"
+	})
+	p := e.proposal(ns, "settings-update", "apps", commitA)
+	e.rec.Eventf(crds.ObjectReference(crds.KindProposal, p), "Normal", "Applied", "not selected")
+	e.opened(p)
+
+	got := s.receives(t, 1)[0]
+	want := Notice{
+		Severity: SeverityInfo, Reason: "Opened", Message: "update ConfigMap " + ns + "/settings from commit 0123456 by Alice",
+		Object:      Ref{APIVersion: crds.GroupVersion.String(), Kind: crds.KindProposal, Namespace: ns, Name: "settings-update"},
+		Destination: "apps", Commit: commitA, Author: "Alice <alice@example.com>", File: "apps/settings.yaml",
+		Diff: " -  colour: blue\n+  colour: green\n-  password: (hidden)\n+  password: (hidden)",
+		Link: "https://gitops.example.com/proposals/" + ns + "/settings-update", Summary: "{{ .Secret }} production",
+	}
+	want.Diff = strings.TrimPrefix(want.Diff, " ")
+	got.Time = time.Time{}
+	if got != want {
+		t.Errorf("notice:\n%+v\nwant:\n%+v", got, want)
+	}
+	if len(s.notices()) != 1 {
+		t.Errorf("the Applied Event the rule does not select was sent: %+v", s.notices())
+	}
+}
+
+// TestTheSameEventIsSentOnceWithinTheWindow: the same object, reason, message and commit within
+// the rule's duplicate window go out once; another commit is another notice.
+func TestTheSameEventIsSentOnceWithinTheWindow(t *testing.T) {
+	e := newEnv(t, Config{})
+	ns := e.namespace("dup")
+	s := newSink(t, nil)
+	e.channel(ns, "hook", crds.ChannelWebhook, s.srv.URL, nil)
+	e.rule(ns, "all", "hook", nil)
+	p := e.proposal(ns, "one", "apps", commitA)
+	for range 3 {
+		e.opened(p)
+	}
+	q := e.proposal(ns, "two", "apps", strings.Repeat("b", 40))
+	e.opened(q)
+	s.receives(t, 2)
+	// one more Event of each, after the two arrived: still two
+	e.opened(p)
+	e.rec.Eventf(crds.ObjectReference(crds.KindProposal, q), "Normal", "Marker", "after the duplicates")
+	s.receives(t, 3)
+	got := s.notices()
+	if len(got) != 3 || got[0].Object.Name != "one" || got[1].Object.Name != "two" || got[2].Reason != "Marker" {
+		t.Errorf("notices: %+v", got)
+	}
+}
+
+// TestAChannelThatFailsHoldsUpNoOther: one channel answers 500, one never answers, one is not
+// listening; a fourth, healthy one gets every notice while the others are still failing, and each
+// failing one ends up not Ready with what went wrong, its failures counted.
+func TestAChannelThatFailsHoldsUpNoOther(t *testing.T) {
+	e := newEnv(t, Config{})
+	ns := e.namespace("faults")
+	failing := newSink(t, func(w http.ResponseWriter, _ *http.Request) bool { w.WriteHeader(http.StatusInternalServerError); return true })
+	release := make(chan struct{})
+	hanging := newSink(t, func(w http.ResponseWriter, r *http.Request) bool {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		return true
+	})
+	t.Cleanup(func() { close(release) })
+	gone := newSink(t, nil)
+	goneURL := gone.srv.URL
+	gone.srv.Close()
+	healthy := newSink(t, nil)
+	short := func(c *crds.NotifyChannelSpec) { c.Timeout = &metav1.Duration{Duration: 2 * time.Second} }
+	for name, url := range map[string]string{"failing": failing.srv.URL, "hanging": hanging.srv.URL, "gone": goneURL, "healthy": healthy.srv.URL} {
+		e.channel(ns, name, crds.ChannelWebhook, url, short)
+		e.rule(ns, name, name, nil)
+	}
+	const proposals = 5
+	for i := range proposals {
+		e.opened(e.proposal(ns, "p"+itoa(i), "apps", strings.Repeat(itoa(i), 40)))
+	}
+	healthy.receives(t, proposals)
+	if testutil.ToFloat64(e.reg.Notify.Failed.WithLabelValues(ns+"/hanging")) >= proposals {
+		t.Errorf("the hanging channel had failed every notice before the healthy one got them all")
+	}
+	for _, name := range []string{"failing", "hanging", "gone"} {
+		testenv.Eventually(t, 2*time.Minute, name+" not Ready", func() (bool, string) {
+			status, reason := e.condition(crds.NotifyChannels, ns, name)
+			return status == "False" && strings.HasPrefix(reason, ReasonSendFailing), status + " " + reason
+		})
+	}
+}
+
+// TestATenantReadsAnotherNamespacesEventsOnlyWithConsent: a tenant's rule that names another
+// namespace gets nothing of it until the destination its Events concern admits the tenant's
+// namespace; then it gets those, and still none about another destination there.
+func TestATenantReadsAnotherNamespacesEventsOnlyWithConsent(t *testing.T) {
+	e := newEnv(t, Config{})
+	victim, tenant := e.namespace("victim"), e.namespace("tenant")
+	stolen := newSink(t, nil)
+	e.channel(tenant, "mine", crds.ChannelWebhook, stolen.srv.URL, nil)
+	e.rule(tenant, "spy", "mine", func(r *crds.NotifyRuleSpec) { r.Namespaces = []string{victim, tenant} })
+	e.opened(e.proposal(victim, "secret-plan", "prod", commitA))
+	own := e.proposal(tenant, "marker", "apps", commitA)
+	e.opened(own)
+	if got := stolen.receives(t, 1); len(got) != 1 || got[0].Object.Namespace != tenant {
+		t.Fatalf("without consent the tenant got: %+v", got)
+	}
+
+	e.admitted.Store(victim+"/shared/"+tenant, true)
+	e.opened(e.proposal(victim, "still-secret", "prod", commitA))
+	e.opened(e.proposal(victim, "shared-change", "shared", commitA))
+	stolen.receives(t, 2)
+	e.rec.Eventf(crds.ObjectReference(crds.KindProposal, own), "Normal", "Marker", "the last one")
+	got := stolen.receives(t, 3)
+	if len(got) != 3 || got[1].Object.Name != "shared-change" || got[2].Reason != "Marker" {
+		t.Errorf("with consent for destination shared only, the tenant got: %+v", got)
+	}
+}
+
+// TestAChannelUsesOnlyItsOwnNamespacesSecret: a channel that names a Secret which exists only in
+// another namespace is not Ready and sends nothing: its secretRef has no namespace to reach it by.
+func TestAChannelUsesOnlyItsOwnNamespacesSecret(t *testing.T) {
+	e := newEnv(t, Config{})
+	other, tenant := e.namespace("other"), e.namespace("tenant")
+	s := newSink(t, nil)
+	e.secret(other, "their-hook", map[string]string{crds.ChannelAddressKey: s.srv.URL})
+	e.create(crds.NotifyChannels, tenant, &crds.NotifyChannel{ObjectMeta: metav1.ObjectMeta{Name: "borrowed"},
+		Spec: crds.NotifyChannelSpec{Type: crds.ChannelWebhook, SecretRef: crds.LocalReference{Name: "their-hook"}}})
+	testenv.Eventually(t, converge, "the channel not Ready", func() (bool, string) {
+		status, reason := e.condition(crds.NotifyChannels, tenant, "borrowed")
+		return status == "False" && strings.HasPrefix(reason, ReasonSecretNotFound), status + " " + reason
+	})
+}
+
+// TestAChannelSendsAtMostPerMinute: over spec.perMinute, notices are dropped and counted, in the
+// metric and the channel's status.
+func TestAChannelSendsAtMostPerMinute(t *testing.T) {
+	e := newEnv(t, Config{})
+	ns := e.namespace("cap")
+	s := newSink(t, nil)
+	e.channel(ns, "hook", crds.ChannelWebhook, s.srv.URL, func(c *crds.NotifyChannelSpec) { c.PerMinute = 2 })
+	e.rule(ns, "all", "hook", func(r *crds.NotifyRuleSpec) { r.Events = []crds.NotifyEventSelector{{Kind: crds.KindProposal}} })
+	for i := range 5 {
+		e.opened(e.proposal(ns, "p"+itoa(i), "apps", strings.Repeat(itoa(i), 40)))
+	}
+	testenv.Eventually(t, converge, "three dropped", func() (bool, string) {
+		n := testutil.ToFloat64(e.reg.Notify.Dropped.WithLabelValues(ns+"/hook", "cap"))
+		return n == 3, itoa(int(n)) + " dropped"
+	})
+	if got := s.notices(); len(got) != 2 {
+		t.Errorf("sent %d notices over a cap of 2 a minute", len(got))
+	}
+	testenv.Eventually(t, converge, "status.dropped", func() (bool, string) {
+		ch, ok := get[crds.NotifyChannel](t.Context(), e.dyn, crds.NotifyChannels, ns, "hook")
+		return ok && ch.Status.Dropped == 3 && ch.Status.Sent == 2, "status not yet written"
+	})
+}
