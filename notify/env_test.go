@@ -162,10 +162,10 @@ func (e *env) proposal(namespace, name, dest, commit string) *crds.Proposal {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: crds.ProposalSpec{
 			DestinationRef: crds.LocalReference{Name: dest}, Change: crds.ChangeUpdate,
-			Target:       crds.ProposalTarget{APIVersion: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: namespace, Name: "settings"},
-			Path:         "apps/settings.yaml", SourceCommit: commit, Author: crds.GitAuthor{Name: "Alice", Email: "alice@example.com"},
-			Desired:      "kind: ConfigMap\n", Diff: "--- live\n+++ git\n data:\n-  colour: blue\n+  colour: green\n-  password: hunter2\n+  password: s3cret\n",
-			LiveDigest:   "0000000000000000000000000000000000000000000000000000000000000000",
+			Target: crds.ProposalTarget{APIVersion: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: namespace, Name: "settings"},
+			Path:   "apps/settings.yaml", SourceCommit: commit, Author: crds.GitAuthor{Name: "Alice", Email: "alice@example.com"},
+			Desired: "kind: ConfigMap\n", Diff: "--- live\n+++ git\n data:\n-  colour: blue\n+  colour: green\n-  password: hunter2\n+  password: s3cret\n",
+			LiveDigest: "0000000000000000000000000000000000000000000000000000000000000000",
 		},
 	}
 	p.Namespace = namespace

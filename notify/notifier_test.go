@@ -80,7 +80,10 @@ func TestTheSameEventIsSentOnceWithinTheWindow(t *testing.T) {
 func TestAChannelThatFailsHoldsUpNoOther(t *testing.T) {
 	e := newEnv(t, Config{})
 	ns := e.namespace("faults")
-	failing := newSink(t, func(w http.ResponseWriter, _ *http.Request) bool { w.WriteHeader(http.StatusInternalServerError); return true })
+	failing := newSink(t, func(w http.ResponseWriter, _ *http.Request) bool {
+		w.WriteHeader(http.StatusInternalServerError)
+		return true
+	})
 	release := make(chan struct{})
 	hanging := newSink(t, func(w http.ResponseWriter, r *http.Request) bool {
 		select {
