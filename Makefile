@@ -240,7 +240,7 @@ testenv: ## start a control plane and a git server for manual use; prints a kube
 demo: ## run the daemon against a local control plane and git repository, and show the result
 	go run ./scripts/demo
 
-BENCH_PACKAGES := ./daemon/ ./gitops/ ./placement/ ./receiver/ ./sanitize/ ./scripts/release/ ./sops/ ./ui/ ./webhook/
+BENCH_PACKAGES := ./daemon/ ./gitops/ ./notify/ ./placement/ ./receiver/ ./sanitize/ ./scripts/release/ ./sops/ ./ui/ ./webhook/
 
 # The packages' benchmarks run one package at a time (-p 1): side by side, one package's builds and
 # load took the cores another's figures were measuring.

@@ -224,6 +224,28 @@ func TestStatusShowsTheRemoteClusters(t *testing.T) {
 	}
 }
 
+// TestStatusShowsTheNotifyChannels: under the destinations, each NotifyChannel with its type,
+// readiness and reason, when it last sent, and what it sent, failed and dropped.
+func TestStatusShowsTheNotifyChannels(t *testing.T) {
+	w := newWorld(t)
+	w.create(crds.GitDestinations, &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: w.ns},
+		Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "platform"}, Branch: "main", BaseFolder: "apps"}}, crds.GitDestinationStatus{})
+	w.create(crds.NotifyChannels, &crds.NotifyChannel{ObjectMeta: metav1.ObjectMeta{Name: "reviews", Namespace: w.ns},
+		Spec: crds.NotifyChannelSpec{Type: crds.ChannelSlack, SecretRef: crds.LocalReference{Name: "slack"}}},
+		crds.NotifyChannelStatus{Status: crds.Status{Conditions: []metav1.Condition{{Type: crds.ConditionReady, Status: "False", Reason: "SendFailing",
+			Message: "the last message failed after every retry: HTTP 500", LastTransitionTime: metav1.Now()}}},
+			Sent: 12, Failed: 2, Dropped: 1})
+	w.grant("alice")
+	r := runCLI(t, "status", "--kubeconfig", w.kubeconfig("alice", w.ns))
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	want := []string{"reviews", "slack", "False", "SendFailing", "<none>", "12", "2", "1"}
+	if !slices.ContainsFunc(strings.Split(r.stdout, "\n"), func(l string) bool { return slices.Equal(strings.Fields(l), want) }) {
+		t.Errorf("status lacks the row %q:\n%s", want, r.stdout)
+	}
+}
+
 // TestStatusListsWhatAnAdoptedFolderHolds: under the table, a destination of layout Existing has
 // a line for each document whose object the cluster does not have (left in place until prune),
 // each file it could not read and each object it did not write, as status.adopted says, without

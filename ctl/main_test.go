@@ -229,7 +229,7 @@ func (w *world) grantVerbs(user string, verbs ...string) {
 	ctx := context.Background()
 	name := user + "-reviews"
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{crds.Group}, Resources: []string{"proposals", "gitdestinations", "remoteclusters"}, Verbs: verbs}}}
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{crds.Group}, Resources: []string{"proposals", "gitdestinations", "remoteclusters", "notifychannels"}, Verbs: verbs}}}
 	if _, err := w.kube.RbacV1().Roles(w.ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		w.t.Fatal(err)
 	}

@@ -78,7 +78,10 @@ func status(ctx context.Context, s *session, names []string) error {
 	if err := printRequests(s.stdout, requests); err != nil || len(names) > 0 {
 		return err
 	}
-	return clusters(ctx, s)
+	if err := clusters(ctx, s); err != nil {
+		return err
+	}
+	return channels(ctx, s)
 }
 
 // reference names the object ref points at from namespace: without the namespace when it is
@@ -124,6 +127,41 @@ func clusters(ctx context.Context, s *session) error {
 		t.row(s.row(c.Namespace,
 			[]string{c.Name, ready, reason, c.Status.Server, strconv.Itoa(c.Status.Watches), c.Status.Attribution, last},
 			[]string{c.Status.Version, strconv.Itoa(c.Status.Resources), message})...)
+	}
+	return t.flush()
+}
+
+// channels shows, under the destinations and clusters, the NotifyChannels of the namespace (or
+// all): whether each is Ready and why not, its type, when it last sent, and what it sent, failed
+// and dropped. Nothing when there are none (or the kind is not installed or not the user's).
+func channels(ctx context.Context, s *session) error {
+	list, err := s.ourKind(crds.NotifyChannels).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || err == nil && len(list.Items) == 0 {
+		return nil
+	}
+	if err != nil {
+		return failed("list notifychannels in "+s.where(), err)
+	}
+	if _, err := fmt.Fprintln(s.stdout); err != nil {
+		return fmt.Errorf("write the channels: %w", err)
+	}
+	t := newTable(s.stdout, s.row("NAMESPACE",
+		[]string{"CHANNEL", "TYPE", "READY", "REASON", "LAST SENT", "SENT", "FAILED", "DROPPED"},
+		[]string{"MESSAGE"})...)
+	for i := range list.Items {
+		c, err := crds.FromUnstructured[crds.NotifyChannel](&list.Items[i])
+		if err != nil {
+			return err
+		}
+		ready, reason, message := condition(c.Status.Conditions, crds.ConditionReady)
+		var last string
+		if c.Status.LastSentTime != nil {
+			last = age(c.Status.LastSentTime.Time)
+		}
+		st := c.Status
+		t.row(s.row(c.Namespace,
+			[]string{c.Name, c.Spec.Type, ready, reason, last, strconv.FormatInt(st.Sent, 10), strconv.FormatInt(st.Failed, 10), strconv.FormatInt(st.Dropped, 10)},
+			[]string{message})...)
 	}
 	return t.flush()
 }

@@ -54,7 +54,8 @@ func TestDefaultsMatchTheSpec(t *testing.T) {
 			CorrelationTTL: time.Minute, CorrelationCapacity: 10000},
 		WriteBack: WriteBackConfig{Interval: 5 * time.Minute, MaxPerTick: 25,
 			Retention: 90 * 24 * time.Hour, FailedRetention: 365 * 24 * time.Hour, ProposalRetention: 30 * 24 * time.Hour},
-		UI: UIConfig{Auth: "token"},
+		UI:     UIConfig{Auth: "token"},
+		Notify: NotifyConfig{Enabled: true},
 		Leader: LeaderConfig{Namespace: "gitops-reverser-system", ID: "gitops-reverser-leader",
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 	}

@@ -27,7 +27,7 @@ type notifications struct {
 // newNotifications builds the notifier and taps recorders; it starts nothing.
 func newNotifications(s shared, cfg NotifyConfig, consent notify.Consent, recorders ...*controller.Events) (*notifications, error) {
 	n, err := notify.New(notify.Config{
-		Dynamic: s.dyn, Home: s.namespace, PageURL: cfg.PageURL, Consent: consent,
+		Dynamic: s.dyn, Home: s.namespace, PageURL: cfg.PageURL, Consent: consent, PushFailingAfter: notify.DefaultPushFailingAfter,
 		Statuses: commitStatus(s.reg.Requests), Metrics: s.reg.Notify, Log: s.log.With("part", metrics.PartNotify),
 	})
 	if err != nil {

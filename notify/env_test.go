@@ -41,7 +41,7 @@ var (
 // env is one test's world: namespaces of its own, a running notifier, and a recorder whose Events
 // it taps, as the daemon's parts' recorders are tapped.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	dyn      dynamic.Interface
 	kube     kubernetes.Interface
 	n        *Notifier
@@ -50,7 +50,7 @@ type env struct {
 	admitted sync.Map // "namespace/destination/from" → true: what Consent admits
 }
 
-func newEnv(t *testing.T, cfg Config) *env {
+func newEnv(t testing.TB, cfg Config) *env {
 	t.Helper()
 	installOnce.Do(func() {
 		installErr = crds.Install(context.Background(), cp.AdminConfig(), slog.New(slog.DiscardHandler))
@@ -188,11 +188,12 @@ type sink struct {
 	srv    *httptest.Server
 	mu     sync.Mutex
 	got    []Notice
+	at     []time.Time // when each of got arrived
 	bad    []string
 	answer func(w http.ResponseWriter, r *http.Request) bool // true: answered, nothing kept
 }
 
-func newSink(t *testing.T, answer func(w http.ResponseWriter, r *http.Request) bool) *sink {
+func newSink(t testing.TB, answer func(w http.ResponseWriter, r *http.Request) bool) *sink {
 	s := &sink{answer: answer}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
@@ -216,6 +217,7 @@ func (s *sink) serve(w http.ResponseWriter, r *http.Request) {
 		s.bad = append(s.bad, "not a notice: "+string(body))
 	default:
 		s.got = append(s.got, n)
+		s.at = append(s.at, time.Now())
 	}
 }
 
@@ -229,11 +231,18 @@ func (s *sink) notices() []Notice {
 }
 
 // receives waits until the sink holds n notices.
-func (s *sink) receives(t *testing.T, n int) []Notice {
+func (s *sink) receives(t testing.TB, n int) []Notice {
 	t.Helper()
 	testenv.Eventually(t, converge, fmt.Sprintf("%d notices", n), func() (bool, string) {
 		got := s.notices()
 		return len(got) >= n, fmt.Sprintf("%d notices", len(got))
 	})
 	return s.notices()
+}
+
+// arrived is when the i-th notice arrived.
+func (s *sink) arrived(i int) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.at[i]
 }

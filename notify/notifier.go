@@ -10,6 +10,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
@@ -17,6 +19,9 @@ import (
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/metrics"
 )
+
+// DefaultPushFailingAfter is how long the daemon holds a push failure before telling it.
+const DefaultPushFailingAfter = 2 * time.Minute
 
 // Bounds of the notifier.
 const (
@@ -40,6 +45,10 @@ type Config struct {
 	Consent Consent
 	// Client sends every message; each send has the channel's own timeout. nil: a default client.
 	Client *http.Client
+	// PushFailingAfter holds an Event of a destination's pushes failing this long, and tells it
+	// only if the destination still fails so then: a push retried into success is not news.
+	// 0 tells it at once.
+	PushFailingAfter time.Duration
 	// Statuses opens the Git host API of a commitstatus channel.
 	Statuses StatusHosts
 	Metrics  *metrics.Notify
@@ -122,16 +131,69 @@ func (n *Notifier) Run(ctx context.Context) error {
 	return n.ctl.Run(ctx)
 }
 
-// match takes each Event from the intake and sends it where the rules say.
+// match takes each Event from the intake and sends it where the rules say; a push failing is
+// held for Config.PushFailingAfter first, and sent only if the destination still fails so.
 func (n *Notifier) match(ctx context.Context) {
+	var held []heldEvent
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case ev := <-n.intake:
-			n.dispatch(ctx, ev)
+			if !pushFailing(ev) || n.cfg.PushFailingAfter <= 0 {
+				n.dispatch(ctx, ev)
+				continue
+			}
+			if len(held) == maxHeld {
+				held = held[1:]
+				n.cfg.Metrics.Dropped.WithLabelValues("", metrics.DropIntake).Inc()
+			}
+			held = append(held, heldEvent{ev: ev, due: time.Now().Add(n.cfg.PushFailingAfter)})
+			if len(held) == 1 {
+				timer.Reset(n.cfg.PushFailingAfter)
+			}
+		case <-timer.C:
+			for len(held) > 0 && !time.Now().Before(held[0].due) {
+				if n.stillFailing(ctx, held[0].ev) {
+					n.dispatch(ctx, held[0].ev)
+				}
+				held = held[1:]
+			}
+			if len(held) > 0 {
+				timer.Reset(time.Until(held[0].due))
+			}
 		}
 	}
+}
+
+// maxHeld bounds the push failures held at once; past it the oldest is dropped, counted.
+const maxHeld = 256
+
+// heldEvent is an Event of a push failing, held until due.
+type heldEvent struct {
+	ev  *corev1.Event
+	due time.Time
+}
+
+// pushFailing says whether ev says a destination's pushes fail (PushFailing, or its pull
+// request's host refusing: PullRequestUnauthorized, ...): one failure is retried, and is worth
+// telling only when it lasts.
+func pushFailing(ev *corev1.Event) bool {
+	return ev.InvolvedObject.Kind == crds.KindGitDestination && ev.Type == corev1.EventTypeWarning &&
+		(ev.Reason == "PushFailing" || strings.HasPrefix(ev.Reason, "PullRequest"))
+}
+
+// stillFailing says whether the destination of ev is still not Ready for the reason ev gave.
+func (n *Notifier) stillFailing(ctx context.Context, ev *corev1.Event) bool {
+	o := ev.InvolvedObject
+	d, ok := get[crds.GitDestination](ctx, n.cfg.Dynamic, crds.GitDestinations, o.Namespace, o.Name)
+	if !ok {
+		return false
+	}
+	c := meta.FindStatusCondition(d.Status.Conditions, crds.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == ev.Reason
 }
 
 // dispatch sends one Event's notice to the channel of every rule that selects it and may see it.
@@ -156,7 +218,10 @@ func (n *Notifier) dispatch(ctx context.Context, ev *corev1.Event) {
 		}
 		n.noteMatch(r.namespace + "/" + r.name)
 		box := n.outbox(r.namespace + "/" + r.channel)
-		if box == nil || !n.seen.first(box.name+"\x00"+base.dedupeKey(), r.window, time.Now()) {
+		if box == nil || box.typ == crds.ChannelCommitStatus && proposalState(*base) == "" {
+			continue // a commit status marks a person's commit with what became of its proposal only
+		}
+		if !n.seen.first(box.name+"\x00"+base.dedupeKey(), r.window, time.Now()) {
 			continue
 		}
 		out := *base
@@ -186,7 +251,7 @@ func (n *Notifier) reportEvery(ctx context.Context) {
 			n.mu.Lock()
 			for name, r := range n.outboxes {
 				if r.box.hasNews() {
-					n.ctl.Add(kindChannel + "/" + name)
+					n.ctl.Add(kindStatus + "/" + name)
 				}
 			}
 			n.mu.Unlock()
@@ -197,6 +262,7 @@ func (n *Notifier) reportEvery(ctx context.Context) {
 // The kinds of key the controller handles: kind/namespace/name.
 const (
 	kindChannel = "channel"
+	kindStatus  = "status" // a channel's status only: its sending changed
 	kindRule    = "rule"
 )
 
@@ -215,7 +281,9 @@ func (n *Notifier) handle(ctx context.Context, key string) (time.Duration, error
 	kind, name, _ := strings.Cut(key, "/")
 	switch kind {
 	case kindChannel:
-		return n.reconcileChannel(ctx, name)
+		return n.reconcileChannel(ctx, name, false)
+	case kindStatus:
+		return n.reconcileChannel(ctx, name, true)
 	case kindRule:
 		return 0, n.reconcileRule(ctx, name)
 	}

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/configbutler/gitops-reverser/crds"
 	"github.com/configbutler/gitops-reverser/testenv"
@@ -182,4 +184,54 @@ func TestAChannelSendsAtMostPerMinute(t *testing.T) {
 		ch, ok := get[crds.NotifyChannel](t.Context(), e.dyn, crds.NotifyChannels, ns, "hook")
 		return ok && ch.Status.Dropped == 3 && ch.Status.Sent == 2, "status not yet written"
 	})
+}
+
+// TestARuleSaysWhatKeepsItFromSending: a rule whose channel is missing, or whose regular
+// expression does not compile, is not Ready with the reason; once the channel exists it is.
+func TestARuleSaysWhatKeepsItFromSending(t *testing.T) {
+	e := newEnv(t, Config{})
+	ns := e.namespace("rules")
+	e.create(crds.NotifyRules, ns, &crds.NotifyRule{ObjectMeta: metav1.ObjectMeta{Name: "early"},
+		Spec: crds.NotifyRuleSpec{ChannelRef: crds.LocalReference{Name: "later"}}})
+	e.create(crds.NotifyRules, ns, &crds.NotifyRule{ObjectMeta: metav1.ObjectMeta{Name: "broken"},
+		Spec: crds.NotifyRuleSpec{ChannelRef: crds.LocalReference{Name: "later"}, Include: []string{"(unclosed"}}})
+	for name, reason := range map[string]string{"early": ReasonChannelNotFound, "broken": ReasonInvalidRegexp} {
+		testenv.Eventually(t, converge, name+" not Ready", func() (bool, string) {
+			status, got := e.condition(crds.NotifyRules, ns, name)
+			return status == "False" && strings.HasPrefix(got, reason), status + " " + got
+		})
+	}
+	s := newSink(t, nil)
+	e.channel(ns, "later", crds.ChannelWebhook, s.srv.URL, nil)
+	e.ready(crds.NotifyRules, ns, "early")
+}
+
+// TestAPushFailingIsToldOnlyWhenItLasts: a destination's push failure is held, and told only if
+// the destination still fails for that reason when the hold ends; one that recovered meanwhile
+// is not told. The recovered one's hold ends first, so it was weighed before the stuck one is
+// told.
+func TestAPushFailingIsToldOnlyWhenItLasts(t *testing.T) {
+	e := newEnv(t, Config{PushFailingAfter: time.Second})
+	ns := e.namespace("pushes")
+	s := newSink(t, nil)
+	e.channel(ns, "hook", crds.ChannelWebhook, s.srv.URL, nil)
+	e.rule(ns, "pushes", "hook", func(r *crds.NotifyRuleSpec) { r.Events = []crds.NotifyEventSelector{{Kind: crds.KindGitDestination}} })
+	for _, name := range []string{"recovered", "stuck"} {
+		ready := map[string]metav1.ConditionStatus{"stuck": metav1.ConditionFalse, "recovered": metav1.ConditionTrue}[name]
+		d := &crds.GitDestination{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: crds.GitDestinationSpec{RepoRef: crds.NamespacedReference{Name: "repo"}, Branch: "main", BaseFolder: name}}
+		e.create(crds.GitDestinations, ns, d)
+		reason := "PushFailing"
+		if ready == metav1.ConditionTrue {
+			reason = "Synced"
+		}
+		status := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":%q,"reason":%q,"message":"m","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`, ready, reason)
+		if _, err := e.dyn.Resource(crds.GitDestinations).Namespace(ns).Patch(t.Context(), name, types.MergePatchType, []byte(status), metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatal(err)
+		}
+		e.rec.Event(crds.ObjectReference(crds.KindGitDestination, d), "Warning", "PushFailing", "pushing to the remote fails (retrying): 503")
+	}
+	if got := s.receives(t, 1); len(got) != 1 || got[0].Object.Name != "stuck" || got[0].Reason != "PushFailing" {
+		t.Errorf("notices: %+v", got)
+	}
 }

@@ -35,25 +35,43 @@ const (
 )
 
 // reconcileChannel builds, rebuilds or stops the outbox of the channel namespace/name and writes
-// its status.
-func (n *Notifier) reconcileChannel(ctx context.Context, name string) (time.Duration, error) {
+// its status; statusOnly writes only the status of its sending.
+func (n *Notifier) reconcileChannel(ctx context.Context, name string, statusOnly bool) (time.Duration, error) {
 	obj, exists, err := n.channels.GetStore().GetByKey(name)
 	if err != nil {
 		return 0, err
 	}
 	if !exists {
 		n.stopOutbox(name)
+		namespace, channel, _ := strings.Cut(name, "/")
+		n.queueRulesOf(namespace, channel)
 		return 0, nil
 	}
 	ch, err := crds.FromUnstructured[crds.NotifyChannel](obj.(*unstructured.Unstructured))
 	if err != nil {
 		return 0, err
 	}
+	if statusOnly {
+		return 0, n.writeChannelStatus(ctx, ch, "", "")
+	}
+	n.queueRulesOf(ch.Namespace, ch.Name) // their Ready says whether their channel exists
 	reason, message := ReasonSuspended, "spec.suspend is true: nothing is sent"
-	if !ch.Spec.Suspend {
+	if ch.Spec.Suspend {
+		n.stopOutbox(name)
+	} else {
 		reason, message = n.startOutbox(ctx, ch)
 	}
 	return secretRecheck, n.writeChannelStatus(ctx, ch, reason, message)
+}
+
+// queueRulesOf queues the rules of namespace that send to channel.
+func (n *Notifier) queueRulesOf(namespace, channel string) {
+	for _, obj := range n.rules.GetStore().List() {
+		u := obj.(*unstructured.Unstructured)
+		if ref, _, _ := unstructured.NestedString(u.Object, "spec", "channelRef", "name"); u.GetNamespace() == namespace && ref == channel {
+			n.ctl.Add(kindRule + "/" + namespace + "/" + u.GetName())
+		}
+	}
 }
 
 // startOutbox makes sure the channel's outbox runs with its current spec and Secret; it returns
@@ -160,6 +178,9 @@ func (n *Notifier) writeChannelStatus(ctx context.Context, ch *crds.NotifyChanne
 				reason, message = ReasonSendFailing, "the last message failed after every retry: "+s.lastErr
 			}
 		}
+	}
+	if reason == "" {
+		return nil // no outbox (stopped meanwhile): the channel's own reconcile says why
 	}
 	cond := metav1.Condition{Type: crds.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: message, ObservedGeneration: ch.Generation}
 	if reason == ReasonSending {

@@ -12,6 +12,7 @@ import (
 type overviewData struct {
 	Repos        []repoView
 	Clusters     []clusterView // none when there is no RemoteCluster the viewer may see
+	Channels     []channelView // none when there is no NotifyChannel the viewer may see
 	Dests        []destView
 	Pending      []proposalView // this page of them, with their diffs
 	PendingTotal int
@@ -80,7 +81,7 @@ func (p *Page) overview(w http.ResponseWriter, r *http.Request) {
 	if s == nil {
 		return
 	}
-	data := overviewData{Repos: s.repos, Clusters: s.clusters, Dests: s.dests, Hidden: hidden, ReadOnly: v.readOnly()}
+	data := overviewData{Repos: s.repos, Clusters: s.clusters, Channels: s.channels, Dests: s.dests, Hidden: hidden, ReadOnly: v.readOnly()}
 	var pending, history []proposalView
 	for _, pr := range s.proposals {
 		if pr.Phase == string(crds.PhasePending) {

@@ -58,6 +58,14 @@ type clusterView struct {
 	LastEvent                     time.Time // zero when no watch has delivered a change yet
 }
 
+// channelView is a NotifyChannel as the overview lists it: whether its messages get through.
+type channelView struct {
+	Namespace, Name, Type string
+	Ready                 condView
+	LastSent              time.Time // zero when it has sent nothing since the daemon started
+	Sent, Failed, Dropped int64
+}
+
 // gitView is the progress of a destination's Git worker.
 type gitView struct {
 	LastPushed, Author string
@@ -119,6 +127,7 @@ type proposalView struct {
 type snapshot struct {
 	repos     []repoView
 	clusters  []clusterView
+	channels  []channelView
 	dests     []destView
 	proposals []proposalView // newest first
 }
@@ -176,6 +185,7 @@ func (p *Page) snapshot(namespaces []string) snapshot {
 		}
 	}
 	s.clusters = p.clusters(in)
+	s.channels = p.channels(in)
 	runs := p.runsByDestination(in)
 	for _, d := range list[crds.GitDestination](p, crds.GitDestinations, in) {
 		v := destView{
@@ -224,6 +234,23 @@ func (p *Page) clusters(in map[string]bool) []clusterView {
 		out = append(out, v)
 	}
 	slices.SortFunc(out, func(a, b clusterView) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// channels lists the cached NotifyChannels of the given namespaces, sorted by namespace and name.
+func (p *Page) channels(in map[string]bool) []channelView {
+	var out []channelView
+	for _, c := range list[crds.NotifyChannel](p, crds.NotifyChannels, in) {
+		st := c.Status
+		v := channelView{Namespace: c.Namespace, Name: c.Name, Type: c.Spec.Type, Ready: readyOf(st.Conditions), Sent: st.Sent, Failed: st.Failed, Dropped: st.Dropped}
+		if st.LastSentTime != nil {
+			v.LastSent = st.LastSentTime.Time
+		}
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b channelView) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	return out

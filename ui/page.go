@@ -91,10 +91,12 @@ func New(cfg Config) (*Page, error) {
 			return nil, err
 		}
 	}
-	// RemoteClusters are newer than the other kinds: a cluster that still has the older CRDs does
+	// RemoteClusters and NotifyChannels are newer than the other kinds: a cluster that still has the older CRDs does
 	// not serve them, and the page must not wait for them there.
-	if err := p.cacheOptional(crds.RemoteClusters); err != nil {
-		return nil, err
+	for _, gvr := range []schema.GroupVersionResource{crds.RemoteClusters, crds.NotifyChannels} {
+		if err := p.cacheOptional(gvr); err != nil {
+			return nil, err
+		}
 	}
 	p.mux = p.routes()
 	return p, nil

@@ -391,6 +391,35 @@ func TestAViewerSeesTheRemoteClustersOfTheirNamespacesOnly(t *testing.T) {
 	}
 }
 
+// TestAViewerSeesTheNotifyChannelsOfTheirNamespacesOnly: the overview lists each NotifyChannel
+// of a namespace the viewer may list, with its type, Ready condition and counts; not another's.
+func TestAViewerSeesTheNotifyChannelsOfTheirNamespacesOnly(t *testing.T) {
+	w := newWorld(t)
+	mine, theirs := w.namespace("mine"), w.namespace("theirs")
+	w.fixtures(mine)
+	sent := metav1.NewTime(time.Now().Add(-2 * time.Minute))
+	for ns, name := range map[string]string{mine: "reviews", theirs: "their-alerts"} {
+		w.create(crds.NotifyChannels, &crds.NotifyChannel{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: crds.NotifyChannelSpec{Type: crds.ChannelSlack, SecretRef: crds.LocalReference{Name: "slack"}}},
+			crds.NotifyChannelStatus{LastSentTime: &sent, Sent: 7, Failed: 2, Dropped: 1, Status: crds.Status{Conditions: []metav1.Condition{{
+				Type: crds.ConditionReady, Status: metav1.ConditionFalse, Reason: "SendFailing", Message: "HTTP 500 from https://hooks.slack.com/…",
+				LastTransitionTime: metav1.Now()}}}})
+	}
+	w.grant(mine, "alice", "get", "list")
+	base := startPage(t, Config{Auth: AuthToken})
+	r := waitFor(t, base, "/", "alice", `id="channel-`+mine+`-reviews"`)
+	row := r.body[strings.Index(r.body, `<tr id="channel-`+mine+`-reviews"`):]
+	row = row[:strings.Index(row, "</tr>")]
+	for _, want := range []string{mine + "/reviews", "<td>slack</td>", "False · SendFailing", "HTTP 500", "2m ago", "<td>7</td><td>2</td><td>1</td>"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("alice's row of the channel lacks %q:\n%s", want, row)
+		}
+	}
+	if strings.Contains(r.body, "their-alerts") {
+		t.Errorf("alice sees the NotifyChannel of %s, where she may not list proposals", theirs)
+	}
+}
+
 // TestThePageDoesNotWaitForAKindTheApiserverDoesNotServe: on a cluster whose CRDs predate an
 // optional kind (as RemoteClusters are), the page answers once the other kinds are cached,
 // rather than "still reading" for ever.
