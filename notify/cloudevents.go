@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,9 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/event"
-	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
 	"github.com/configbutler/gitops-reverser/crds"
 )
@@ -67,14 +66,29 @@ func (c *cloudEvents) Send(ctx context.Context, n Notice) error {
 	if err != nil {
 		return &SendError{Err: fmt.Errorf("building the CloudEvent for %s: %w", redactURL(c.url), err)}
 	}
-	req, err := newRequest(ctx, c.url, nil)
+	req, err := newRequest(ctx, c.url, bytes.NewReader(ev.Data()))
 	if err != nil {
 		return err
 	}
-	if err := cehttp.WriteRequest(ctx, binding.ToMessage(&ev), req); err != nil {
-		return &SendError{Err: fmt.Errorf("encoding the CloudEvent for %s: %w", redactURL(c.url), err)}
-	}
+	binaryHeaders(req.Header, &ev)
 	return send(c.client, req)
+}
+
+// binaryHeaders writes ev's attributes as the headers of the HTTP binding's binary mode: ce-
+// and the attribute's name, and Content-Type for datacontenttype. (The SDK's HTTP protocol would
+// write the same; it is kept out of the binary, which it would grow by its client and transport.)
+// Every value set here is printable ASCII without a '%' (hex ids, URLs and paths of names, RFC
+// 3339 times), which the binding carries as it is.
+func binaryHeaders(h http.Header, ev *event.Event) {
+	h.Set("ce-specversion", ev.SpecVersion())
+	h.Set("ce-id", ev.ID())
+	h.Set("ce-source", ev.Source())
+	h.Set("ce-type", ev.Type())
+	h.Set("ce-time", ev.Time().UTC().Format(time.RFC3339Nano))
+	if s := ev.Subject(); s != "" {
+		h.Set("ce-subject", s)
+	}
+	h.Set("Content-Type", ev.DataContentType())
 }
 
 // event builds n's CloudEvent. Its id is a hash of the source and the Notice, so that a retry of
