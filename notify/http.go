@@ -126,3 +126,14 @@ func truncate(s string, limit int) string {
 	}
 	return string([]rune(s)[:limit-1]) + "…"
 }
+
+// jsonPoster posts each Notice, laid out by layout, as JSON (a Slack message, a Teams card).
+type jsonPoster struct {
+	url    string
+	client *http.Client
+	layout func(Notice) any
+}
+
+func (p *jsonPoster) Send(ctx context.Context, n Notice) error {
+	return postJSON(ctx, p.client, p.url, p.layout(n))
+}

@@ -77,20 +77,13 @@ type commitStatuses struct {
 	provider, api, token string
 }
 
-// maxDescription is the shortest limit of the three hosts (GitHub: 140 characters).
-const maxDescription = 140
-
 func (c *commitStatuses) Send(ctx context.Context, n Notice) error {
 	state := proposalState(n)
 	if state == "" || n.Commit == "" || n.Repository == "" {
 		return nil
 	}
-	desc := n.Reason + ": " + n.Message
-	if r := []rune(desc); len(r) > maxDescription {
-		desc = string(r[:maxDescription-1]) + "…"
-	}
-	return c.hosts(ctx, c.provider, n.Repository, c.api, c.token,
-		CommitStatus{SHA: n.Commit, State: state, Context: crds.CommitStatusContext, Description: desc, TargetURL: n.Link})
+	return c.hosts(ctx, c.provider, n.Repository, c.api, c.token, // the host's client cuts the description to its limit
+		CommitStatus{SHA: n.Commit, State: state, Context: crds.CommitStatusContext, Description: n.Reason + ": " + n.Message, TargetURL: n.Link})
 }
 
 // proposalState is the commit status a proposal's notice means: pending while it waits, success

@@ -1,7 +1,6 @@
 package notify
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -37,21 +36,11 @@ type slackText struct {
 	Emoji bool   `json:"emoji,omitempty"`
 }
 
-// slack posts to a Slack incoming webhook.
-type slack struct {
-	url    string
-	client *http.Client
-}
-
-// NewSlack returns a Sender that posts to the Slack incoming webhook at url with client (nil:
-// http.DefaultClient). The URL is a secret and never appears in an error.
+// NewSlack returns a Sender that posts each Notice as a Block Kit message to the Slack incoming
+// webhook at url with client (nil: http.DefaultClient). The URL is a secret and never appears in
+// an error.
 func NewSlack(url string, client *http.Client) Sender {
-	return &slack{url: url, client: client}
-}
-
-// Send posts n as a Block Kit message.
-func (s *slack) Send(ctx context.Context, n Notice) error {
-	return postJSON(ctx, s.client, s.url, slackMessageOf(n))
+	return &jsonPoster{url: url, client: client, layout: func(n Notice) any { return slackMessageOf(n) }}
 }
 
 // slackMessageOf lays n out: a header with the title, the message, the fields that are set, the

@@ -1,7 +1,6 @@
 package notify
 
 import (
-	"context"
 	"net/http"
 )
 
@@ -63,22 +62,11 @@ type cardAction struct {
 	URL   string `json:"url"`
 }
 
-// teams posts to a Microsoft Teams workflow webhook.
-type teams struct {
-	url    string
-	client *http.Client
-}
-
-// NewTeams returns a Sender that posts an Adaptive Card to the Microsoft Teams workflow webhook
-// (Power Automate's "When a Teams webhook request is received") at url with client (nil:
-// http.DefaultClient). The URL carries its signature and never appears in an error.
+// NewTeams returns a Sender that posts each Notice as an Adaptive Card to the Microsoft Teams
+// workflow webhook (Power Automate's "When a Teams webhook request is received") at url with
+// client (nil: http.DefaultClient). The URL carries its signature and never appears in an error.
 func NewTeams(url string, client *http.Client) Sender {
-	return &teams{url: url, client: client}
-}
-
-// Send posts n as an Adaptive Card.
-func (t *teams) Send(ctx context.Context, n Notice) error {
-	return postJSON(ctx, t.client, t.url, teamsMessageOf(n))
+	return &jsonPoster{url: url, client: client, layout: func(n Notice) any { return teamsMessageOf(n) }}
 }
 
 // teamsMessageOf lays n out: the title, the message, the fields that are set, the diff, and a
