@@ -142,6 +142,9 @@ func (n *Notifier) match(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case ev := <-n.intake:
+			if rules := n.compiled.Load(); rules == nil || len(*rules) == 0 {
+				continue // no rule: nothing to match, nothing to hold
+			}
 			if !pushFailing(ev) || n.cfg.PushFailingAfter <= 0 {
 				n.dispatch(ctx, ev)
 				continue
