@@ -235,3 +235,35 @@ func TestAPushFailingIsToldOnlyWhenItLasts(t *testing.T) {
 		t.Errorf("notices: %+v", got)
 	}
 }
+
+// TestAChannelsNewSettingsApplyAndItsCountsGoOn: a channel's cap is changed while it sends; the
+// new cap applies from the next notice, the same outbox goes on, and its counts with it.
+func TestAChannelsNewSettingsApplyAndItsCountsGoOn(t *testing.T) {
+	e := newEnv(t, Config{})
+	ns := e.namespace("retune")
+	s := newSink(t, nil)
+	e.channel(ns, "hook", crds.ChannelWebhook, s.srv.URL, func(c *crds.NotifyChannelSpec) { c.PerMinute = 1 })
+	e.rule(ns, "all", "hook", func(r *crds.NotifyRuleSpec) { r.Events = []crds.NotifyEventSelector{{Kind: crds.KindProposal}} })
+	e.opened(e.proposal(ns, "p0", "apps", strings.Repeat("0", 40)))
+	e.opened(e.proposal(ns, "p1", "apps", strings.Repeat("1", 40)))
+	testenv.Eventually(t, converge, "one sent, one over the cap", func() (bool, string) {
+		dropped := testutil.ToFloat64(e.reg.Notify.Dropped.WithLabelValues(ns+"/hook", "cap"))
+		return len(s.notices()) == 1 && dropped == 1, fmt.Sprintf("%d sent, %.0f dropped", len(s.notices()), dropped)
+	})
+
+	u, err := e.dyn.Resource(crds.NotifyChannels).Namespace(ns).Patch(t.Context(), "hook", types.MergePatchType, []byte(`{"spec":{"perMinute":5}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, converge, "the new cap taken", func() (bool, string) {
+		ch, ok := get[crds.NotifyChannel](t.Context(), e.dyn, crds.NotifyChannels, ns, "hook")
+		return ok && ch.Status.ObservedGeneration == u.GetGeneration(), "status not yet of the new generation"
+	})
+	e.opened(e.proposal(ns, "p2", "apps", strings.Repeat("2", 40)))
+	e.opened(e.proposal(ns, "p3", "apps", strings.Repeat("3", 40)))
+	s.receives(t, 3)
+	testenv.Eventually(t, converge, "status.sent 3", func() (bool, string) {
+		ch, ok := get[crds.NotifyChannel](t.Context(), e.dyn, crds.NotifyChannels, ns, "hook")
+		return ok && ch.Status.Sent == 3 && ch.Status.Dropped == 1, fmt.Sprintf("%+v", ch.Status)
+	})
+}

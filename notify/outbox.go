@@ -27,14 +27,12 @@ const (
 // outbox is one channel's queue and the goroutine that empties it: a channel that is down or
 // slow holds up only its own notices, and drops, counted, what its queue cannot hold.
 type outbox struct {
-	name      string // namespace/name of the NotifyChannel
-	typ       string
-	timeout   time.Duration
-	perMinute int
-	metrics   *metrics.Notify
-	queue     chan Notice
+	name    string // namespace/name of the NotifyChannel
+	typ     string
+	metrics *metrics.Notify
+	queue   chan Notice
 
-	sender atomic.Pointer[Sender] // swapped when the channel's Secret changes
+	settings atomic.Pointer[sending] // swapped whole when the channel's spec or Secret changes
 
 	sent, failed, dropped atomic.Int64
 	mu                    sync.Mutex
@@ -47,9 +45,16 @@ type outbox struct {
 	inWindow    int
 }
 
-func newOutbox(name, typ string, timeout time.Duration, perMinute int, s Sender, m *metrics.Notify) *outbox {
-	o := &outbox{name: name, typ: typ, timeout: timeout, perMinute: perMinute, metrics: m, queue: make(chan Notice, queueSize)}
-	o.sender.Store(&s)
+// sending is how an outbox sends: through which Sender, with which timeout and cap.
+type sending struct {
+	sender    Sender
+	timeout   time.Duration
+	perMinute int
+}
+
+func newOutbox(name, typ string, how sending, m *metrics.Notify) *outbox {
+	o := &outbox{name: name, typ: typ, metrics: m, queue: make(chan Notice, queueSize)}
+	o.settings.Store(&how)
 	return o
 }
 
@@ -93,7 +98,7 @@ func (o *outbox) allowed(now time.Time) bool {
 	if now.Sub(o.windowStart) >= time.Minute {
 		o.windowStart, o.inWindow = now, 0
 	}
-	if o.inWindow >= o.perMinute {
+	if o.inWindow >= o.settings.Load().perMinute {
 		return false
 	}
 	o.inWindow++
@@ -127,10 +132,11 @@ func (o *outbox) deliver(ctx context.Context, n Notice) {
 }
 
 func (o *outbox) send(ctx context.Context, n Notice) error {
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	how := o.settings.Load()
+	ctx, cancel := context.WithTimeout(ctx, how.timeout)
 	defer cancel()
 	start := time.Now()
-	err := (*o.sender.Load()).Send(ctx, n)
+	err := how.sender.Send(ctx, n)
 	o.metrics.SendSeconds.WithLabelValues(o.typ).Observe(time.Since(start).Seconds())
 	return err
 }

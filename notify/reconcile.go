@@ -99,16 +99,16 @@ func (n *Notifier) startOutbox(ctx context.Context, ch *crds.NotifyChannel) (rea
 		}
 		return reason, err.Error()
 	}
+	how := sending{sender: sender, timeout: timeoutOf(ch.Spec), perMinute: perMinuteOf(ch.Spec)}
 	if current != nil && current.box.typ == ch.Spec.Type {
-		current.box.sender.Store(&sender) // the queue and its counts go on
-		current.box.timeout, current.box.perMinute = timeoutOf(ch.Spec), perMinuteOf(ch.Spec)
+		current.box.settings.Store(&how) // the queue and its counts go on
 		n.mu.Lock()
 		current.version = version
 		n.mu.Unlock()
 		return "", ""
 	}
 	n.stopOutbox(key)
-	box := newOutbox(key, ch.Spec.Type, timeoutOf(ch.Spec), perMinuteOf(ch.Spec), sender, n.cfg.Metrics)
+	box := newOutbox(key, ch.Spec.Type, how, n.cfg.Metrics)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.runCtx == nil {
