@@ -3,6 +3,7 @@ package notify
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,7 +107,7 @@ func TestAChannelThatFailsHoldsUpNoOther(t *testing.T) {
 	}
 	const proposals = 5
 	for i := range proposals {
-		e.opened(e.proposal(ns, "p"+itoa(i), "apps", strings.Repeat(itoa(i), 40)))
+		e.opened(e.proposal(ns, "p"+strconv.Itoa(i), "apps", strings.Repeat(strconv.Itoa(i), 40)))
 	}
 	healthy.receives(t, proposals)
 	if testutil.ToFloat64(e.reg.Notify.Failed.WithLabelValues(ns+"/hanging")) >= proposals {
@@ -171,11 +172,11 @@ func TestAChannelSendsAtMostPerMinute(t *testing.T) {
 	e.channel(ns, "hook", crds.ChannelWebhook, s.srv.URL, func(c *crds.NotifyChannelSpec) { c.PerMinute = 2 })
 	e.rule(ns, "all", "hook", func(r *crds.NotifyRuleSpec) { r.Events = []crds.NotifyEventSelector{{Kind: crds.KindProposal}} })
 	for i := range 5 {
-		e.opened(e.proposal(ns, "p"+itoa(i), "apps", strings.Repeat(itoa(i), 40)))
+		e.opened(e.proposal(ns, "p"+strconv.Itoa(i), "apps", strings.Repeat(strconv.Itoa(i), 40)))
 	}
 	testenv.Eventually(t, converge, "three dropped", func() (bool, string) {
 		n := testutil.ToFloat64(e.reg.Notify.Dropped.WithLabelValues(ns+"/hook", "cap"))
-		return n == 3, itoa(int(n)) + " dropped"
+		return n == 3, strconv.Itoa(int(n)) + " dropped"
 	})
 	if got := s.notices(); len(got) != 2 {
 		t.Errorf("sent %d notices over a cap of 2 a minute", len(got))

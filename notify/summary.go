@@ -2,6 +2,7 @@ package notify
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -34,7 +35,7 @@ func Summarize(kind, diff string) string {
 		out = append(out, shown)
 	}
 	if more > 0 {
-		out = append(out, "… "+itoa(more)+" more changed lines")
+		out = append(out, "… "+strconv.Itoa(more)+" more changed lines")
 	}
 	return strings.Join(out, "\n")
 }
@@ -66,12 +67,4 @@ func (s *summarizer) line(sign, body string) string {
 		s.hiding = indent // a block follows: hide it
 	}
 	return sign + key + ": (hidden)"
-}
-
-func itoa(n int) string {
-	const digits = "0123456789"
-	if n < 10 {
-		return digits[n : n+1]
-	}
-	return itoa(n/10) + digits[n%10:n%10+1]
 }

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -51,7 +52,7 @@ func TestASummaryNeverShowsASecretsValue(t *testing.T) {
 func TestALongDiffIsCut(t *testing.T) {
 	var b strings.Builder
 	for i := range 25 {
-		b.WriteString("+  key" + itoa(i) + "x: v\n")
+		b.WriteString("+  key" + strconv.Itoa(i) + "x: v\n")
 	}
 	got := strings.Split(Summarize("ConfigMap", b.String()), "\n")
 	if len(got) != maxDiffLines+1 || got[maxDiffLines] != "… 5 more changed lines" {
