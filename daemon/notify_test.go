@@ -83,9 +83,9 @@ func TestAPushedEditsCommitShowsWhatBecameOfItsProposal(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(clone, path), []byte(w.replace(string(data), "k: v", "k: edited-by-alice")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	git(t, clone, "-c", "user.name="+alice.Name, "-c", "user.email="+alice.Email, "commit", "--quiet", "-am", "edit by alice")
-	git(t, clone, "push", "--quiet", "origin", "main")
-	sha := git(t, clone, "rev-parse", "HEAD")
+	testenv.MustGit(t, "-C", clone, "-c", "user.name="+alice.Name, "-c", "user.email="+alice.Email, "commit", "--quiet", "-am", "edit by alice")
+	testenv.MustGit(t, "-C", clone, "push", "--quiet", "origin", "main")
+	sha := testenv.MustGit(t, "-C", clone, "rev-parse", "HEAD")
 	w.syncNow()
 	p := w.waitProposal(path, "alice's proposal pending", func(p *crds.Proposal) bool { return p.Spec.SourceCommit == sha && p.Status.Phase == crds.PhasePending })
 
@@ -120,18 +120,8 @@ func TestAPushedEditsCommitShowsWhatBecameOfItsProposal(t *testing.T) {
 func cloneOf(t *testing.T, url string) string {
 	t.Helper()
 	dir := t.TempDir()
-	git(t, dir, "clone", "--quiet", url, ".")
+	testenv.MustGit(t, "-C", dir, "clone", "--quiet", url, ".")
 	return dir
-}
-
-// git runs git in dir and returns its trimmed output; a failure fails the test.
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // slackSink is a loopback Slack incoming webhook: it keeps the text of each message whose body

@@ -35,12 +35,14 @@ func MustFsck(tb testing.TB, srv *GitServer, repo string) {
 	MustGit(tb, "--git-dir="+filepath.Join(srv.Root, repo+".git"), "fsck", "--strict", "--no-dangling")
 }
 
-// MustGit runs the git CLI with args, or ends the test with its output.
-func MustGit(tb testing.TB, args ...string) {
+// MustGit runs the git CLI with args and returns its output, trimmed, or ends the test with it.
+func MustGit(tb testing.TB, args ...string) string {
 	tb.Helper()
-	if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+	out, err := exec.Command("git", args...).CombinedOutput()
+	if err != nil {
 		tb.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
+	return strings.TrimSpace(string(out))
 }
 
 // DirSize is the bytes of the files under dir, or the end of the test.
