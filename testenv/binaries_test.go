@@ -18,17 +18,7 @@ func TestToolsShareTheModuleVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours := requirements(t, filepath.Join(tools, "..", ".."))
-	shared := 0
-	for path, version := range requirements(t, tools) {
-		if our, ok := ours[path]; ok {
-			shared++
-			if our != version {
-				t.Errorf("%s: go.mod requires %s, testenv/tools/go.mod %s: require one version in both", path, our, version)
-			}
-		}
-	}
-	if shared < 50 {
+	if shared := sameVersions(t, filepath.Join(tools, "..", ".."), "go.mod", tools, "testenv/tools/go.mod"); shared < 50 {
 		t.Errorf("go.mod and testenv/tools/go.mod share %d modules; want the Kubernetes client's (more than 50)", shared)
 	}
 }
@@ -48,19 +38,25 @@ func TestCLIToolsShareFluxsModuleVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fluxs := requirements(t, flux)
-	shared := 0
-	for path, version := range requirements(t, cli) {
-		if theirs, ok := fluxs[path]; ok {
+	if shared := sameVersions(t, cli, "testenv/clitools/go.mod", flux, "testenv/flux/go.mod"); shared < 200 {
+		t.Errorf("testenv/clitools and testenv/flux share %d modules; want more than 200", shared)
+	}
+}
+
+// sameVersions fails the test for each module that the go.mod in dirA (named nameA in messages)
+// and the one in dirB both require at different versions, and returns how many they share.
+func sameVersions(t *testing.T, dirA, nameA, dirB, nameB string) (shared int) {
+	t.Helper()
+	b := requirements(t, dirB)
+	for path, version := range requirements(t, dirA) {
+		if theirs, ok := b[path]; ok {
 			shared++
 			if theirs != version {
-				t.Errorf("%s: testenv/clitools/go.mod requires %s, testenv/flux/go.mod %s: require one version in both", path, version, theirs)
+				t.Errorf("%s: %s requires %s, %s %s: require one version in both", path, nameA, version, nameB, theirs)
 			}
 		}
 	}
-	if shared < 200 {
-		t.Errorf("testenv/clitools and testenv/flux share %d modules; want more than 200", shared)
-	}
+	return shared
 }
 
 // requirements are the modules the go.mod in dir requires (replacements applied), by path.
