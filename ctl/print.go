@@ -81,6 +81,14 @@ func age(t time.Time) string {
 	return duration.HumanDuration(time.Since(t))
 }
 
+// ageOf is age for a time a status may not have: "" when it is nil.
+func ageOf(t *metav1.Time) string {
+	if t == nil {
+		return ""
+	}
+	return age(t.Time)
+}
+
 // condition is the status and reason of the condition of type typ, "" when there is none.
 func condition(conds []metav1.Condition, typ string) (status, reason, message string) {
 	c := meta.FindStatusCondition(conds, typ)

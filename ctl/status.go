@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configbutler/gitops-reverser/crds"
 )
@@ -44,17 +45,13 @@ func status(ctx context.Context, s *session, names []string) error {
 		var pending, lastRun, lastSyncRun, wbReady, wbReason, wbMessage string
 		if wb := d.Status.WriteBack; wb != nil {
 			pending = strconv.Itoa(wb.PendingProposals)
-			if wb.LastSyncTime != nil {
-				lastRun = age(wb.LastSyncTime.Time)
-			}
+			lastRun = ageOf(wb.LastSyncTime)
 			lastSyncRun = wb.LastSyncRun
 			wbReady, wbReason, wbMessage = condition(wb.Conditions, crds.ConditionReady)
 		}
 		var lastPush, queue, pushed, pushError string
 		if g := d.Status.Git; g != nil {
-			if g.LastPushTime != nil {
-				lastPush = age(g.LastPushTime.Time)
-			}
+			lastPush = ageOf(g.LastPushTime)
 			queue = strconv.Itoa(g.Pending)
 			if len(g.LastPushedCommit) >= 12 {
 				pushed = g.LastPushedCommit[:12] + " by " + g.LastPushAuthor
@@ -101,31 +98,17 @@ func reference(namespace string, ref *crds.NamespacedReference) string {
 // their authors, and when a watch of it last saw a change. Nothing when there are none (or the
 // kind is not installed).
 func clusters(ctx context.Context, s *session) error {
-	list, err := s.ourKind(crds.RemoteClusters).List(ctx, metav1.ListOptions{})
-	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || err == nil && len(list.Items) == 0 {
-		return nil // none, not installed, or not the user's to see: the destinations are the status
-	}
-	if err != nil {
-		return failed("list remoteclusters in "+s.where(), err)
-	}
-	if _, err := fmt.Fprintln(s.stdout); err != nil {
-		return fmt.Errorf("write the clusters: %w", err)
+	list, err := section[crds.RemoteCluster](ctx, s, crds.RemoteClusters)
+	if err != nil || len(list) == 0 {
+		return err
 	}
 	t := newTable(s.stdout, s.row("NAMESPACE",
 		[]string{"CLUSTER", "READY", "REASON", "SERVER", "WATCHES", "ATTRIBUTION", "LAST EVENT"},
 		[]string{"VERSION", "RESOURCES", "MESSAGE"})...)
-	for i := range list.Items {
-		c, err := crds.FromUnstructured[crds.RemoteCluster](&list.Items[i])
-		if err != nil {
-			return err
-		}
+	for _, c := range list {
 		ready, reason, message := condition(c.Status.Conditions, crds.ConditionReady)
-		var last string
-		if c.Status.LastEventTime != nil {
-			last = age(c.Status.LastEventTime.Time)
-		}
 		t.row(s.row(c.Namespace,
-			[]string{c.Name, ready, reason, c.Status.Server, strconv.Itoa(c.Status.Watches), c.Status.Attribution, last},
+			[]string{c.Name, ready, reason, c.Status.Server, strconv.Itoa(c.Status.Watches), c.Status.Attribution, ageOf(c.Status.LastEventTime)},
 			[]string{c.Status.Version, strconv.Itoa(c.Status.Resources), message})...)
 	}
 	return t.flush()
@@ -135,35 +118,44 @@ func clusters(ctx context.Context, s *session) error {
 // all): whether each is Ready and why not, its type, when it last sent, and what it sent, failed
 // and dropped. Nothing when there are none (or the kind is not installed or not the user's).
 func channels(ctx context.Context, s *session) error {
-	list, err := s.ourKind(crds.NotifyChannels).List(ctx, metav1.ListOptions{})
-	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || err == nil && len(list.Items) == 0 {
-		return nil
-	}
-	if err != nil {
-		return failed("list notifychannels in "+s.where(), err)
-	}
-	if _, err := fmt.Fprintln(s.stdout); err != nil {
-		return fmt.Errorf("write the channels: %w", err)
+	list, err := section[crds.NotifyChannel](ctx, s, crds.NotifyChannels)
+	if err != nil || len(list) == 0 {
+		return err
 	}
 	t := newTable(s.stdout, s.row("NAMESPACE",
 		[]string{"CHANNEL", "TYPE", "READY", "REASON", "LAST SENT", "SENT", "FAILED", "DROPPED"},
 		[]string{"MESSAGE"})...)
-	for i := range list.Items {
-		c, err := crds.FromUnstructured[crds.NotifyChannel](&list.Items[i])
-		if err != nil {
-			return err
-		}
+	for _, c := range list {
 		ready, reason, message := condition(c.Status.Conditions, crds.ConditionReady)
-		var last string
-		if c.Status.LastSentTime != nil {
-			last = age(c.Status.LastSentTime.Time)
-		}
 		st := c.Status
 		t.row(s.row(c.Namespace,
-			[]string{c.Name, c.Spec.Type, ready, reason, last, strconv.FormatInt(st.Sent, 10), strconv.FormatInt(st.Failed, 10), strconv.FormatInt(st.Dropped, 10)},
+			[]string{c.Name, c.Spec.Type, ready, reason, ageOf(st.LastSentTime), strconv.FormatInt(st.Sent, 10), strconv.FormatInt(st.Failed, 10), strconv.FormatInt(st.Dropped, 10)},
 			[]string{message})...)
 	}
 	return t.flush()
+}
+
+// section lists the objects of gvr in the session's namespace (or all) for a table of their own
+// under the destinations, after a blank line; none (without the line) when there are none, the
+// kind is not installed, or the user may not list it: the destinations are the status.
+func section[T any](ctx context.Context, s *session, gvr schema.GroupVersionResource) ([]*T, error) {
+	list, err := s.ourKind(gvr).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || err == nil && len(list.Items) == 0 {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, failed("list "+gvr.Resource+" in "+s.where(), err)
+	}
+	out := make([]*T, len(list.Items))
+	for i := range list.Items {
+		if out[i], err = crds.FromUnstructured[T](&list.Items[i]); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := fmt.Fprintln(s.stdout); err != nil {
+		return nil, fmt.Errorf("write the %s: %w", gvr.Resource, err)
+	}
+	return out, nil
 }
 
 // objectName names an object in a line of its own: with its namespace when the session lists
