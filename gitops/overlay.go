@@ -3,6 +3,7 @@ package gitops
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path"
 	"strings"
 
@@ -57,11 +58,11 @@ func (w *Worker) overlay(fs files, dir string) (*overlayState, error) {
 	if placement.KustomizationIn(found, dir) == "" {
 		return nil, nil // no kustomization there: the folder's documents are edited as they are
 	}
-	if s.render != nil && sameFiles(found, s.render.Files) {
+	if s.render != nil && maps.EqualFunc(found, s.render.Files, bytes.Equal) {
 		s.tree = fs.tree // the tree a run was committed as, which the render holds
 		return s, nil
 	}
-	if s.failed != nil && sameFiles(found, s.failedFiles) {
+	if s.failed != nil && maps.EqualFunc(found, s.failedFiles, bytes.Equal) {
 		return nil, s.failed // the same files do not render: every object's lookup need not try again
 	}
 	o, err := placement.RenderOverlay(found, dir)
@@ -86,19 +87,6 @@ func (s *overlayState) holds(fs files) bool {
 		})
 	}
 	return held
-}
-
-// sameFiles reports whether a and b hold the same files with the same content.
-func sameFiles(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for p, data := range a {
-		if other, ok := b[p]; !ok || !bytes.Equal(data, other) {
-			return false
-		}
-	}
-	return true
 }
 
 // adoptOverlay places the change of an object the destination's overlay renders where a person

@@ -271,11 +271,10 @@ const (
 
 func keyOf(kind string) controller.Keys {
 	return func(obj any) string {
-		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-		if err != nil {
-			return ""
+		if key := controller.ObjectKey(obj); key != "" {
+			return kind + "/" + key
 		}
-		return kind + "/" + key
+		return ""
 	}
 }
 

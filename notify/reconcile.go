@@ -6,7 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -134,12 +135,7 @@ func versionOf(spec crds.NotifyChannelSpec, data map[string][]byte) string {
 	h := sha256.New()
 	b, _ := json.Marshal(spec)
 	h.Write(b)
-	keys := make([]string, 0, len(data))
-	for k := range data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(data)) {
 		_, _ = fmt.Fprintf(h, "\x00%s\x00%x", k, sha256.Sum256(data[k]))
 	}
 	return hex.EncodeToString(h.Sum(nil))
