@@ -162,9 +162,12 @@ func (n *Notifier) writeChannelStatus(ctx context.Context, ch *crds.NotifyChanne
 	n.mu.Lock()
 	r := n.outboxes[ch.Namespace+"/"+ch.Name]
 	n.mu.Unlock()
+	same := true // the counts are those the status says
 	if r != nil {
 		s, _ := r.box.state()
 		st["sent"], st["failed"], st["dropped"] = s.sent, s.failed, s.dropped
+		old := ch.Status
+		same = old.Sent == s.sent && old.Failed == s.failed && old.Dropped == s.dropped
 		if !s.lastSent.IsZero() {
 			st["lastSentTime"] = metav1.NewTime(s.lastSent.Truncate(time.Second))
 		}
@@ -182,10 +185,7 @@ func (n *Notifier) writeChannelStatus(ctx context.Context, ch *crds.NotifyChanne
 	if reason == ReasonSending {
 		cond.Status = metav1.ConditionTrue
 	}
-	return n.writeStatus(ctx, crds.NotifyChannels, crds.KindNotifyChannel, ch, ch.Status.Conditions, cond, st, func() bool {
-		old := ch.Status
-		return r == nil || old.Sent == st["sent"] && old.Failed == st["failed"] && old.Dropped == st["dropped"]
-	})
+	return n.writeStatus(ctx, crds.NotifyChannels, crds.KindNotifyChannel, ch, ch.Status.Conditions, cond, st, same)
 }
 
 // describe names a channel type for a message.
@@ -235,22 +235,22 @@ func (n *Notifier) reconcileRule(ctx context.Context, name string) error {
 		cond.Message = "no NotifyChannel " + this.Spec.ChannelRef.Name + " in namespace " + this.Namespace + ": nothing is sent until it exists"
 	}
 	st := map[string]any{"observedGeneration": this.Generation}
+	same := true // the last match is the one the status says
 	if at := n.lastMatch(name); !at.IsZero() {
-		st["lastMatchTime"] = metav1.NewTime(at.Truncate(time.Second))
+		t := metav1.NewTime(at.Truncate(time.Second))
+		st["lastMatchTime"] = t
+		same = this.Status.LastMatchTime != nil && this.Status.LastMatchTime.Equal(&t)
 	}
-	return n.writeStatus(ctx, crds.NotifyRules, crds.KindNotifyRule, this, this.Status.Conditions, cond, st, func() bool {
-		return st["lastMatchTime"] == nil || this.Status.LastMatchTime != nil && this.Status.LastMatchTime.Equal(ptr(st["lastMatchTime"].(metav1.Time)))
-	})
+	return n.writeStatus(ctx, crds.NotifyRules, crds.KindNotifyRule, this, this.Status.Conditions, cond, st, same)
 }
 
-func ptr[T any](v T) *T { return &v }
-
-// writeStatus merges cond and fields into obj's status when the condition changed or same says
-// the fields did, and records an Event when the Ready condition's status or reason changed.
+// writeStatus merges cond and fields into obj's status unless neither the condition nor the
+// fields changed (same), and records an Event when the Ready condition's status or reason
+// changed.
 func (n *Notifier) writeStatus(ctx context.Context, gvr schema.GroupVersionResource, kind string, obj metav1.Object,
-	old []metav1.Condition, cond metav1.Condition, fields map[string]any, same func() bool) error {
+	old []metav1.Condition, cond metav1.Condition, fields map[string]any, same bool) error {
 	conds := append([]metav1.Condition(nil), old...)
-	if !meta.SetStatusCondition(&conds, cond) && same() {
+	if !meta.SetStatusCondition(&conds, cond) && same {
 		return nil
 	}
 	fields["conditions"] = conds
