@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/configbutler/gitops-reverser/controller"
 	"github.com/configbutler/gitops-reverser/crds"
@@ -41,13 +42,16 @@ var (
 // env is one test's world: namespaces of its own, a running notifier, and a recorder whose Events
 // it taps, as the daemon's parts' recorders are tapped.
 type env struct {
-	t        testing.TB
-	dyn      dynamic.Interface
-	kube     kubernetes.Interface
-	n        *Notifier
-	rec      *controller.Events
-	reg      *metrics.Registry
-	admitted sync.Map // "namespace/destination/from" → true: what Consent admits
+	t    testing.TB
+	dyn  dynamic.Interface
+	kube kubernetes.Interface
+	n    *Notifier
+	rec  *controller.Events
+	reg  *metrics.Registry
+	// writer and writerKube, when set (as), make the creates of a tenant.
+	writer     dynamic.Interface
+	writerKube kubernetes.Interface
+	admitted   sync.Map // "namespace/destination/from" → true: what Consent admits
 }
 
 func newEnv(t testing.TB, cfg Config) *env {
@@ -76,6 +80,22 @@ func newEnv(t testing.TB, cfg Config) *env {
 	return e
 }
 
+// as runs do with the env's creates made through cfg (a user's), its reads still the admin's:
+// the objects a test makes as a tenant are made with that tenant's rights alone.
+func (e *env) as(cfg *rest.Config, do func()) {
+	e.writer, e.writerKube = dynamic.NewForConfigOrDie(cfg), kubernetes.NewForConfigOrDie(cfg)
+	defer func() { e.writer, e.writerKube = nil, nil }()
+	do()
+}
+
+// writers are the clients creates go through: the admin's, or those as set.
+func (e *env) writers() (dynamic.Interface, kubernetes.Interface) {
+	if e.writer != nil {
+		return e.writer, e.writerKube
+	}
+	return e.dyn, e.kube
+}
+
 // namespace creates a namespace of the test's and returns its name.
 func (e *env) namespace(prefix string) string {
 	e.t.Helper()
@@ -93,7 +113,8 @@ func (e *env) create(gvr schema.GroupVersionResource, namespace string, obj any)
 		e.t.Fatal(err)
 	}
 	unstructured.RemoveNestedField(u.Object, "status")
-	if _, err := e.dyn.Resource(gvr).Namespace(namespace).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+	dyn, _ := e.writers()
+	if _, err := dyn.Resource(gvr).Namespace(namespace).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("create %s %s/%s: %v", gvr.Resource, namespace, u.GetName(), err)
 	}
 }
@@ -101,7 +122,8 @@ func (e *env) create(gvr schema.GroupVersionResource, namespace string, obj any)
 func (e *env) secret(namespace, name string, data map[string]string) {
 	e.t.Helper()
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, StringData: data}
-	if _, err := e.kube.CoreV1().Secrets(namespace).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
+	_, kube := e.writers()
+	if _, err := kube.CoreV1().Secrets(namespace).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -121,15 +123,37 @@ func TestAChannelThatFailsHoldsUpNoOther(t *testing.T) {
 	}
 }
 
-// TestATenantReadsAnotherNamespacesEventsOnlyWithConsent: a tenant's rule that names another
-// namespace gets nothing of it until the destination its Events concern admits the tenant's
-// namespace; then it gets those, and still none about another destination there.
+// TestATenantReadsAnotherNamespacesEventsOnlyWithConsent: mallory, who holds only a Role in her
+// own namespace (its Secrets, NotifyChannels and NotifyRules), makes a channel and a rule that
+// names the victim's namespace. She gets nothing of it until the destination its Events concern
+// admits her namespace; then she gets those, and still none about another destination there.
 func TestATenantReadsAnotherNamespacesEventsOnlyWithConsent(t *testing.T) {
 	e := newEnv(t, Config{})
 	victim, tenant := e.namespace("victim"), e.namespace("tenant")
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "notifications", Namespace: tenant}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+		{APIGroups: []string{crds.Group}, Resources: []string{"notifychannels", "notifyrules"}, Verbs: []string{"create", "get"}},
+	}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "mallory", Namespace: tenant},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory"}}}
+	if _, err := e.kube.RbacV1().Roles(tenant).Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.kube.RbacV1().RoleBindings(tenant).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, converge, "mallory's Role in force", func() (bool, string) {
+		review, err := e.kube.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "mallory", ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: tenant, Verb: "create", Group: crds.Group, Resource: "notifyrules"}}}, metav1.CreateOptions{})
+		return err == nil && review.Status.Allowed, fmt.Sprint(err)
+	})
+	mallory := cp.ImpersonatingConfig("mallory")
 	stolen := newSink(t, nil)
-	e.channel(tenant, "mine", crds.ChannelWebhook, stolen.srv.URL, nil)
-	e.rule(tenant, "spy", "mine", func(r *crds.NotifyRuleSpec) { r.Namespaces = []string{victim, tenant} })
+	e.as(mallory, func() {
+		e.channel(tenant, "mine", crds.ChannelWebhook, stolen.srv.URL, nil)
+		e.rule(tenant, "spy", "mine", func(r *crds.NotifyRuleSpec) { r.Namespaces = []string{victim, tenant} })
+	})
 	e.opened(e.proposal(victim, "secret-plan", "prod", commitA))
 	own := e.proposal(tenant, "marker", "apps", commitA)
 	e.opened(own)
